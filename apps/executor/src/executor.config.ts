@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { baseEnvShape, parseEnv } from '@toolplane/platform';
+
+export const executorEnvShape = {
+  ...baseEnvShape,
+  HEALTH_PORT: baseEnvShape.HEALTH_PORT.default(8083),
+  EXECUTE_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  EXECUTE_MAX_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
+  TOOL_CACHE_TTL_MS: z.coerce.number().int().min(0).default(60_000),
+  TOOL_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(10_000),
+  REGISTRY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+  /** Extra time the executor waits for a runner beyond the tool's own timeout. */
+  RUNNER_REPLY_MARGIN_MS: z.coerce.number().int().min(100).default(3000),
+};
+export type ExecutorConfig = z.infer<z.ZodObject<typeof executorEnvShape>>;
+
+export function loadExecutorConfig(env: NodeJS.ProcessEnv = process.env): ExecutorConfig {
+  const c = parseEnv('executor', executorEnvShape, env);
+  if (c.EXECUTE_DEFAULT_TIMEOUT_MS > c.EXECUTE_MAX_TIMEOUT_MS) {
+    throw new Error('executor: invalid configuration\n  EXECUTE_DEFAULT_TIMEOUT_MS: must not exceed EXECUTE_MAX_TIMEOUT_MS');
+  }
+  return c;
+}

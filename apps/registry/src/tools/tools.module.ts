@@ -1,0 +1,15 @@
+import { Module, type OnApplicationBootstrap } from '@nestjs/common';
+import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
+import { ToolsController } from './tools.controller';
+import { ToolsRepository } from './tools.repository';
+import { ToolsService } from './tools.service';
+
+@Module({ controllers: [ToolsController], providers: [ToolsService, ToolsRepository] })
+export class ToolsModule implements OnApplicationBootstrap {
+  constructor(private readonly messaging: MessagingClient) {}
+
+  /** Tool events need their stream before the first write. */
+  async onApplicationBootstrap(): Promise<void> {
+    await ensureEventsStream(this.messaging.nc, this.messaging.prefix);
+  }
+}

@@ -1,0 +1,89 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
+import { ToolEntity } from './tool.entity';
+
+export type ToolFields = Partial<Omit<ToolEntity, 'seq' | 'id' | 'orgId' | 'createdAt' | 'updatedAt'>>;
+export interface ListFilter {
+  tags?: string[];
+  toolTypes?: string[];
+  afterSeq?: string;
+  limit: number;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+@Injectable()
+export class ToolsRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  findById(orgId: string, id: string): Promise<ToolEntity | null> {
+    return this.ds.getRepository(ToolEntity).findOneBy({ orgId, id });
+  }
+
+  findByName(orgId: string, name: string): Promise<ToolEntity | null> {
+    return this.ds.getRepository(ToolEntity).findOneBy({ orgId, name });
+  }
+
+  /** One page ordered by insertion; `afterSeq` is the last seq of the previous page. */
+  list(orgId: string, f: ListFilter): Promise<ToolEntity[]> {
+    const qb = this.ds.getRepository(ToolEntity).createQueryBuilder('t').where('t.org_id = :orgId', { orgId });
+    if (f.tags?.length) qb.andWhere('t.tags && :tags::text[]', { tags: f.tags });
+    if (f.toolTypes?.length) qb.andWhere('t.tool_type IN (:...types)', { types: f.toolTypes });
+    if (f.afterSeq) qb.andWhere('t.seq > :after', { after: f.afterSeq });
+    return qb.orderBy('t.seq', 'ASC').limit(f.limit).getMany();
+  }
+
+  /**
+   * Insert the tool, or update the org's tool of that name, in one transaction that also runs
+   * `afterWrite` (the event publication): if it fails, nothing is stored.
+   */
+  async upsertByName(
+    orgId: string,
+    name: string,
+    onCreate: ToolFields,
+    onUpdate: ToolFields,
+    afterWrite: (tool: ToolEntity, created: boolean) => Promise<void>,
+  ): Promise<{ tool: ToolEntity; created: boolean }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.ds.transaction(async (m) => {
+          const existing = await m
+            .getRepository(ToolEntity)
+            .createQueryBuilder('t')
+            .setLock('pessimistic_write')
+            .where('t.org_id = :orgId AND t.name = :name', { orgId, name })
+            .getOne();
+          let id: string;
+          if (existing) {
+            id = existing.id;
+            await m.getRepository(ToolEntity).update({ id }, { ...onUpdate, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
+          } else {
+            id = `tool-${randomUUID()}`;
+            await m.getRepository(ToolEntity).insert({ ...onCreate, id, orgId, name } as QueryDeepPartialEntity<ToolEntity>);
+          }
+          const tool = await m.getRepository(ToolEntity).findOneByOrFail({ id });
+          await afterWrite(tool, !existing);
+          return { tool, created: !existing };
+        });
+      } catch (e) {
+        // Two first upserts of one name raced: the loser retries and updates.
+        if (attempt < 2 && (e as { code?: string }).code === UNIQUE_VIOLATION) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Delete in one transaction with `afterWrite`; null when the org has no such tool. */
+  deleteById(orgId: string, id: string, afterWrite: (tool: ToolEntity) => Promise<void>): Promise<ToolEntity | null> {
+    return this.ds.transaction(async (m: EntityManager) => {
+      const tool = await m.getRepository(ToolEntity).createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.id = :id', { orgId, id }).getOne();
+      if (!tool) return null;
+      await m.getRepository(ToolEntity).delete({ id });
+      await afterWrite(tool);
+      return tool;
+    });
+  }
+}

@@ -1,0 +1,133 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  DEFAULT_RETURN_CHAR_LIMIT,
+  ErrorCode,
+  SchemasGenerate,
+  ToolCreated,
+  ToolDeleted,
+  ToolplaneError,
+  ToolUpdated,
+  type ReplyOf,
+  type RequestOf,
+  type ToolsDelete,
+  type ToolsGet,
+  type ToolsList,
+  type ToolsUpsert,
+  type ToolUpsertInput,
+} from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG } from '@toolplane/platform';
+import { randomUUID } from 'node:crypto';
+import type { RegistryConfig } from '../registry.config';
+import type { ToolEntity } from './tool.entity';
+import { toWireTool } from './tool.mapper';
+import { ToolsRepository, type ToolFields } from './tools.repository';
+
+@Injectable()
+export class ToolsService {
+  private readonly log = new Logger(ToolsService.name);
+
+  constructor(
+    private readonly tools: ToolsRepository,
+    private readonly messaging: MessagingClient,
+    @Inject(APP_CONFIG) private readonly config: RegistryConfig,
+  ) {}
+
+  async upsert(req: RequestOf<typeof ToolsUpsert>): Promise<ReplyOf<typeof ToolsUpsert>> {
+    const input = req.tool;
+    const jsonSchema = input.json_schema ?? (await this.deriveSchema(input));
+    const name = input.name ?? (typeof jsonSchema.name === 'string' ? jsonSchema.name : undefined);
+    if (!name) {
+      throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'tool.name is required when json_schema has no name', {
+        issues: [{ path: 'tool.name', message: 'required' }],
+      });
+    }
+    const described = input.description ?? (typeof jsonSchema.description === 'string' ? jsonSchema.description : null);
+    const always: ToolFields = {
+      sourceCode: input.source_code,
+      sourceType: input.source_type,
+      jsonSchema,
+      description: described,
+    };
+    const given: ToolFields = stripUndefined({
+      argsJsonSchema: input.args_json_schema,
+      tags: input.tags,
+      returnCharLimit: input.return_char_limit,
+      pipRequirements: input.pip_requirements,
+      npmRequirements: input.npm_requirements,
+      defaultRequiresApproval: input.default_requires_approval,
+      enableParallelExecution: input.enable_parallel_execution,
+      metadata: input.metadata_,
+      projectId: input.project_id,
+    });
+    const onCreate: ToolFields = {
+      toolType: 'custom',
+      tags: [],
+      returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
+      enableParallelExecution: false,
+      ...given,
+      ...always,
+    };
+    const { tool, created } = await this.tools.upsertByName(req.org_id, name, onCreate, { ...given, ...always }, (t, isNew) =>
+      this.publish(isNew ? 'created' : 'updated', t),
+    );
+    this.log.log(`${created ? 'created' : 'updated'} tool ${tool.id} (${tool.name}) in org ${req.org_id}`);
+    return { tool: toWireTool(tool) };
+  }
+
+  async get(req: RequestOf<typeof ToolsGet>): Promise<ReplyOf<typeof ToolsGet>> {
+    const tool = req.id ? await this.tools.findById(req.org_id, req.id) : await this.tools.findByName(req.org_id, req.name!);
+    if (!tool) throw notFound(req.id ?? req.name!);
+    return { tool: toWireTool(tool) };
+  }
+
+  async list(req: RequestOf<typeof ToolsList>): Promise<ReplyOf<typeof ToolsList>> {
+    const afterSeq = req.cursor ? decodeCursor(req.cursor) : undefined;
+    const rows = await this.tools.list(req.org_id, { tags: req.tags, toolTypes: req.tool_types, afterSeq, limit: req.limit + 1 });
+    const page = rows.slice(0, req.limit);
+    const next = rows.length > req.limit ? encodeCursor(page[page.length - 1]!.seq) : null;
+    return { tools: page.map(toWireTool), next_cursor: next };
+  }
+
+  async delete(req: RequestOf<typeof ToolsDelete>): Promise<ReplyOf<typeof ToolsDelete>> {
+    const deleted = await this.tools.deleteById(req.org_id, req.id, (t) => this.publish('deleted', t));
+    if (!deleted) throw notFound(req.id);
+    this.log.log(`deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}`);
+    return { deleted: true };
+  }
+
+  private async deriveSchema(input: ToolUpsertInput): Promise<Record<string, unknown>> {
+    const reply = await this.messaging.request(
+      SchemasGenerate,
+      { source_code: input.source_code, source_type: input.source_type, ...(input.name ? { name: input.name } : {}) },
+      { timeoutMs: this.config.SCHEMA_REQUEST_TIMEOUT_MS },
+    );
+    return reply.json_schema;
+  }
+
+  private async publish(kind: 'created' | 'updated' | 'deleted', t: ToolEntity): Promise<void> {
+    const eventId = randomUUID();
+    const base = { event_id: eventId, occurred_at: new Date().toISOString(), org_id: t.orgId, tool_id: t.id, tool_name: t.name };
+    if (kind === 'deleted') return this.messaging.publish(ToolDeleted, base, eventId);
+    return this.messaging.publish(kind === 'created' ? ToolCreated : ToolUpdated, { ...base, tool: toWireTool(t) }, eventId);
+  }
+}
+
+function notFound(ref: string): ToolplaneError {
+  return new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, `No tool ${ref} in this org`, { tool: ref });
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+function encodeCursor(seq: string): string {
+  return Buffer.from(`s:${seq}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const raw = Buffer.from(cursor, 'base64url').toString();
+  const m = /^s:(\d{1,19})$/.exec(raw);
+  if (!m) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
+  return m[1]!;
+}

@@ -1,0 +1,80 @@
+import Ajv2020 from 'ajv/dist/2020';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EVENTS, REQUESTS } from './catalog';
+import { defineEvent, defineRequest } from './descriptor';
+import { ErrorCode, ToolplaneError, isRetryable } from './errors';
+import { ToolsExecute } from './execute.contract';
+import { publicJsonSchemas } from './json-schemas';
+import { Tool } from './tool';
+import { ToolsGet, ToolsUpsert } from './tools.contract';
+import { z } from 'zod';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const seedToolSchema = JSON.parse(readFileSync(join(ROOT, '..', 'shared', 'seeds', 'tool.schema.json'), 'utf8'));
+
+const sampleTool = {
+  id: 'tool-123e4567-e89b-12d3-a456-426614174000',
+  tool_type: 'custom',
+  description: 'Add.',
+  source_type: 'python',
+  name: 'add',
+  tags: ['math'],
+  source_code: 'def add(a: int) -> int: ...',
+  json_schema: { name: 'add' },
+  args_json_schema: null,
+  return_char_limit: 50000,
+  pip_requirements: [{ name: 'requests', version: '2.32.0' }],
+  npm_requirements: null,
+  default_requires_approval: null,
+  enable_parallel_execution: false,
+  created_by_id: null,
+  last_updated_by_id: null,
+  metadata_: null,
+  project_id: null,
+};
+
+describe('contracts', () => {
+  it('keeps docs/api in step with the contracts (run `npm run api:docs` after a change)', () => {
+    const sut = publicJsonSchemas();
+    const dir = join(ROOT, 'docs', 'api');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+    expect(files).toEqual(Object.keys(sut).sort());
+    for (const [file, schema] of Object.entries(sut)) {
+      expect(JSON.parse(readFileSync(join(dir, file), 'utf8'))).toEqual(JSON.parse(JSON.stringify(schema)));
+    }
+  });
+
+  it('has exactly the fields of the seed Tool schema, and accepts what it accepts', () => {
+    const seedValidate = new Ajv2020({ strict: false }).compile(seedToolSchema);
+    expect(Object.keys(Tool.shape).sort()).toEqual(Object.keys(seedToolSchema.properties).sort());
+    expect(seedValidate(sampleTool)).toBe(true);
+    expect(Tool.safeParse(sampleTool).success).toBe(true);
+    expect(Tool.safeParse({ ...sampleTool, extra: 1 }).success).toBe(false);
+    expect(seedValidate({ ...sampleTool, extra: 1 })).toBe(false);
+  });
+
+  it('gives every subject one descriptor and follows the subject grammar', () => {
+    const subjects = [...REQUESTS.map((r) => r.subject), ...EVENTS.map((e) => e.subject)];
+    expect(new Set(subjects).size).toBe(subjects.length);
+    expect(() => defineRequest({ subject: 'tools.get', visibility: 'public', summary: '', request: z.object({}), reply: z.object({}) })).toThrow();
+    expect(() => defineRequest({ subject: 'toolplane.internal.v1.x.y', visibility: 'public', summary: '', request: z.object({}), reply: z.object({}) })).toThrow();
+    expect(() => defineEvent({ subject: 'toolplane.v1.tool.created', summary: '', payload: z.object({}) })).toThrow();
+  });
+
+  it('requires org_id and exactly one tool reference where the API says so', () => {
+    expect(ToolsUpsert.request.safeParse({ tool: { source_code: 'x' } }).success).toBe(false);
+    expect(ToolsGet.request.safeParse({ org_id: 'a' }).success).toBe(false);
+    expect(ToolsGet.request.safeParse({ org_id: 'a', name: 'x', id: sampleTool.id }).success).toBe(false);
+    expect(ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x' }).data?.args).toEqual({});
+    expect(ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x', env: { 'BAD-NAME': 'v' } }).success).toBe(false);
+  });
+
+  it('marks only transient failures retryable, and keeps codes from another service', () => {
+    expect(isRetryable(ErrorCode.RUNNER_UNAVAILABLE)).toBe(true);
+    expect(isRetryable(ErrorCode.INVALID_ARGUMENTS)).toBe(false);
+    const remote = ToolplaneError.fromBody({ code: 'TOOL_NOT_FOUND', message: 'm', retryable: false, trace_id: 't' });
+    expect(remote.code).toBe(ErrorCode.TOOL_NOT_FOUND);
+    expect(ToolplaneError.fromBody({ code: 'WHAT', message: 'm', retryable: false, trace_id: 't' }).code).toBe(ErrorCode.INTERNAL);
+  });
+});

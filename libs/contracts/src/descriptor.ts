@@ -1,0 +1,45 @@
+import type { z } from 'zod';
+
+/**
+ * A typed message handle shared by sender and receiver: the subject and the zod schemas of both
+ * directions. Apps refer to descriptors, never to subject strings.
+ */
+export interface RequestDescriptor<Req extends z.ZodType = z.ZodType, Rep extends z.ZodType = z.ZodType> {
+  readonly kind: 'request';
+  readonly subject: string;
+  readonly visibility: 'public' | 'internal';
+  readonly summary: string;
+  readonly request: Req;
+  readonly reply: Rep;
+}
+
+export interface EventDescriptor<P extends z.ZodType = z.ZodType> {
+  readonly kind: 'event';
+  readonly subject: string;
+  readonly summary: string;
+  readonly payload: P;
+}
+
+export type RequestIn<D extends RequestDescriptor> = z.input<D['request']>;
+export type RequestOf<D extends RequestDescriptor> = z.output<D['request']>;
+export type ReplyOf<D extends RequestDescriptor> = z.output<D['reply']>;
+export type ReplyIn<D extends RequestDescriptor> = z.input<D['reply']>;
+export type EventOf<D extends EventDescriptor> = z.output<D['payload']>;
+
+const REQUEST_SUBJECT = /^toolplane\.(internal\.)?v[0-9]+\.[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z0-9-]+$/;
+const EVENT_SUBJECT = /^toolplane\.v[0-9]+\.events\.[a-z0-9-]+\.[a-z]+$/;
+
+export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
+  d: Omit<RequestDescriptor<Req, Rep>, 'kind'>,
+): RequestDescriptor<Req, Rep> {
+  if (!REQUEST_SUBJECT.test(d.subject)) throw new Error(`Bad request subject: ${d.subject}`);
+  if (d.subject.startsWith('toolplane.internal.') !== (d.visibility === 'internal')) {
+    throw new Error(`Subject ${d.subject} does not match its visibility ${d.visibility}`);
+  }
+  return { kind: 'request', ...d };
+}
+
+export function defineEvent<P extends z.ZodType>(d: Omit<EventDescriptor<P>, 'kind'>): EventDescriptor<P> {
+  if (!EVENT_SUBJECT.test(d.subject)) throw new Error(`Bad event subject: ${d.subject}`);
+  return { kind: 'event', ...d };
+}

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/** Every error code Toolplane puts on the wire. One enum, one retry policy. */
+export enum ErrorCode {
+  MALFORMED_MESSAGE = 'MALFORMED_MESSAGE',
+  CONTRACT_VIOLATION = 'CONTRACT_VIOLATION',
+  PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
+  TOOL_NOT_FOUND = 'TOOL_NOT_FOUND',
+  SCHEMA_GENERATION_FAILED = 'SCHEMA_GENERATION_FAILED',
+  SCHEMA_INVALID = 'SCHEMA_INVALID',
+  INVALID_ARGUMENTS = 'INVALID_ARGUMENTS',
+  UNSUPPORTED_TOOL = 'UNSUPPORTED_TOOL',
+  RUNNER_UNAVAILABLE = 'RUNNER_UNAVAILABLE',
+  SERVICE_UNAVAILABLE = 'SERVICE_UNAVAILABLE',
+  REQUEST_TIMEOUT = 'REQUEST_TIMEOUT',
+  // Execution outcomes (carried in ToolExecutionResult.error, not in the envelope)
+  TOOL_EXCEPTION = 'TOOL_EXCEPTION',
+  EXECUTION_TIMEOUT = 'EXECUTION_TIMEOUT',
+  OUTPUT_LIMIT_EXCEEDED = 'OUTPUT_LIMIT_EXCEEDED',
+  SANDBOX_FAILURE = 'SANDBOX_FAILURE',
+  INTERNAL = 'INTERNAL',
+}
+
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
+  ErrorCode.RUNNER_UNAVAILABLE,
+  ErrorCode.SERVICE_UNAVAILABLE,
+  ErrorCode.REQUEST_TIMEOUT,
+  ErrorCode.INTERNAL,
+]);
+
+export function isRetryable(code: ErrorCode): boolean {
+  return RETRYABLE.has(code);
+}
+
+export const ErrorBody = z.object({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+  details: z.record(z.string(), z.unknown()).optional(),
+  trace_id: z.string(),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const ErrorEnvelope = z.object({ error: ErrorBody });
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+/**
+ * The one exception type services throw. Messaging turns it into the wire envelope; any other
+ * error becomes INTERNAL without its message or stack.
+ */
+export class ToolplaneError extends Error {
+  readonly retryable: boolean;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    retryable?: boolean,
+  ) {
+    super(message);
+    this.name = 'ToolplaneError';
+    this.retryable = retryable ?? isRetryable(code);
+  }
+
+  /** An error received from another service keeps its code, message and retry flag. */
+  static fromBody(body: ErrorBody): ToolplaneError {
+    const code = (Object.values(ErrorCode) as string[]).includes(body.code) ? (body.code as ErrorCode) : ErrorCode.INTERNAL;
+    const err = new ToolplaneError(code, body.message, body.details, body.retryable);
+    err.remoteTraceId = body.trace_id;
+    return err;
+  }
+
+  remoteTraceId?: string;
+}

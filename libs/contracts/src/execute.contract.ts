@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { JsonObject, OrgId } from './common';
+import { defineRequest } from './descriptor';
+import { ToolId } from './tool';
+
+const EnvVars = z
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _'), z.string().max(32_768))
+  .refine((env) => Object.keys(env).length <= 256, { message: 'at most 256 env vars' });
+
+export const ExecutionStatus = z.enum(['success', 'error']);
+
+export const ToolExecutionResult = z.object({
+  status: ExecutionStatus,
+  func_return: z.unknown(),
+  stdout: z.array(z.string()),
+  stderr: z.array(z.string()),
+  sandbox_config_fingerprint: z.string().nullable(),
+  provider: z.string(),
+  duration_ms: z.number(),
+  trace_id: z.string(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
+
+export const ToolsExecute = defineRequest({
+  subject: 'toolplane.v1.tools.execute',
+  visibility: 'public',
+  summary: 'Run a tool of the org with the given arguments and return its result, output and status.',
+  request: z
+    .strictObject({
+      org_id: OrgId,
+      tool_id: ToolId.optional(),
+      tool_name: z.string().min(1).max(64).optional(),
+      args: JsonObject.default({}),
+      agent_id: z.string().min(1).max(128).optional(),
+      env: EnvVars.optional(),
+      timeout_ms: z.number().int().min(1).optional(),
+      idempotency_key: z.string().min(1).max(256).optional(),
+    })
+    .refine((r) => (r.tool_id === undefined) !== (r.tool_name === undefined), {
+      message: 'give exactly one of tool_id or tool_name',
+    }),
+  reply: ToolExecutionResult,
+});
+
+/** Internal: the executor hands a resolved call to the local sandbox runner. */
+export const LocalRunnerRun = defineRequest({
+  subject: 'toolplane.internal.v1.local-runner.run',
+  visibility: 'internal',
+  summary: 'Run one custom tool call in a local sandbox.',
+  request: z.strictObject({
+    org_id: OrgId,
+    tool_id: ToolId,
+    function_name: z.string().min(1),
+    source_code: z.string().min(1),
+    source_type: z.string(),
+    args: JsonObject,
+    agent_id: z.string().optional(),
+    env: z.record(z.string(), z.string()),
+    timeout_ms: z.number().int().min(1),
+  }),
+  reply: z.object({
+    status: ExecutionStatus,
+    func_return: z.unknown(),
+    stdout: z.array(z.string()),
+    stderr: z.array(z.string()),
+    duration_ms: z.number(),
+    provider: z.string(),
+    sandbox_config_fingerprint: z.string().nullable(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
+});

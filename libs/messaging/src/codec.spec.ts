@@ -1,0 +1,38 @@
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { z } from 'zod';
+import { decodeJson, encodeJson, parseContract } from './codec';
+import { toErrorBody } from './error-body';
+import { streamName, withPrefix } from './subjects';
+
+describe('codec', () => {
+  it('round-trips JSON and refuses bytes that are not JSON or not UTF-8', () => {
+    expect(decodeJson(encodeJson({ a: [1, 'é'] }))).toEqual({ a: [1, 'é'] });
+    expect(() => decodeJson(new TextEncoder().encode('{nope'))).toThrow(expect.objectContaining({ code: ErrorCode.MALFORMED_MESSAGE }));
+    expect(() => decodeJson(new Uint8Array([0xff, 0xfe]))).toThrow(/UTF-8/);
+  });
+
+  it('reports every contract issue with its path', () => {
+    const sut = () => parseContract(z.object({ a: z.string(), b: z.object({ c: z.number() }) }), { a: 1, b: { c: 'x' } }, 'Request');
+    try {
+      sut();
+      throw new Error('should have thrown');
+    } catch (e) {
+      expect(e).toBeInstanceOf(ToolplaneError);
+      const err = e as ToolplaneError;
+      expect(err.code).toBe(ErrorCode.CONTRACT_VIOLATION);
+      expect((err.details!.issues as Array<{ path: string }>).map((i) => i.path)).toEqual(['a', 'b.c']);
+    }
+  });
+
+  it('never leaks an unknown error message or stack into the envelope', () => {
+    const body = toErrorBody(new Error('password=hunter2 at /srv/app.js:1'), 'abc');
+    expect(body).toEqual({ code: 'INTERNAL', message: 'Internal error', retryable: true, trace_id: 'abc' });
+    expect(toErrorBody(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'No tool x'), 't')).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false });
+  });
+
+  it('prefixes subjects and stream names only when a prefix is set', () => {
+    expect(withPrefix('', 'toolplane.v1.tools.get')).toBe('toolplane.v1.tools.get');
+    expect(withPrefix('t1', 'toolplane.v1.tools.get')).toBe('t1.toolplane.v1.tools.get');
+    expect(streamName('a.b', 'TOOLPLANE_EVENTS')).toBe('a_b_TOOLPLANE_EVENTS');
+  });
+});

@@ -1,0 +1,117 @@
+import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import {
+  ErrorCode,
+  ErrorEnvelope,
+  Headers,
+  ToolplaneError,
+  type EventDescriptor,
+  type EventOf,
+  type ReplyOf,
+  type RequestDescriptor,
+  type RequestIn,
+} from '@toolplane/contracts';
+import { decodeJson, encodeJson, parseContract } from './codec';
+import { withPrefix } from './subjects';
+import { extractTraceContext, injectTraceContext } from './trace-context';
+
+export interface RequestOptions {
+  timeoutMs: number;
+  /** The code to throw when nobody serves the subject (default SERVICE_UNAVAILABLE). */
+  unavailableCode?: ErrorCode;
+}
+
+const tracer = trace.getTracer('@toolplane/messaging');
+
+/**
+ * Typed request/reply and event publishing by contract descriptor. Validates what it sends and
+ * what it receives, carries W3C trace context in headers, and always bounds a request in time.
+ */
+export class MessagingClient {
+  private js?: JetStreamClient;
+
+  constructor(
+    readonly nc: NatsConnection,
+    readonly prefix: string,
+  ) {}
+
+  async request<D extends RequestDescriptor>(d: D, payload: RequestIn<D>, opts: RequestOptions): Promise<ReplyOf<D>> {
+    const body = parseContract(d.request, payload, `Request to ${d.subject}`);
+    const data = encodeJson(body);
+    const max = this.nc.info?.max_payload ?? 1024 * 1024;
+    if (data.byteLength > max) {
+      throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request to ${d.subject} is ${data.byteLength} bytes; the limit is ${max}`, {
+        bytes: data.byteLength,
+        limit: max,
+      });
+    }
+    return tracer.startActiveSpan(`send ${d.subject}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } }, async (span) => {
+      try {
+        const h = injectTraceContext();
+        h.set(Headers.DEADLINE, String(Date.now() + opts.timeoutMs));
+        let msg;
+        try {
+          msg = await this.nc.request(withPrefix(this.prefix, d.subject), data, { timeout: opts.timeoutMs, headers: h });
+        } catch (e) {
+          throw this.transportError(e, d.subject, opts);
+        }
+        const value = decodeJson(msg.data);
+        const env = ErrorEnvelope.safeParse(value);
+        if (env.success) throw ToolplaneError.fromBody(env.data.error);
+        return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
+      } catch (e) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
+        throw e;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Publish an event to JetStream (waits for the stream's ack; msgID dedups retries). */
+  async publish<E extends EventDescriptor>(e: E, payload: EventOf<E>, msgId: string): Promise<void> {
+    const body = parseContract(e.payload, payload, `Event ${e.subject}`);
+    this.js ??= jetstream(this.nc);
+    await tracer.startActiveSpan(`publish ${e.subject}`, { kind: SpanKind.PRODUCER }, async (span) => {
+      try {
+        await this.js!.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { msgID: msgId, headers: injectTraceContext() });
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Core-NATS subscription to events (every replica receives them; no queue group). */
+  subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void): { unsubscribe(): void } {
+    const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {
+      callback: (err, msg) => {
+        if (err) return;
+        let payload: unknown;
+        try {
+          payload = decodeJson(msg.data);
+        } catch {
+          return;
+        }
+        const subject = this.prefix ? msg.subject.slice(this.prefix.length + 1) : msg.subject;
+        context.with(extractTraceContext(msg.headers), () => onEvent(subject, payload));
+      },
+    });
+    return { unsubscribe: () => sub.unsubscribe() };
+  }
+
+  private transportError(e: unknown, subject: string, opts: RequestOptions): ToolplaneError {
+    const noResponders = e instanceof RequestError && e.isNoResponders();
+    if (noResponders) {
+      const code = opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE;
+      return new ToolplaneError(code, `No service is serving ${subject}`, { subject });
+    }
+    if (e instanceof TimeoutError || (e instanceof RequestError && e.cause instanceof TimeoutError)) {
+      return new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `No reply from ${subject} within ${opts.timeoutMs} ms`, {
+        subject,
+        timeout_ms: opts.timeoutMs,
+      });
+    }
+    return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error).message}`, { subject });
+  }
+}

@@ -1,0 +1,127 @@
+import { Catch, Logger, type ExceptionFilter } from '@nestjs/common';
+import { BaseRpcContext, MessagePattern, Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
+import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { ErrorCode, ToolplaneError, requestDescriptorFor, type RequestDescriptor } from '@toolplane/contracts';
+import { lastValueFrom, throwError, type Observable } from 'rxjs';
+import { decodeJson, encodeJson, parseContract } from './codec';
+import { toErrorBody } from './error-body';
+import { withPrefix } from './subjects';
+import { extractTraceContext } from './trace-context';
+
+/** Marks a controller method as the handler of a request descriptor. */
+export const Handles = (d: RequestDescriptor): MethodDecorator => MessagePattern(d.subject);
+
+/**
+ * Lets the original exception reach the transport, which makes the one error envelope
+ * (Nest would otherwise turn any non-RpcException into "Internal server error").
+ */
+@Catch()
+export class PassThroughExceptionFilter implements ExceptionFilter {
+  catch(exception: unknown): Observable<never> {
+    return throwError(() => exception);
+  }
+}
+
+export interface NatsJsonServerOptions {
+  nc: NatsConnection;
+  prefix: string;
+  /** Queue group: replicas of one app share the load. */
+  queue: string;
+  maxRequestBytes: number;
+  /** How long close() waits for in-flight requests. */
+  drainTimeoutMs: number;
+}
+
+const tracer = trace.getTracer('@toolplane/messaging');
+
+/**
+ * A Nest transport strategy that serves contract descriptors as plain JSON request/reply on core
+ * NATS: no framework framing on the wire, validation at the edge, one error envelope, and a
+ * CONSUMER span continuing the caller's trace.
+ */
+export class NatsJsonServer extends Server implements CustomTransportStrategy {
+  private readonly subs: Subscription[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly log = new Logger('NatsJsonServer');
+
+  constructor(private readonly opts: NatsJsonServerOptions) {
+    super();
+  }
+
+  listen(callback: () => void): void {
+    for (const [pattern, handler] of this.messageHandlers) {
+      const d = requestDescriptorFor(pattern);
+      if (!d) throw new Error(`No contract descriptor for handler pattern ${pattern}`);
+      const sub = this.opts.nc.subscribe(withPrefix(this.opts.prefix, d.subject), {
+        queue: this.opts.queue,
+        callback: (err, msg) => {
+          if (err) return this.log.error(`Subscription to ${d.subject} failed: ${err.message}`);
+          const p = this.onMessage(d, handler, msg).finally(() => this.inFlight.delete(p));
+          this.inFlight.add(p);
+        },
+      });
+      this.subs.push(sub);
+    }
+    callback();
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /** Stop taking requests, then wait (bounded) for those in flight. */
+  async close(): Promise<void> {
+    await Promise.all(this.subs.splice(0).map((s) => s.drain().catch(() => undefined)));
+    const drained = Promise.all([...this.inFlight]);
+    await Promise.race([drained, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref())]);
+  }
+
+  on(): void {
+    // No transport events to expose.
+  }
+
+  unwrap<T>(): T {
+    return this.opts.nc as T;
+  }
+
+  private async onMessage(d: RequestDescriptor, handler: MessageHandler, msg: Msg): Promise<void> {
+    const parent = extractTraceContext(msg.headers);
+    await context.with(parent, () =>
+      tracer.startActiveSpan(
+        `process ${d.subject}`,
+        { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } },
+        async (span) => {
+          try {
+            if (msg.data.byteLength > this.opts.maxRequestBytes) {
+              throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request is ${msg.data.byteLength} bytes; the limit is ${this.opts.maxRequestBytes}`);
+            }
+            const request = parseContract(d.request, decodeJson(msg.data), `Request to ${d.subject}`);
+            const result$ = this.transformToObservable(await handler(request, new BaseRpcContext([d.subject])));
+            const result = await lastValueFrom(result$);
+            const reply = this.checkReply(d, result);
+            if (msg.reply) msg.respond(encodeJson(reply));
+          } catch (e) {
+            const traceId = span.spanContext().traceId;
+            const body = toErrorBody(e, traceId);
+            span.setStatus({ code: SpanStatusCode.ERROR, message: body.code });
+            span.setAttribute('toolplane.error.code', body.code);
+            if (body.code === ErrorCode.INTERNAL) this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
+            if (msg.reply) msg.respond(encodeJson({ error: body }));
+          } finally {
+            span.end();
+          }
+        },
+      ),
+    );
+  }
+
+  private checkReply(d: RequestDescriptor, result: unknown): unknown {
+    try {
+      return parseContract(d.reply, result, `Reply of ${d.subject}`);
+    } catch (e) {
+      this.log.error((e as Error).message);
+      throw new ToolplaneError(ErrorCode.INTERNAL, 'Internal error');
+    }
+  }
+}

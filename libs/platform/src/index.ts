@@ -1,0 +1,4 @@
+export * from './env';
+export * from './health';
+export * from './platform.module';
+export * from './run-service';

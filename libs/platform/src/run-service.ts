@@ -1,0 +1,101 @@
+import 'reflect-metadata';
+import { Logger, Module, type DynamicModule, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { connect } from '@nats-io/transport-node';
+import { initTelemetry, ToolplaneLogger } from '@toolplane/observability';
+import { MessagingClient, NatsJsonServer, PassThroughExceptionFilter } from '@toolplane/messaging';
+import type { AddressInfo } from 'node:net';
+import type { BaseConfig } from './env';
+import { HealthRegistry, startHealthServer } from './health';
+import { PlatformModule } from './platform.module';
+
+export interface ServiceSpec<C extends BaseConfig> {
+  /** App name: service.name, NATS connection name and queue group. */
+  name: string;
+  config: C;
+  module: Type | DynamicModule;
+}
+
+export interface RunningService {
+  healthPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Boots one app: telemetry, logs, NATS, the Nest microservice on the plain-JSON transport, health
+ * endpoints, and a graceful stop on SIGTERM/SIGINT (stop taking requests, drain, exit).
+ */
+export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Promise<RunningService> {
+  const { name, config } = spec;
+  const telemetry = initTelemetry(name, config);
+  const logger = new ToolplaneLogger(name, config.LOG_FORMAT, config.LOG_LEVEL);
+  Logger.overrideLogger(logger);
+  const log = new Logger('Bootstrap');
+
+  const nc = await connect({
+    servers: config.NATS_URL.split(','),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    timeout: 5000,
+  });
+  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX);
+  const health = new HealthRegistry();
+  health.add('nats', async () => {
+    if (nc.isClosed() || nc.isDraining()) throw new Error('NATS connection closed');
+    await nc.flush();
+  });
+
+  @Module({ imports: [PlatformModule.register(messaging, config, health), spec.module] })
+  class RootModule {}
+
+  const strategy = new NatsJsonServer({
+    nc,
+    prefix: config.SUBJECT_PREFIX,
+    queue: name,
+    maxRequestBytes: config.MAX_REQUEST_BYTES,
+    drainTimeoutMs: config.SHUTDOWN_GRACE_MS,
+  });
+  const app = await NestFactory.createMicroservice(RootModule, { strategy, logger, bufferLogs: false });
+  app.useGlobalFilters(new PassThroughExceptionFilter());
+  await app.listen();
+  const healthServer = await startHealthServer(health, config.HEALTH_HOST, config.HEALTH_PORT);
+  const healthPort = (healthServer.address() as AddressInfo).port;
+  log.log(`${name} ready: NATS ${config.NATS_URL}${config.SUBJECT_PREFIX ? ` (prefix ${config.SUBJECT_PREFIX})` : ''}, health on :${healthPort}, traces ${telemetry.exporting ? 'exported' : 'not exported'}`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.log(`${name} stopping: draining ${strategy.inFlightCount} in-flight request(s)`);
+      health.draining = true;
+      await app.close();
+      await nc.drain().catch(() => undefined);
+      healthServer.close();
+      await telemetry.shutdown().catch(() => undefined);
+      log.log(`${name} stopped`);
+    })());
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(sig, () => {
+      stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+  return { healthPort, stop };
+}
+
+/** main.ts entry: run, or print why not and exit 1. */
+export function main<C extends BaseConfig>(load: () => ServiceSpec<C>): void {
+  let spec: ServiceSpec<C>;
+  try {
+    spec = load();
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  runService(spec).catch((e) => {
+    process.stderr.write(`${spec.name} failed to start: ${(e as Error).message}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,3 @@
+export * from './process.driver';
+export * from './sandbox.types';
+export * from './tool-error';

@@ -1,0 +1,90 @@
+import { ErrorCode } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
+import { ToolsUpsert, ToolplaneError } from '@toolplane/contracts';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { RawClient } from '../support/nats-client';
+import { startStack, type Stack } from '../support/stack';
+import { ADD } from '../support/tools';
+
+describe('bad input gets a typed error and changes nothing', () => {
+  let client: RawClient;
+  beforeAll(async () => {
+    client = await RawClient.connect(testPrefix());
+  });
+  afterAll(() => client.close());
+
+  it('answers MALFORMED_MESSAGE to a body that is not JSON', async () => {
+    const r = await client.req('toolplane.v1.tools.upsert', '{"org_id": "a", tool: nope');
+    expect(r.error).toMatchObject({ code: 'MALFORMED_MESSAGE', retryable: false });
+    expect(r.error.trace_id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('answers CONTRACT_VIOLATION, naming each field, to a payload of the wrong shape', async () => {
+    const r = await client.req('toolplane.v1.tools.upsert', { org_id: 'acme', tool: { source_code: 5, surprise: true } });
+    expect(r.error.code).toBe('CONTRACT_VIOLATION');
+    const paths = r.error.details.issues.map((i: { path: string }) => i.path);
+    expect(paths).toEqual(expect.arrayContaining(['tool.source_code', 'tool']));
+  });
+
+  it('answers CONTRACT_VIOLATION when org_id is missing, on every public subject', async () => {
+    for (const subject of ['toolplane.v1.tools.upsert', 'toolplane.v1.tools.get', 'toolplane.v1.tools.list', 'toolplane.v1.tools.delete', 'toolplane.v1.tools.execute']) {
+      const r = await client.req(subject, { name: 'x', tool_name: 'x', id: 'tool-00000000-0000-0000-0000-000000000000', tool: { source_code: ADD } });
+      expect(r.error.code).toBe('CONTRACT_VIOLATION');
+      expect(r.error.details.issues.some((i: { path: string }) => i.path === 'org_id')).toBe(true);
+    }
+  });
+
+  it('refuses a 2 MB payload before it leaves the client, with PAYLOAD_TOO_LARGE', async () => {
+    const messaging = new MessagingClient(client.nc, testPrefix());
+    const big = `# ${'x'.repeat(2 * 1024 * 1024)}\n${ADD}`;
+    const err = await messaging
+      .request(ToolsUpsert, { org_id: 'acme', tool: { source_code: big } }, { timeoutMs: 5000 })
+      .catch((e: unknown) => e);
+    // The contract's source limit catches it first; a raw oversize body is refused by size.
+    expect(err).toBeInstanceOf(ToolplaneError);
+    expect([ErrorCode.CONTRACT_VIOLATION, ErrorCode.PAYLOAD_TOO_LARGE]).toContain((err as ToolplaneError).code);
+    await expect(client.req('toolplane.v1.tools.upsert', JSON.stringify({ org_id: 'acme', tool: { source_code: big } }))).rejects.toThrow(/payload/i);
+  });
+
+  it('refuses source over the size limit with CONTRACT_VIOLATION and stores nothing', async () => {
+    const org = uniqueOrg();
+    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: `${ADD}\n# ${'y'.repeat(300 * 1024)}` } });
+    expect(r.error.code).toBe('CONTRACT_VIOLATION');
+    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
+  });
+});
+
+describe('a service limit and a missing runner', () => {
+  let stack: Stack;
+  let client: RawClient;
+  const prefix = `${testPrefix()}x`;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['schema', 'registry', 'executor'],
+      appEnv: { schema: { MAX_REQUEST_BYTES: '65536' } },
+    });
+    client = await RawClient.connect(prefix);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('answers PAYLOAD_TOO_LARGE when a request exceeds the service limit', async () => {
+    const r = await client.req('toolplane.v1.schemas.generate', { source_code: `${ADD}\n# ${'z'.repeat(100_000)}` });
+    expect(r.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', retryable: false });
+  });
+
+  it('answers RUNNER_UNAVAILABLE at once when no runner is running', async () => {
+    const org = uniqueOrg();
+    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
+    expect(up.tool.name).toBe('add');
+    const started = Date.now();
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 1 } });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(r.error).toMatchObject({ code: 'RUNNER_UNAVAILABLE', retryable: true });
+  });
+});

@@ -1,0 +1,59 @@
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { RawClient } from '../support/nats-client';
+import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { pythonTool } from '../support/tools';
+
+describe('health, graceful shutdown and a runner dying mid-call', () => {
+  let stack: Stack;
+  let client: RawClient;
+  const prefix = `${testPrefix()}lc`;
+  const org = uniqueOrg('life');
+  let opts: StackOptions;
+
+  beforeAll(async () => {
+    opts = { prefix, databaseUrl: testDatabaseUrl(), appEnv: { executor: { RUNNER_REPLY_MARGIN_MS: '1000' } } };
+    stack = await startStack(opts);
+    client = await RawClient.connect(prefix);
+    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('nap', 'import time\ntime.sleep(1.5)\nreturn "rested"') } });
+    expect(up.tool.name).toBe('nap');
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  it('serves /healthz and /readyz with its dependency checks', async () => {
+    for (const app of stack.apps.values()) {
+      expect((await fetch(`http://127.0.0.1:${app.healthPort}/healthz`)).status).toBe(200);
+      const ready = await fetch(`http://127.0.0.1:${app.healthPort}/readyz`);
+      expect(ready.status).toBe(200);
+      const body = (await ready.json()) as { checks: Record<string, string> };
+      expect(body.checks.nats).toBe('ok');
+      if (app.name === 'registry') expect(body.checks.postgres).toBe('ok');
+    }
+  });
+
+  it('finishes an in-flight call when the runner gets SIGTERM, then exits 0', async () => {
+    const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
+    await new Promise((r) => setTimeout(r, 500));
+    const exit = stack.stopApp('runner-local', 'SIGTERM');
+    const r = await call;
+    expect(r.status).toBe('success');
+    expect(r.func_return).toBe('rested');
+    expect(await exit).toBe(0);
+    const after = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
+    expect(after.error.code).toBe('RUNNER_UNAVAILABLE');
+  });
+
+  it('answers a typed, retryable error when the runner is killed mid-call, and recovers when it is back', async () => {
+    stack.apps.set('runner-local', await startApp('runner-local', opts));
+    const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {}, timeout_ms: 2000 });
+    await new Promise((r) => setTimeout(r, 500));
+    await stack.stopApp('runner-local', 'SIGKILL');
+    const r = await call;
+    expect(r.error).toMatchObject({ code: 'REQUEST_TIMEOUT', retryable: true });
+    stack.apps.set('runner-local', await startApp('runner-local', opts));
+    const again = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
+    expect(again.func_return).toBe('rested');
+  });
+});

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { RawClient } from '../support/nats-client';
+import { OtlpReceiver } from '../support/otlp-receiver';
+import { startStack, type Stack } from '../support/stack';
+import { ROLL_D20 } from '../support/tools';
+
+describe('one execution is one trace across the services', () => {
+  const receiver = new OtlpReceiver();
+  let stack: Stack;
+  let client: RawClient;
+  const prefix = `${testPrefix()}tr`;
+  const org = uniqueOrg('trace');
+
+  beforeAll(async () => {
+    await receiver.start();
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+    });
+    client = await RawClient.connect(prefix);
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+    await receiver.stop();
+  });
+
+  it('continues the caller trace through executor, registry and runner-local, one span per step', async () => {
+    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ROLL_D20 } });
+    expect(up.tool.name).toBe('roll_d20');
+
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
+    const h = client.headers();
+    h.set('traceparent', `00-${traceId}-${callerSpan}-01`);
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {} }, { headers: h });
+    expect(r.status).toBe('success');
+    expect(r.trace_id).toBe(traceId);
+
+    const want = ['lookup tool', 'validate args', 'dispatch', 'run sandbox', 'serialize result'];
+    const spans = await receiver.waitFor(traceId, (s) => want.every((n) => s.some((x) => x.name === n)) && s.some((x) => x.service === 'registry'));
+    const services = new Set(spans.map((s) => s.service));
+    expect([...services].sort()).toEqual(['executor', 'registry', 'runner-local']);
+    for (const n of want) expect(spans.map((s) => s.name)).toContain(n);
+
+    // Parent links hold across processes: the executor's CONSUMER span hangs off the caller's span,
+    // and the runner's CONSUMER span hangs off the executor's PRODUCER span.
+    const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
+    expect(root.parentSpanId).toBe(callerSpan);
+    const runnerIn = spans.find((s) => s.name === 'process toolplane.internal.v1.local-runner.run')!;
+    const executorOut = spans.find((s) => s.spanId === runnerIn.parentSpanId)!;
+    expect(executorOut).toMatchObject({ service: 'executor', name: 'send toolplane.internal.v1.local-runner.run' });
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    for (const s of spans) if (s !== root) expect(byId.has(s.parentSpanId)).toBe(true);
+  });
+
+  it('traces the schema service when a tool is registered from source', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const h = client.headers();
+    h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
+    await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ROLL_D20.replace('roll_d20', 'roll_again') } }, { headers: h });
+    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.service === 'schema'));
+    expect(spans.find((s) => s.service === 'schema')?.name).toBe('process toolplane.v1.schemas.generate');
+    expect(spans.some((s) => s.name === 'publish toolplane.v1.events.tool.created')).toBe(true);
+  });
+
+  it('never puts argument or env values on spans', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const h = client.headers();
+    h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
+    await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {}, env: { API_KEY: 'sekret-value-123' } }, { headers: h });
+    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.name === 'run sandbox'));
+    expect(spans.length).toBeGreaterThan(3);
+    expect(JSON.stringify(spans)).not.toContain('sekret-value-123');
+  });
+});

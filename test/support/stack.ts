@@ -1,0 +1,132 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { NATS_URL, ROOT } from './env';
+
+export type AppName = 'registry' | 'schema' | 'executor' | 'runner-local';
+export const ALL_APPS: AppName[] = ['schema', 'registry', 'runner-local', 'executor'];
+
+export interface StackOptions {
+  prefix: string;
+  databaseUrl: string;
+  apps?: AppName[];
+  env?: Record<string, string>;
+  /** Per-app extra env. */
+  appEnv?: Partial<Record<AppName, Record<string, string>>>;
+}
+
+export interface RunningApp {
+  name: AppName;
+  proc: ChildProcess;
+  healthPort: number;
+  output: () => string;
+}
+
+export interface Stack {
+  prefix: string;
+  apps: Map<AppName, RunningApp>;
+  stopApp(name: AppName, signal?: NodeJS.Signals): Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export function entryOf(app: AppName): string {
+  const entry = join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first (npm test does)`);
+  return entry;
+}
+
+/** Starts apps from dist/ as real processes and waits until each is ready (/readyz). */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const apps = new Map<AppName, RunningApp>();
+  const stack: Stack = {
+    prefix: opts.prefix,
+    apps,
+    async stopApp(name, signal = 'SIGTERM') {
+      const app = apps.get(name);
+      if (!app) return null;
+      apps.delete(name);
+      return stopProcess(app.proc, signal);
+    },
+    async stop() {
+      await Promise.all([...apps.keys()].map((n) => stack.stopApp(n)));
+    },
+  };
+  try {
+    for (const name of opts.apps ?? ALL_APPS) {
+      apps.set(name, await startApp(name, opts));
+    }
+  } catch (e) {
+    await stack.stop();
+    throw e;
+  }
+  return stack;
+}
+
+export async function startApp(name: AppName, opts: StackOptions): Promise<RunningApp> {
+  const healthPort = await freePort();
+  let out = '';
+  const proc = spawn(process.execPath, ['--enable-source-maps', entryOf(name)], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      NATS_URL,
+      SUBJECT_PREFIX: opts.prefix,
+      DATABASE_URL: opts.databaseUrl,
+      DB_MIGRATE_ON_START: 'true',
+      HEALTH_PORT: String(healthPort),
+      HEALTH_HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+      TOOLPLANE_PROFILE: 'development',
+      SHUTDOWN_GRACE_MS: '5000',
+      ...opts.env,
+      ...opts.appEnv?.[name],
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  const app: RunningApp = { name, proc, healthPort, output: () => out };
+  await waitReady(app, 30_000);
+  return app;
+}
+
+async function waitReady(app: RunningApp, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (app.proc.exitCode !== null) throw new Error(`${app.name} exited with ${app.proc.exitCode} before it was ready:\n${app.output()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${app.healthPort}/readyz`);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  app.proc.kill('SIGKILL');
+  throw new Error(`${app.name} was not ready within ${timeoutMs} ms:\n${app.output()}`);
+}
+
+export function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<number | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
+  return new Promise((resolve) => {
+    const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      resolve(code);
+    });
+    proc.kill(signal);
+  });
+}

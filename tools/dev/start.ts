@@ -1,0 +1,166 @@
+/**
+ * `npm start`: runs the whole stack on this machine.
+ * - NATS at NATS_URL (default nats://127.0.0.1:4222); if none answers, starts `nats-server -js`
+ *   from PATH, or says how to get one.
+ * - Postgres at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/toolplane, created if
+ *   missing); if none answers, an embedded Postgres (PGlite) served on a local socket.
+ * - Every app from dist/, migrations applied at start, pretty logs.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { connect as tcpConnect } from 'node:net';
+import { join, resolve } from 'node:path';
+import { Client } from 'pg';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
+const APPS = [
+  { name: 'schema', port: 8082 },
+  { name: 'registry', port: 8081 },
+  { name: 'runner-local', port: 8084 },
+  { name: 'executor', port: 8083 },
+] as const;
+const children: ChildProcess[] = [];
+const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);
+
+function reachable(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((res) => {
+    const s = tcpConnect({ host, port });
+    const done = (ok: boolean) => {
+      s.destroy();
+      res(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+
+async function ensureNats(url: string): Promise<void> {
+  const u = new URL(url.split(',')[0]!.replace(/^nats:/, 'http:'));
+  const host = u.hostname;
+  const port = Number(u.port || 4222);
+  if (await reachable(host, port)) return say(`NATS: using ${url}`);
+  const which = spawnSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' });
+  const bin = which.stdout.trim() || (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : '');
+  if (!bin) {
+    say(`No NATS at ${url} and no nats-server on PATH: install it (apt-get install nats-server) or set NATS_URL.`);
+    process.exit(1);
+  }
+  const dir = join(ROOT, '.toolplane', 'nats');
+  mkdirSync(dir, { recursive: true });
+  const proc = spawn(bin, ['-a', host, '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  children.push(proc);
+  for (let i = 0; i < 50 && !(await reachable(host, port)); i++) await new Promise((r) => setTimeout(r, 100));
+  say(`NATS: started ${bin} with JetStream on ${host}:${port} (data in .toolplane/nats)`);
+}
+
+async function ensurePostgres(url: string): Promise<{ url: string; poolMax?: number }> {
+  const target = new URL(url);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const c = new Client({ connectionString: admin.toString(), connectionTimeoutMillis: 2000 });
+  try {
+    await c.connect();
+    const db = decodeURIComponent(target.pathname.slice(1));
+    const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
+    if (exists.rowCount === 0) {
+      await c.query(`CREATE DATABASE "${db.replace(/"/g, '""')}"`);
+      say(`Postgres: created database ${db}`);
+    }
+    say(`Postgres: using ${redact(url)}`);
+    return { url };
+  } catch (e) {
+    say(`Postgres: none reachable at ${redact(url)} (${(e as Error).message}); starting an embedded Postgres (PGlite)`);
+    return startEmbeddedPostgres();
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+async function startEmbeddedPostgres(): Promise<{ url: string; poolMax: number }> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const dir = join(ROOT, '.toolplane', 'pglite');
+  mkdirSync(dir, { recursive: true });
+  const db = await PGlite.create(dir);
+  const port = 55432;
+  const server = new PGLiteSocketServer({ db, port, host: '127.0.0.1', maxConnections: 4 } as never);
+  await server.start();
+  say(`Postgres: embedded PGlite on 127.0.0.1:${port} (data in .toolplane/pglite)`);
+  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, poolMax: 1 };
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
+}
+
+function startApp(name: string, port: number, env: NodeJS.ProcessEnv): ChildProcess {
+  const entry = join(ROOT, 'dist', 'apps', name, 'src', 'main.js');
+  const proc = spawn(process.execPath, ['--enable-source-maps', entry], {
+    cwd: ROOT,
+    env: { ...env, HEALTH_PORT: String(port) },
+    stdio: 'inherit',
+  });
+  proc.on('exit', (code, signal) => {
+    if (!stopping) {
+      say(`${name} exited (${signal ?? code}); stopping the stack`);
+      void stop(1);
+    }
+  });
+  children.push(proc);
+  return proc;
+}
+
+let stopping = false;
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  for (const c of [...children].reverse()) c.kill('SIGTERM');
+  await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))));
+  process.exit(code);
+}
+
+async function waitReady(port: number, timeoutMs = 60_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200) return true;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+async function main(): Promise<void> {
+  const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  await ensureNats(natsUrl);
+  const pg = await ensurePostgres(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/toolplane');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NATS_URL: natsUrl,
+    DATABASE_URL: pg.url,
+    ...(pg.poolMax ? { DB_POOL_MAX: String(pg.poolMax) } : {}),
+    DB_MIGRATE_ON_START: 'true',
+    TOOLPLANE_PROFILE: process.env.TOOLPLANE_PROFILE ?? 'development',
+    LOG_FORMAT: process.env.LOG_FORMAT ?? 'pretty',
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(0));
+  for (const app of APPS) {
+    startApp(app.name, app.port, env);
+    if (!(await waitReady(app.port))) {
+      say(`${app.name} did not become ready on :${app.port}`);
+      return stop(1);
+    }
+  }
+  say('Toolplane is up:');
+  for (const app of APPS) say(`  ${app.name.padEnd(13)} health http://127.0.0.1:${app.port}/readyz`);
+  say(`  public API    NATS ${natsUrl}  subjects toolplane.v1.*  (try: node dist/tools/dev/example.js)`);
+  say('Press Ctrl+C to stop.');
+}
+
+main().catch((e) => {
+  say(`failed to start: ${(e as Error).message}`);
+  void stop(1);
+});
