@@ -1,8 +1,7 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 
-const LEVELS = ['verbose', 'debug', 'log', 'warn', 'error', 'fatal'] as const;
-type Level = (typeof LEVELS)[number];
+type Level = 'verbose' | 'debug' | 'log' | 'warn' | 'error' | 'fatal';
 const RANK: Record<Level, number> = { verbose: 0, debug: 1, log: 2, warn: 3, error: 4, fatal: 5 };
 const NAME: Record<Level, string> = { verbose: 'trace', debug: 'debug', log: 'info', warn: 'warn', error: 'error', fatal: 'fatal' };
 

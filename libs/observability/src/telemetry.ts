@@ -2,7 +2,7 @@ import { W3CTraceContextPropagator, CompositePropagator, W3CBaggagePropagator } 
 import { OTLPTraceExporter as OtlpHttpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import { BatchSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { BatchSpanProcessor, NoopSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { z } from 'zod';
 
 /** The standard OTel variables Toolplane reads itself (the SDK reads the rest, e.g. OTEL_TRACES_SAMPLER). */
@@ -17,8 +17,7 @@ export const otelEnvShape = {
     .optional(),
   OTEL_TRACES_SAMPLER_ARG: z.string().optional(),
 };
-const otelEnv = z.object(otelEnvShape);
-export type OtelConfig = z.infer<typeof otelEnv>;
+export type OtelConfig = z.infer<z.ZodObject<typeof otelEnvShape>>;
 
 export interface Telemetry {
   readonly exporting: boolean;
@@ -39,7 +38,8 @@ export function initTelemetry(defaultServiceName: string, cfg: OtelConfig): Tele
   }
   const sdk = new NodeSDK({
     serviceName: cfg.OTEL_SERVICE_NAME ?? defaultServiceName,
-    spanProcessors: processors,
+    // With no processor the SDK registers no tracer provider at all; a no-op one keeps real ids.
+    spanProcessors: processors.length ? processors : [new NoopSpanProcessor()],
     instrumentations: [],
     autoDetectResources: false,
     textMapPropagator: new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),

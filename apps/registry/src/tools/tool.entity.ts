@@ -26,10 +26,10 @@ export class ToolEntity {
   @Column({ name: 'source_code', type: 'text', nullable: true })
   sourceCode!: string | null;
 
-  @Column({ name: 'json_schema', type: 'jsonb', nullable: true })
+  @Column({ name: 'json_schema', type: 'json', nullable: true })
   jsonSchema!: Record<string, unknown> | null;
 
-  @Column({ name: 'args_json_schema', type: 'jsonb', nullable: true })
+  @Column({ name: 'args_json_schema', type: 'json', nullable: true })
   argsJsonSchema!: Record<string, unknown> | null;
 
   @Column({ type: 'text', array: true, default: () => "'{}'" })
@@ -38,10 +38,10 @@ export class ToolEntity {
   @Column({ name: 'return_char_limit', type: 'integer', default: 50000 })
   returnCharLimit!: number;
 
-  @Column({ name: 'pip_requirements', type: 'jsonb', nullable: true })
+  @Column({ name: 'pip_requirements', type: 'json', nullable: true })
   pipRequirements!: Array<{ name: string; version?: string | null }> | null;
 
-  @Column({ name: 'npm_requirements', type: 'jsonb', nullable: true })
+  @Column({ name: 'npm_requirements', type: 'json', nullable: true })
   npmRequirements!: Array<{ name: string; version?: string | null }> | null;
 
   @Column({ name: 'default_requires_approval', type: 'boolean', nullable: true })
@@ -56,7 +56,7 @@ export class ToolEntity {
   @Column({ name: 'last_updated_by_id', type: 'text', nullable: true })
   lastUpdatedById!: string | null;
 
-  @Column({ name: 'metadata', type: 'jsonb', nullable: true })
+  @Column({ name: 'metadata', type: 'json', nullable: true })
   metadata!: Record<string, unknown> | null;
 
   @Column({ name: 'project_id', type: 'text', nullable: true })

@@ -1,3 +1,4 @@
+// json (not jsonb) keeps the key order callers gave, e.g. a schema's properties.
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class CreateTools1763880000000 implements MigrationInterface {
@@ -15,17 +16,17 @@ export class CreateTools1763880000000 implements MigrationInterface {
         description text,
         source_type text,
         source_code text,
-        json_schema jsonb,
-        args_json_schema jsonb,
+        json_schema json,
+        args_json_schema json,
         tags text[] NOT NULL DEFAULT '{}',
         return_char_limit integer NOT NULL DEFAULT 50000 CHECK (return_char_limit BETWEEN 1 AND 1000000),
-        pip_requirements jsonb,
-        npm_requirements jsonb,
+        pip_requirements json,
+        npm_requirements json,
         default_requires_approval boolean,
         enable_parallel_execution boolean DEFAULT false,
         created_by_id text,
         last_updated_by_id text,
-        metadata jsonb,
+        metadata json,
         project_id text,
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),

@@ -1,0 +1,39 @@
+export interface Summary {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  perSecond: number;
+}
+
+export function summarize(samplesMs: number[], wallMs: number): Summary {
+  const s = [...samplesMs].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  return { n: s.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean: s.reduce((a, b) => a + b, 0) / s.length, perSecond: (s.length / wallMs) * 1000 };
+}
+
+export function row(label: string, x: Summary): string {
+  const f = (v: number) => v.toFixed(2).padStart(8);
+  return `${label.padEnd(44)} ${String(x.n).padStart(5)} ${f(x.p50)} ${f(x.p90)} ${f(x.p99)} ${x.perSecond.toFixed(1).padStart(9)}`;
+}
+
+export const HEADER = `${'case'.padEnd(44)} ${'n'.padStart(5)} ${'p50 ms'.padStart(8)} ${'p90 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'calls/s'.padStart(9)}`;
+
+/** Runs `fn` n times with `concurrency` workers; returns per-call latencies and wall time. */
+export async function measure(n: number, concurrency: number, fn: () => Promise<void>): Promise<Summary> {
+  const samples: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        const t = performance.now();
+        await fn();
+        samples.push(performance.now() - t);
+      }
+    }),
+  );
+  return summarize(samples, performance.now() - t0);
+}
