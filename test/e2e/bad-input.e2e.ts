@@ -1,3 +1,4 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { ErrorCode } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { ToolsUpsert, ToolplaneError } from '@toolplane/contracts';
@@ -86,5 +87,15 @@ describe('a service limit and a missing runner', () => {
     const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 1 } });
     expect(Date.now() - started).toBeLessThan(2000);
     expect(r.error).toMatchObject({ code: 'RUNNER_UNAVAILABLE', retryable: true });
+  });
+
+  // Last in this block: it removes the stack's event stream.
+  it('stores nothing when the event cannot be published', async () => {
+    const org = uniqueOrg();
+    const jsm = await jetstreamManager(client.nc);
+    await jsm.streams.delete(`${prefix}_TOOLPLANE_EVENTS`);
+    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
+    expect(r.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
   });
 });

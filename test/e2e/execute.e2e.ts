@@ -110,6 +110,16 @@ describe('tools.execute end to end', () => {
     expect(r.func_return).toBe('real');
   });
 
+  it('runs the new version of a tool as soon as it is updated (cache evicted by the event)', async () => {
+    await register(pythonTool('version', 'return 1'));
+    expect((await execute({ tool_name: 'version', args: {} })).func_return).toBe(1);
+    await register(pythonTool('version', 'return 2'));
+    expect((await execute({ tool_name: 'version', args: {} })).func_return).toBe(2);
+    const { tool } = await client.req('toolplane.v1.tools.get', { org_id: org, name: 'version' });
+    await client.req('toolplane.v1.tools.delete', { org_id: org, id: tool.id });
+    expect((await execute({ tool_name: 'version', args: {} })).error.code).toBe('TOOL_NOT_FOUND');
+  });
+
   it('runs concurrent calls independently', async () => {
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => execute({ tool_name: 'add', args: { a: i, b: i } })));
     expect(results.map((r) => r.func_return)).toEqual(Array.from({ length: 12 }, (_, i) => 2 * i));

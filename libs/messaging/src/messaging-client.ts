@@ -75,7 +75,10 @@ export class MessagingClient {
     this.js ??= jetstream(this.nc);
     await tracer.startActiveSpan(`publish ${e.subject}`, { kind: SpanKind.PRODUCER }, async (span) => {
       try {
-        await this.js!.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { msgID: msgId, headers: injectTraceContext() });
+        await this.js!.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { msgID: msgId, headers: injectTraceContext(), timeout: 5000 });
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`);
       } finally {
         span.end();
       }

@@ -1,0 +1,103 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- manifests are untyped YAML trees */
+export type Obj = Record<string, any>;
+
+export const ROOT = join(__dirname, '..', '..');
+export const DEPLOY = join(ROOT, 'deploy');
+export const BASE = join(DEPLOY, 'base');
+
+/** Health ports fixed by the apps' own config defaults. */
+export const KNOWN_HEALTH_PORTS: Record<string, number> = { registry: 8081, schema: 8082, executor: 8083, 'runner-local': 8084 };
+
+/** Every deployable: the directories under apps/, and at least the four known apps. */
+export function appNames(): string[] {
+  let dirs: string[] = [];
+  try {
+    dirs = readdirSync(join(ROOT, 'apps')).filter((d) => statSync(join(ROOT, 'apps', d)).isDirectory());
+  } catch {
+    // apps/ not readable: the known apps only
+  }
+  return [...new Set([...Object.keys(KNOWN_HEALTH_PORTS), ...dirs])].sort();
+}
+
+export function rel(path: string): string {
+  return relative(ROOT, path);
+}
+
+/** All files below dir (recursive), absolute paths. */
+export function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)],
+  );
+}
+
+export const yamlFilesUnder = (dir: string): string[] => filesUnder(dir).filter((f) => /\.ya?ml$/.test(f));
+
+export interface Doc {
+  file: string;
+  index: number;
+  object: Obj;
+}
+
+/** Parses every document of a YAML file; throws on any YAML error or a non-mapping document. */
+export function parseYamlFile(file: string, text = readFileSync(file, 'utf8')): Doc[] {
+  return parseAllDocuments(text)
+    .map((d, index) => {
+      if (d.errors.length) throw new Error(`${rel(file)} #${index}: ${d.errors.map((e) => e.message).join('; ')}`);
+      const object = d.toJS({ maxAliasCount: -1 });
+      if (object === null || object === undefined) return undefined;
+      if (typeof object !== 'object' || Array.isArray(object)) throw new Error(`${rel(file)} #${index}: not a mapping`);
+      return { file, index, object };
+    })
+    .filter((d): d is Doc => d !== undefined);
+}
+
+export const isKustomization = (file: string): boolean => /(^|\/)kustomization\.ya?ml$/.test(file);
+export const isExample = (file: string): boolean => /\.example\.ya?ml$/.test(file);
+
+/** Validates objects against the Kubernetes API schemas (kubernetes-models) in a child node. */
+export function validateK8s(items: { where: string; object: Obj }[]): { where: string; errors: string[] }[] {
+  const r = spawnSync(process.execPath, [join(__dirname, 'k8s-validate.mjs')], {
+    cwd: ROOT,
+    input: JSON.stringify(items),
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (r.status !== 0) throw new Error(`k8s-validate.mjs failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** `kubectl kustomize DIR` when kubectl is installed (it builds offline); undefined otherwise. */
+export function kustomizeBuild(dir: string): { ok: boolean; output: string } | undefined {
+  const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  return { ok: r.status === 0, output: r.status === 0 ? r.stdout : r.stderr };
+}
+
+export const hasKubectl = (): boolean => !spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).error;
+
+/** The app's `load<Name>Config(env)` from apps/<app>/src/<app>.config.ts, if the app has one. */
+export function configLoaderOf(app: string): ((env: NodeJS.ProcessEnv) => unknown) | undefined {
+  const file = join(ROOT, 'apps', app, 'src', `${app}.config.ts`);
+  if (!existsSync(file)) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the file is found at run time
+  const mod = require(file) as Record<string, unknown>;
+  const loader = Object.entries(mod).find(([k, v]) => /^load\w*Config$/.test(k) && typeof v === 'function');
+  return loader?.[1] as ((env: NodeJS.ProcessEnv) => unknown) | undefined;
+}
+
+/** Resolves a container port reference (number or name) to a number. */
+export function resolvePort(container: Obj, port: unknown): number | undefined {
+  if (typeof port === 'number') return port;
+  return (container.ports ?? []).find((p: Obj) => p.name === port)?.containerPort;
+}
+
+/** True when every selector label is on the pod template. */
+export function selects(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
+  if (!selector || !Object.keys(selector).length) return false;
+  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
