@@ -122,6 +122,10 @@ def _flush_stdio():
             pass
 
 
+async def _awaited(awaitable):
+    return await awaitable
+
+
 def _run(job):
     name = job["function"]
     source = job["source"]
@@ -138,17 +142,10 @@ def _run(job):
     if job.get("agent_id") is not None and _wants_agent_id(fn):
         kwargs["agent_id"] = job["agent_id"]
     result = fn(**kwargs)
-    if hasattr(result, "__await__") and hasattr(result, "send"):
+    if hasattr(result, "__await__"):  # async def, or a sync function returning an awaitable
         import asyncio
 
-        result = asyncio.run(result)
-    elif hasattr(result, "__await__"):
-        import asyncio
-
-        async def _await(awaitable):
-            return await awaitable
-
-        result = asyncio.run(_await(result))
+        result = asyncio.run(result if asyncio.iscoroutine(result) else _awaited(result))
     return result
 
 
@@ -161,13 +158,12 @@ def main():
     os.close(devnull)
     _hide_from_same_uid()
 
-    import warnings
+    import warnings  # already loaded by the interpreter: free
 
-    warnings.simplefilter("default")  # warnings are printed to stderr, never raised
     try:
         value = _run(job)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # e.g. pydantic's deprecation of .dict(): never fails a call
             frame = {"v": 1, "nonce": nonce, "status": "success", "value": _jsonable(value, frozenset())}
     except BaseException as exc:  # noqa: B036 - SystemExit/KeyboardInterrupt from a tool are errors too
         _print_traceback(exc)

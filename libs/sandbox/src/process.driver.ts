@@ -1,0 +1,252 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Readable } from 'node:stream';
+import { OutputCapture } from './output-capture';
+import { parseResultFrame } from './result-frame';
+import type { SandboxDriver, SandboxErrorKind, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
+import { createRunDir, prepareWorkRoot, removeRunDir, type RunAs } from './work-dir';
+
+export interface ProcessDriverOptions {
+  /** Absolute path of the interpreter; default /usr/bin/python3 (a PATH shim costs ~50 ms a spawn). */
+  pythonPath?: string;
+  /** Parent of the per-run work dirs; default os.tmpdir()/toolplane-runs. */
+  workRoot?: string;
+  /** Uid the tool runs as when the runner is root; default 65534 (nobody). */
+  runAsUid?: number;
+  /** Gid the tool runs as when the runner is root; default 65534 (nogroup). */
+  runAsGid?: number;
+}
+
+/** Largest result frame (the function's JSON return value) accepted on the result channel. */
+export const MAX_RESULT_FRAME_BYTES = 16 * 1024 * 1024;
+/** After the process group is killed, how long its pipes get to close before they are destroyed. */
+const PIPE_GRACE_MS = 500;
+const NOBODY = 65534;
+const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout fires at once beyond this
+const TOOL_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+type RunError = NonNullable<SandboxRunOutcome['error']>;
+type RunResult = Omit<SandboxRunOutcome, 'durationMs'>;
+
+interface RunContext {
+  pythonPath: string;
+  harnessPath: string;
+  dir: string;
+  runAs: RunAs | undefined;
+  job: string;
+  nonce: string;
+}
+
+/**
+ * Runs each call in a fresh `python3 -I -B -u harness.py` in its own process group, work dir and
+ * allowlisted environment, dropping to an unprivileged uid when the runner is root.
+ *
+ * Caller aborts (AbortSignal) end the run with kind 'timeout', type 'AbortError'; close() ends the
+ * runs in flight with kind 'crashed', type 'SandboxClosed'. Background processes that leave the
+ * process group (setsid) are not tracked: that needs the pid namespace of the bubblewrap driver.
+ */
+export class ProcessDriver implements SandboxDriver {
+  readonly name = 'process';
+  private readonly pythonPath: string;
+  private readonly workRoot: string;
+  private readonly runAs: RunAs | undefined;
+  private readonly closing = new AbortController();
+  private readonly inFlight = new Set<Promise<SandboxRunOutcome>>();
+  private harness?: Promise<string>;
+
+  constructor(options: ProcessDriverOptions = {}) {
+    this.pythonPath = options.pythonPath ?? '/usr/bin/python3';
+    this.workRoot = options.workRoot ?? path.join(os.tmpdir(), 'toolplane-runs');
+    this.runAs = process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
+  }
+
+  run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome> {
+    const p = this.runOnce(spec, signal);
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+    return p;
+  }
+
+  async close(): Promise<void> {
+    this.closing.abort();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async runOnce(spec: SandboxRunSpec, signal: AbortSignal | undefined): Promise<SandboxRunOutcome> {
+    const started = performance.now();
+    const done = (r: RunResult): SandboxRunOutcome => ({ ...r, durationMs: Math.round((performance.now() - started) * 10) / 10 });
+    if (this.closing.signal.aborted) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed'));
+    if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
+    const invalid = invalidEnv(spec.env);
+    if (invalid) return done(failed('spawn_failed', 'InvalidEnv', invalid));
+    const nonce = randomBytes(16).toString('hex');
+    let job: string;
+    try {
+      job = JSON.stringify({ nonce, source: spec.sourceCode, function: spec.functionName, args: spec.args, agent_id: spec.agentId ?? null });
+    } catch (err) {
+      return done(failed('spawn_failed', 'InvalidArguments', `the arguments are not JSON: ${messageOf(err)}`));
+    }
+    let dir: string | undefined;
+    try {
+      const harnessPath = await this.prepareHarness();
+      dir = await createRunDir(this.workRoot, this.runAs);
+      const ctx: RunContext = { pythonPath: this.pythonPath, harnessPath, dir, runAs: this.runAs, job, nonce };
+      return done(await execute(spec, ctx, signal, this.closing.signal));
+    } catch (err) {
+      return done(failed('spawn_failed', 'SpawnError', `the sandbox could not start: ${messageOf(err)}`));
+    } finally {
+      if (dir) await removeRunDir(dir).catch(() => undefined);
+    }
+  }
+
+  private prepareHarness(): Promise<string> {
+    this.harness ??= prepareWorkRoot(this.workRoot, this.runAs).catch((err: unknown) => {
+      this.harness = undefined; // retry on the next call
+      throw err;
+    });
+    return this.harness;
+  }
+}
+
+function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | undefined, closing: AbortSignal): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const stdout = new OutputCapture(spec.limits.stdoutBytes);
+    const stderr = new OutputCapture(spec.limits.stderrBytes);
+    const channel = new OutputCapture(MAX_RESULT_FRAME_BYTES);
+    let stop: RunError | undefined;
+    let exitCode: number | null = null;
+    let exitSignal: string | null = null;
+    let settled = false;
+
+    let child: ChildProcess;
+    try {
+      child = spawn(ctx.pythonPath, ['-I', '-B', '-u', ctx.harnessPath], {
+        cwd: ctx.dir,
+        env: toolEnv(spec.env, ctx.dir),
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+        detached: true, // own session and process group: one kill reaches every descendant
+        ...(ctx.runAs ?? {}),
+      });
+    } catch (err) {
+      resolve(failed('spawn_failed', 'SpawnError', `cannot start ${ctx.pythonPath}: ${messageOf(err)}`));
+      return;
+    }
+    const pid = child.pid;
+    const pipes = [child.stdout, child.stderr, child.stdio[3]].filter((s): s is Readable => s != null);
+
+    const killGroup = (): void => {
+      if (pid === undefined) return;
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // ESRCH: the group is already empty
+      }
+    };
+    const halt = (reason: RunError): void => {
+      if (stop || settled) return;
+      stop = reason;
+      killGroup();
+    };
+    const onCaller = (): void => halt({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
+    const onClosing = (): void => halt({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
+    const timer = setTimeout(
+      () => halt({ kind: 'timeout', type: 'TimeoutError', message: `Function ${spec.functionName} timed out after ${spec.timeoutMs} ms` }),
+      Math.min(Math.max(spec.timeoutMs, 0), MAX_TIMER_MS),
+    );
+    caller?.addEventListener('abort', onCaller, { once: true });
+    closing.addEventListener('abort', onClosing, { once: true });
+
+    const finish = (result: RunResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', onCaller);
+      closing.removeEventListener('abort', onClosing);
+      for (const p of pipes) p.destroy();
+      resolve(result);
+    };
+
+    const capture = (into: OutputCapture) => (chunk: Buffer) => {
+      into.push(chunk);
+      if (stdout.total + stderr.total > spec.limits.maxOutputBytes) {
+        halt({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the tool wrote more than ${spec.limits.maxOutputBytes} bytes of output` });
+      }
+    };
+    child.stdout?.on('data', capture(stdout));
+    child.stderr?.on('data', capture(stderr));
+    child.stdio[3]?.on('data', (chunk: Buffer) => {
+      channel.push(chunk);
+      if (channel.truncated) halt({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the result is larger than ${MAX_RESULT_FRAME_BYTES} bytes` });
+    });
+    for (const p of pipes) p.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined); // EPIPE when the interpreter dies before reading the job
+    child.stdin?.end(ctx.job);
+
+    child.once('error', (err) => {
+      if (pid !== undefined) return; // only spawn failures matter here; exit reports the rest
+      finish(failed('spawn_failed', 'SpawnError', `cannot start ${ctx.pythonPath}: ${messageOf(err)}`));
+    });
+    child.once('exit', (code, sig) => {
+      exitCode = code;
+      exitSignal = sig;
+      killGroup(); // background children die with the run, success or not
+      void pipesClosed(pipes, PIPE_GRACE_MS).then(() => {
+        const streams = { stdout: stdout.text(), stderr: stderr.text(), stdoutTruncated: stdout.truncated, stderrTruncated: stderr.truncated };
+        const base = { ...streams, exitCode, signal: exitSignal };
+        finish(stop ? { status: 'error', error: stop, ...base } : fromChannel(channel, ctx.nonce, base));
+      });
+    });
+  });
+}
+
+function fromChannel(channel: OutputCapture, nonce: string, base: Omit<RunResult, 'status' | 'value' | 'error'>): RunResult {
+  const parsed = parseResultFrame(channel.bytes(), nonce);
+  if (parsed.ok) {
+    const f = parsed.frame;
+    if (f.status === 'success') return { status: 'success', value: f.value, ...base };
+    return { status: 'error', error: { kind: 'exception', type: f.type, message: f.message }, ...base };
+  }
+  if (channel.total === 0 && (base.exitCode !== 0 || base.signal !== null)) {
+    const how = base.signal ? `was killed by ${base.signal}` : `exited with code ${base.exitCode}`;
+    return { status: 'error', error: { kind: 'crashed', type: 'SandboxCrashed', message: `the interpreter ${how} before returning a result` }, ...base };
+  }
+  return { status: 'error', error: { kind: 'protocol', type: 'ProtocolError', message: parsed.reason }, ...base };
+}
+
+/** The whole environment of the tool: an allowlist plus the call's resolved env. */
+function toolEnv(env: Record<string, string>, dir: string): Record<string, string> {
+  return {
+    PATH: TOOL_PATH,
+    LANG: 'C.UTF-8',
+    PYTHONIOENCODING: 'utf-8',
+    PYTHONDONTWRITEBYTECODE: '1',
+    ...env,
+    HOME: dir, // the work dir is removed after the run: HOME and TMPDIR must stay inside it
+    TMPDIR: dir,
+  };
+}
+
+function invalidEnv(env: Record<string, string>): string | undefined {
+  for (const [k, v] of Object.entries(env)) {
+    if (k === '' || k.includes('=') || k.includes('\0')) return `invalid environment variable name ${JSON.stringify(k)}`;
+    if (typeof v !== 'string' || v.includes('\0')) return `environment variable ${k} must be a string without NUL bytes`;
+  }
+  return undefined;
+}
+
+function pipesClosed(pipes: Readable[], graceMs: number): Promise<void> {
+  const closed = pipes.map((p) => (p.closed || p.destroyed ? Promise.resolve() : new Promise<void>((r) => p.once('close', () => r()))));
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
+  return Promise.race([Promise.all(closed).then(() => undefined), grace]).finally(() => clearTimeout(timer));
+}
+
+function failed(kind: SandboxErrorKind, type: string, message: string): RunResult {
+  return { status: 'error', error: { kind, type, message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, exitCode: null, signal: null };
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
