@@ -14,6 +14,8 @@ const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: 
 
 module.exports = {
   maxWorkers: 2,
+  testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/tools/test/summary-reporter.js'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,tools}/**/*.spec.ts'] },
     {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
@@ -80,14 +80,28 @@ export function kustomizeBuild(dir: string): { ok: boolean; output: string } | u
 
 export const hasKubectl = (): boolean => !spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).error;
 
-/** The app's `load<Name>Config(env)` from apps/<app>/src/<app>.config.ts, if the app has one. */
-export function configLoaderOf(app: string): ((env: NodeJS.ProcessEnv) => unknown) | undefined {
-  const file = join(ROOT, 'apps', app, 'src', `${app}.config.ts`);
-  if (!existsSync(file)) return undefined;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the file is found at run time
-  const mod = require(file) as Record<string, unknown>;
-  const loader = Object.entries(mod).find(([k, v]) => /^load\w*Config$/.test(k) && typeof v === 'function');
-  return loader?.[1] as ((env: NodeJS.ProcessEnv) => unknown) | undefined;
+/**
+ * Parses each environment with its app's own config loader (`load<Name>Config` exported by
+ * apps/<app>/src/<app>.config.ts), as compiled in dist/ — what the image runs. It runs in a child
+ * node (the loaders import ESM-only NestJS). An app with no compiled config is reported as
+ * `missing`. Returns, per item, the loader's error message or `ok`/`missing`.
+ */
+export function parseWithAppConfigs(items: { where: string; app: string; env: Record<string, string> }[]): Record<string, string> {
+  const script = `
+    const { existsSync, readFileSync } = require('node:fs');
+    const out = {};
+    for (const { where, app, env } of JSON.parse(readFileSync(0, 'utf8'))) {
+      const file = require('node:path').join(process.cwd(), 'dist/apps', app, 'src', app + '.config.js');
+      if (!existsSync(file)) { out[where] = 'missing'; continue; }
+      const mod = require(file);
+      const load = Object.entries(mod).find(([k, v]) => /^load\\w*Config$/.test(k) && typeof v === 'function');
+      if (!load) { out[where] = 'missing'; continue; }
+      try { load[1](env); out[where] = 'ok'; } catch (e) { out[where] = String(e.message); }
+    }
+    process.stdout.write(JSON.stringify(out));`;
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: ROOT, input: JSON.stringify(items), encoding: 'utf8', env: { PATH: process.env.PATH } });
+  if (r.status !== 0) throw new Error(`config check failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
 }
 
 /** Resolves a container port reference (number or name) to a number. */

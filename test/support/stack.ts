@@ -64,9 +64,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     },
   };
   try {
-    for (const name of opts.apps ?? ALL_APPS) {
-      apps.set(name, await startApp(name, opts));
-    }
+    // Apps do not need each other to become ready: start them side by side.
+    const started = await Promise.allSettled((opts.apps ?? ALL_APPS).map((name) => startApp(name, opts)));
+    for (const r of started) if (r.status === 'fulfilled') apps.set(r.value.name, r.value);
+    const failed = started.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   } catch (e) {
     await stack.stop();
     throw e;

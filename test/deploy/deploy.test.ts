@@ -1,0 +1,315 @@
+/**
+ * Offline validation of the Kubernetes manifests in deploy/: every object against the Kubernetes
+ * API schemas (kubernetes-models, unknown fields rejected), the kustomizations against the files
+ * present, and Toolplane's own rules (probes, resources, hardening, secrets, runner isolation).
+ */
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import {
+  BASE,
+  DEPLOY,
+  KNOWN_HEALTH_PORTS,
+  ROOT,
+  appNames,
+  filesUnder,
+  isExample,
+  isKustomization,
+  hasKubectl,
+  kustomizeBuild,
+  parseWithAppConfigs,
+  parseYamlFile,
+  rel,
+  resolvePort,
+  selects,
+  validateK8s,
+  yamlFilesUnder,
+  type Doc,
+  type Obj,
+} from './support';
+
+const APPS = appNames();
+const yamlFiles = yamlFilesUnder(DEPLOY);
+const kustomizations = yamlFiles.filter(isKustomization).map((file) => ({ file, k: parseYamlFile(file)[0].object }));
+const localRefs = (k: Obj): string[] => [
+  ...(k.resources ?? []),
+  ...(k.patches ?? []).map((p: Obj) => p.path).filter(Boolean),
+  ...(k.patchesStrategicMerge ?? []),
+];
+const patchFiles = new Set(kustomizations.flatMap(({ file, k }) => (k.patches ?? []).filter((p: Obj) => p.path).map((p: Obj) => resolve(dirname(file), p.path))));
+
+const baseKustomization = kustomizations.find(({ file }) => file === join(BASE, 'kustomization.yaml'))?.k ?? {};
+/** The objects the base applies: the files its kustomization lists. */
+const baseDocs: Doc[] = (baseKustomization.resources ?? [])
+  .map((r: string) => join(BASE, r))
+  .filter((f: string) => existsSync(f) && statSync(f).isFile())
+  .flatMap((f: string) => parseYamlFile(f));
+const baseObjects = baseDocs.map((d) => d.object);
+const find = (kind: string, name: string): Obj | undefined => baseObjects.find((o) => o.kind === kind && o.metadata?.name === name);
+const configMap = (name: string): Record<string, string> => find('ConfigMap', name)?.data ?? {};
+
+const PLACEHOLDER_SECRETS: Record<string, string> = { DATABASE_URL: 'postgres://toolplane:secret@db.example:5432/toolplane' };
+
+/** The environment a container would see: envFrom ConfigMaps, then env (secret refs as placeholders). */
+function effectiveEnv(container: Obj): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const from of container.envFrom ?? []) if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = String(e.value);
+    else if (e.valueFrom?.secretKeyRef) env[e.name] = PLACEHOLDER_SECRETS[e.name] ?? 'placeholder';
+    else if (e.valueFrom?.configMapKeyRef) env[e.name] = configMap(e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key];
+  }
+  return env;
+}
+
+/** Problems with a pod spec's hardening (empty when it meets the rules). */
+function hardeningProblems(pod: Obj): string[] {
+  const p: string[] = [];
+  const psc = pod.securityContext ?? {};
+  if (pod.automountServiceAccountToken !== false) p.push('pod: automountServiceAccountToken must be false');
+  if (psc.runAsNonRoot !== true) p.push('pod: securityContext.runAsNonRoot must be true');
+  if (psc.runAsUser === 0) p.push('pod: runAsUser 0');
+  const volumes = new Map<string, Obj>((pod.volumes ?? []).map((v: Obj) => [v.name, v]));
+  for (const c of [...(pod.initContainers ?? []), ...(pod.containers ?? [])]) {
+    const sc = c.securityContext ?? {};
+    const where = `container ${c.name}`;
+    if (sc.allowPrivilegeEscalation !== false) p.push(`${where}: allowPrivilegeEscalation must be false`);
+    if (sc.readOnlyRootFilesystem !== true) p.push(`${where}: readOnlyRootFilesystem must be true`);
+    if (sc.privileged === true) p.push(`${where}: privileged`);
+    if (sc.runAsNonRoot === false || sc.runAsUser === 0) p.push(`${where}: runs as root`);
+    if (!(sc.capabilities?.drop ?? []).includes('ALL')) p.push(`${where}: capabilities.drop must include ALL`);
+    if ((sc.capabilities?.add ?? []).length) p.push(`${where}: adds capabilities`);
+    if ((sc.seccompProfile ?? psc.seccompProfile)?.type !== 'RuntimeDefault') p.push(`${where}: seccompProfile must be RuntimeDefault`);
+    const mounts: Obj[] = c.volumeMounts ?? [];
+    for (const m of mounts) if (!volumes.has(m.name)) p.push(`${where}: mount ${m.name} has no volume`);
+    const tmp = mounts.find((m) => m.mountPath === '/tmp');
+    if (!tmp || !volumes.get(tmp.name)?.emptyDir) p.push(`${where}: /tmp must be a writable emptyDir (read-only root filesystem)`);
+  }
+  return p;
+}
+
+const CPU = /^(\d+(?:\.\d+)?)(m?)$/;
+const MEM = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/;
+const MEM_UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+function quantity(resource: 'cpu' | 'memory', q: unknown): number {
+  const m = (resource === 'cpu' ? CPU : MEM).exec(String(q));
+  if (!m) return NaN;
+  return resource === 'cpu' ? Number(m[1]) / (m[2] ? 1000 : 1) : Number(m[1]) * MEM_UNITS[m[2] ?? ''];
+}
+
+function deployment(app: string): Obj {
+  const d = find('Deployment', app);
+  if (!d) throw new Error(`no Deployment named ${app} in deploy/base (listed in kustomization.yaml)`);
+  return d;
+}
+const podOf = (d: Obj): Obj => d.spec?.template?.spec ?? {};
+const containerOf = (d: Obj, app: string): Obj => podOf(d).containers?.find((c: Obj) => c.name === app) ?? podOf(d).containers?.[0] ?? {};
+const healthPortOf = (c: Obj): number | undefined => resolvePort(c, 'health');
+
+let configResults: Record<string, string> | undefined;
+/** Each Deployment's (and the Job's) environment parsed by its app's own config loader. */
+function appConfigResult(where: string): string {
+  configResults ??= parseWithAppConfigs([
+    ...APPS.filter((a) => find('Deployment', a)).map((a) => ({ where: a, app: a, env: effectiveEnv(containerOf(deployment(a), a)) })),
+    ...baseObjects.filter((o) => o.kind === 'Job').map((j) => ({ where: 'job', app: 'registry', env: effectiveEnv(j.spec.template.spec.containers[0]) })),
+  ]);
+  return configResults[where];
+}
+
+describe('deploy/: YAML and kustomize', () => {
+  it('every YAML file under deploy/ parses into mappings', () => {
+    expect(yamlFiles.length).toBeGreaterThan(0);
+    for (const f of yamlFiles) expect(() => parseYamlFile(f)).not.toThrow();
+  });
+
+  it('every Kubernetes object is valid against the API schema, with no unknown fields', () => {
+    const items = yamlFiles
+      .filter((f) => !isKustomization(f) && !patchFiles.has(resolve(f)))
+      .flatMap((f) => parseYamlFile(f).map((d) => ({ where: `${rel(f)} #${d.index} ${d.object.kind}/${d.object.metadata?.name}`, object: d.object })));
+    expect(items.length).toBeGreaterThan(APPS.length * 3);
+    const invalid = validateK8s(items).filter((r) => r.errors.length);
+    expect(invalid).toEqual([]);
+  });
+
+  it.each(kustomizations.map(({ file }) => rel(file)))('%s lists exactly the files of its directory', (file) => {
+    const { k } = kustomizations.find((x) => rel(x.file) === file)!;
+    const dir = dirname(join(ROOT, file));
+    expect(k.apiVersion).toBe('kustomize.config.k8s.io/v1beta1');
+    expect(k.kind).toBe('Kustomization');
+    const refs = localRefs(k);
+    expect(new Set(refs).size).toBe(refs.length); // no duplicates
+    const missing = refs.filter((r) => !existsSync(join(dir, r)));
+    expect(missing).toEqual([]);
+    for (const r of refs.filter((r) => statSync(join(dir, r)).isDirectory())) expect(existsSync(join(dir, r, 'kustomization.yaml'))).toBe(true);
+    const listedFiles = refs.map((r) => resolve(dir, r)).filter((p) => statSync(p).isFile() && dirname(p) === dir).sort();
+    const present = filesUnder(dir)
+      .filter((f) => dirname(f) === dir && /\.ya?ml$/.test(f) && !isKustomization(f) && !isExample(f))
+      .sort();
+    expect(listedFiles).toEqual(present); // no orphans
+    expect(refs.filter((r) => isExample(r))).toEqual([]); // examples are never applied
+  });
+
+  it('the base is namespace-agnostic, sets the common labels and commits no Secret', () => {
+    expect(baseKustomization.namespace).toBeUndefined();
+    expect(baseObjects.filter((o) => o.metadata?.namespace).map((o) => o.metadata.name)).toEqual([]);
+    expect(baseObjects.filter((o) => o.kind === 'Namespace' || o.kind === 'Secret')).toEqual([]);
+    expect(baseKustomization.secretGenerator).toBeUndefined();
+    const pairs = Object.assign({}, baseKustomization.commonLabels, ...(baseKustomization.labels ?? []).map((l: Obj) => l.pairs));
+    expect(pairs['app.kubernetes.io/part-of']).toBe('toolplane');
+    // No literal DATABASE_URL anywhere in what the base applies.
+    const literal = baseDocs.filter((d) => JSON.stringify(d.object).includes('postgres://'));
+    expect(literal.map((d) => rel(d.file))).toEqual([]);
+  });
+
+  const kubectlIt = hasKubectl() ? it : it.skip;
+  kubectlIt.each(kustomizations.map(({ file }) => rel(dirname(file))))('kustomize builds %s into valid objects', (dir) => {
+    const built = kustomizeBuild(join(ROOT, dir))!;
+    expect(built.output).not.toMatch(/^Error/);
+    expect(built.ok).toBe(true);
+    const objects = parseAllDocuments(built.output).map((d) => d.toJS() as Obj);
+    expect(objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name).sort()).toEqual(expect.arrayContaining(APPS));
+    const invalid = validateK8s(objects.map((o) => ({ where: `${dir}: ${o.kind}/${o.metadata?.name}`, object: o }))).filter((r) => r.errors.length);
+    expect(invalid).toEqual([]);
+    for (const o of objects) expect(o.metadata.labels?.['app.kubernetes.io/part-of']).toBe('toolplane');
+    const k = kustomizations.find(({ file }) => rel(dirname(file)) === dir)!.k;
+    if (k.namespace) for (const o of objects.filter((o) => o.kind !== 'Namespace')) expect([o.kind, o.metadata.namespace]).toEqual([o.kind, k.namespace]);
+  });
+});
+
+describe.each(APPS)('app %s', (app) => {
+  it('has a Deployment that runs its entry point', () => {
+    const c = containerOf(deployment(app), app);
+    expect(c.image).toBeTruthy();
+    const cmd = [...(c.command ?? []), ...(c.args ?? [])];
+    expect(cmd).toContain(`dist/apps/${app}/src/main.js`);
+    expect(cmd).toContain('node');
+    if (existsSync(join(ROOT, 'apps', app, 'src'))) expect(existsSync(join(ROOT, 'apps', app, 'src', 'main.ts'))).toBe(true);
+  });
+
+  it('probes /healthz (liveness) and /readyz (readiness) on its health port', () => {
+    const c = containerOf(deployment(app), app);
+    const port = healthPortOf(c);
+    expect(port).toBeDefined();
+    if (KNOWN_HEALTH_PORTS[app]) expect(port).toBe(KNOWN_HEALTH_PORTS[app]);
+    expect(effectiveEnv(c).HEALTH_PORT).toBe(String(port));
+    expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
+    expect(resolvePort(c, c.livenessProbe?.httpGet?.port)).toBe(port);
+    expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(resolvePort(c, c.readinessProbe?.httpGet?.port)).toBe(port);
+    if (c.startupProbe) expect(resolvePort(c, c.startupProbe.httpGet?.port)).toBe(port);
+    const others = APPS.filter((a) => a !== app && find('Deployment', a)).map((a) => healthPortOf(containerOf(deployment(a), a)));
+    expect(others).not.toContain(port); // unique, so compose can publish them all
+  });
+
+  it('sets resource requests and limits (limits >= requests)', () => {
+    const { requests = {}, limits = {} } = containerOf(deployment(app), app).resources ?? {};
+    for (const r of ['cpu', 'memory'] as const) {
+      expect(quantity(r, requests[r])).toBeGreaterThan(0);
+      expect(quantity(r, limits[r])).toBeGreaterThanOrEqual(quantity(r, requests[r]));
+    }
+  });
+
+  it('is hardened: non-root, read-only root fs, no escalation, caps dropped, RuntimeDefault seccomp, no token', () => {
+    const pod = podOf(deployment(app));
+    expect(hardeningProblems(pod)).toEqual([]);
+    const sa = pod.serviceAccountName;
+    if (sa && sa !== 'default') expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
+  });
+
+  it('gets NATS_URL from env/envFrom and its environment passes the app config schema', () => {
+    const c = containerOf(deployment(app), app);
+    for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
+    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(e.valueFrom.secretKeyRef.name).toBe('toolplane-db');
+    const env = effectiveEnv(c);
+    expect(env.NATS_URL).toMatch(/^nats:\/\//);
+    expect(env.OTEL_SERVICE_NAME).toBe(app);
+    const parsed = appConfigResult(app);
+    if (parsed !== 'missing') expect(parsed).toBe('ok'); // 'missing': dist/ not built
+  });
+
+  it('has a Service on its health port and a PodDisruptionBudget selecting its pods', () => {
+    const d = deployment(app);
+    const labels = d.spec.template.metadata?.labels;
+    expect(selects(d.spec.selector?.matchLabels, labels)).toBe(true);
+    const port = healthPortOf(containerOf(d, app));
+    const svc = baseObjects.find((o) => o.kind === 'Service' && selects(o.spec?.selector, labels));
+    expect(svc).toBeDefined();
+    expect(svc!.spec.ports.map((p: Obj) => resolvePort(containerOf(d, app), p.targetPort ?? p.port))).toContain(port);
+    const pdb = baseObjects.find((o) => o.kind === 'PodDisruptionBudget' && selects(o.spec?.selector?.matchLabels, labels));
+    expect(pdb).toBeDefined();
+    const { minAvailable, maxUnavailable } = pdb!.spec;
+    expect(minAvailable ?? maxUnavailable).toBeDefined();
+    if (typeof minAvailable === 'number') expect(minAvailable).toBeLessThan(d.spec.replicas ?? 1);
+    if (typeof maxUnavailable === 'number') expect(maxUnavailable).toBeGreaterThan(0);
+  });
+});
+
+describe('database and migrations', () => {
+  it('registry reads DATABASE_URL from the toolplane-db Secret and does not migrate on start', () => {
+    const c = containerOf(deployment('registry'), 'registry');
+    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-db', key: 'DATABASE_URL' });
+    expect(effectiveEnv(c).DB_MIGRATE_ON_START).toBe('false');
+  });
+
+  it('the migration Job runs migrate.js once, with the Secret, hardened', () => {
+    const job = baseObjects.find((o) => o.kind === 'Job');
+    expect(job).toBeDefined();
+    const pod = job!.spec.template.spec;
+    const c = pod.containers[0];
+    expect([...(c.command ?? []), ...(c.args ?? [])]).toContain('dist/apps/registry/src/database/migrate.js');
+    expect(pod.restartPolicy).toBe('Never');
+    expect(job!.spec.backoffLimit).toBeGreaterThanOrEqual(0);
+    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-db', key: 'DATABASE_URL' });
+    expect(c.resources?.limits?.memory).toBeDefined();
+    expect(hardeningProblems(pod)).toEqual([]);
+    const parsed = appConfigResult('job');
+    if (parsed !== 'missing') expect(parsed).toBe('ok');
+  });
+
+  it('secret.example.yaml shows the Secret shape and is not applied', () => {
+    const example = parseYamlFile(join(BASE, 'secret.example.yaml'))[0].object;
+    expect(example).toMatchObject({ kind: 'Secret', metadata: { name: 'toolplane-db' } });
+    expect(Object.keys(example.stringData ?? example.data)).toEqual(['DATABASE_URL']);
+    expect(baseKustomization.resources).not.toContain('secret.example.yaml');
+  });
+});
+
+describe('runner-local isolation', () => {
+  const d = deployment('runner-local');
+  const pod = podOf(d);
+  const labels = d.spec.template.metadata?.labels;
+
+  it('runs under its own ServiceAccount, which mounts no token', () => {
+    const sa = pod.serviceAccountName;
+    expect(sa).toBeTruthy();
+    expect(sa).not.toBe('default');
+    const sharers = APPS.filter((a) => a !== 'runner-local' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa);
+    expect(sharers).toEqual([]);
+    expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
+    expect(pod.automountServiceAccountToken).toBe(false);
+  });
+
+  it('a NetworkPolicy allows egress only to NATS (4222) and DNS (53)', () => {
+    const np = baseObjects.find((o) => o.kind === 'NetworkPolicy' && selects(o.spec?.podSelector?.matchLabels, labels));
+    expect(np).toBeDefined();
+    expect(np!.spec.policyTypes).toEqual(expect.arrayContaining(['Ingress', 'Egress']));
+    const egress: Obj[] = np!.spec.egress ?? [];
+    // A rule without ports would allow every port.
+    expect(egress.filter((r) => !(r.ports ?? []).length)).toEqual([]);
+    const ports = egress.flatMap((r) => r.ports.map((p: Obj) => `${p.protocol ?? 'TCP'}/${p.port}`));
+    expect([...new Set(ports)].sort()).toEqual(['TCP/4222', 'TCP/53', 'UDP/53']);
+    for (const r of egress) if (r.ports.some((p: Obj) => p.port === 53)) expect(r.to?.length).toBeGreaterThan(0);
+    const health = String(healthPortOf(containerOf(d, 'runner-local')));
+    const ingressPorts = (np!.spec.ingress ?? []).flatMap((r: Obj) => (r.ports ?? [{ port: 'any' }]).map((p: Obj) => String(p.port)));
+    expect(ingressPorts.filter((p: string) => p !== health && p !== 'health')).toEqual([]);
+  });
+
+  it('tool code writes only to /tmp, the RUNNER_WORK_ROOT emptyDir', () => {
+    const c = containerOf(d, 'runner-local');
+    const env = effectiveEnv(c);
+    expect(env.RUNNER_WORK_ROOT).toMatch(/^\/tmp\//);
+    expect(env.RUNNER_PYTHON).toBe('/usr/bin/python3');
+    const tmp = pod.volumes.find((v: Obj) => v.name === c.volumeMounts.find((m: Obj) => m.mountPath === '/tmp')?.name);
+    expect(tmp?.emptyDir?.sizeLimit).toBeTruthy();
+  });
+});
