@@ -30,6 +30,12 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
+// Whatever happens to the test process, the apps it spawned go with it.
+const spawned = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+});
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -98,6 +104,8 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
+  proc.once('exit', () => spawned.delete(proc));
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   const app: RunningApp = { name, proc, healthPort, output: () => out };

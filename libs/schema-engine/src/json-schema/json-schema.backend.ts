@@ -1,0 +1,139 @@
+/**
+ * JSON-schema back-end: turns the front-ends' FunctionIR into an OpenAI function-calling schema
+ * `{name, description, parameters: {type: 'object', properties, required}}`.
+ */
+import type { FieldIR, FunctionIR, LiteralValue, TypeIR } from '../ir';
+import type { FunctionSchema, JsonSchema } from '../schema-engine.types';
+
+/** Sets an own, enumerable key, even one named `__proto__`. */
+function put(target: JsonSchema, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+export function toFunctionSchema(fn: FunctionIR): FunctionSchema {
+  const properties: Record<string, JsonSchema> = {};
+  const required: string[] = [];
+  for (const p of fn.parameters) {
+    put(properties, p.name, fieldSchema(p));
+    if (p.required) required.push(p.name);
+  }
+  return { name: fn.name, description: fn.description, parameters: { type: 'object', properties, required } };
+}
+
+/**
+ * A property: its type's schema with the description last (or in place, when the type already
+ * carries one, e.g. a model's docstring). An optional value whose default is None drops `null`
+ * from its type, as Letta does: omitting it already yields None.
+ */
+function fieldSchema(field: FieldIR): JsonSchema {
+  const type = !field.required && field.defaultIsNull ? withoutNull(field.type) : field.type;
+  const schema = typeSchema(type);
+  schema.description = field.description;
+  return schema;
+}
+
+export function typeSchema(t: TypeIR): JsonSchema {
+  switch (t.kind) {
+    case 'primitive':
+      return { type: t.type };
+    case 'any':
+      return {};
+    case 'array':
+      // An untyped list is a list of strings, as in Letta.
+      return { type: 'array', items: t.items ? typeSchema(t.items) : { type: 'string' }, ...(t.uniqueItems ? { uniqueItems: true } : {}) };
+    case 'tuple':
+      return {
+        type: 'array',
+        prefixItems: t.items.map(typeSchema),
+        items: unionSchema(t.items),
+        minItems: t.items.length,
+        maxItems: t.items.length,
+      };
+    case 'map':
+      return t.values ? { type: 'object', additionalProperties: typeSchema(t.values) } : { type: 'object' };
+    case 'object': {
+      const properties: Record<string, JsonSchema> = {};
+      for (const f of t.fields) put(properties, f.name, fieldSchema(f));
+      return {
+        type: 'object',
+        properties,
+        required: t.fields.filter((f) => f.required).map((f) => f.name),
+        ...(t.description !== undefined ? { description: t.description } : {}),
+      };
+    }
+    case 'enum':
+      return { type: enumType(t.values), enum: [...t.values] };
+    case 'union':
+      return unionSchema(t.members);
+    case 'annotated':
+      return { ...typeSchema(t.inner), ...(t.constraints ?? {}), ...(t.description !== undefined ? { description: t.description } : {}) };
+  }
+}
+
+function jsonType(v: LiteralValue): string {
+  if (v === null) return 'null';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v; // string | boolean
+}
+
+function enumType(values: LiteralValue[]): string | string[] {
+  let types = [...new Set(values.map(jsonType))];
+  if (types.includes('number')) types = types.filter((x) => x !== 'integer');
+  return types.length === 1 ? types[0] : types;
+}
+
+function flatten(members: TypeIR[]): TypeIR[] {
+  return members.flatMap((m) => (m.kind === 'union' ? flatten(m.members) : [m]));
+}
+
+const isNull = (t: TypeIR): boolean => t.kind === 'primitive' && t.type === 'null';
+
+function unionSchema(members: TypeIR[]): JsonSchema {
+  const flat = flatten(members);
+  if (flat.some((m) => m.kind === 'any')) return {};
+  const nullable = flat.some(isNull);
+  const seen = new Set<string>();
+  const schemas: JsonSchema[] = [];
+  for (const m of flat) {
+    if (isNull(m)) continue;
+    const s = typeSchema(m);
+    const key = JSON.stringify(s);
+    if (!seen.has(key)) {
+      seen.add(key);
+      schemas.push(s);
+    }
+  }
+  if (schemas.length === 0) return { type: 'null' };
+  if (schemas.length === 1) return nullable ? makeNullable(schemas[0]) : schemas[0];
+  const simple = schemas.every((s) => Object.keys(s).length === 1 && typeof s.type === 'string');
+  if (simple) return { type: [...schemas.map((s) => s.type as string), ...(nullable ? ['null'] : [])] };
+  return { anyOf: [...schemas, ...(nullable ? [{ type: 'null' }] : [])] };
+}
+
+const SCALARS = new Set(['string', 'integer', 'number', 'boolean']);
+
+/** Scalars, enums and bare `{type}` become `type: [T, 'null']`; structured schemas `anyOf: [schema, {type: 'null'}]`. */
+function makeNullable(schema: JsonSchema): JsonSchema {
+  const keys = Object.keys(schema);
+  if (keys.length === 0) return schema;
+  if (typeof schema.type === 'string' && (SCALARS.has(schema.type) || keys.length === 1)) {
+    return { ...schema, type: [schema.type, 'null'], ...(Array.isArray(schema.enum) ? { enum: [...schema.enum, null] } : {}) };
+  }
+  if (Array.isArray(schema.type) && Array.isArray(schema.enum) && !schema.enum.includes(null)) {
+    return { ...schema, type: [...schema.type, 'null'], enum: [...schema.enum, null] };
+  }
+  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: 'null' }] };
+  return { anyOf: [schema, { type: 'null' }] };
+}
+
+function withoutNull(t: TypeIR): TypeIR {
+  if (t.kind === 'annotated') return { ...t, inner: withoutNull(t.inner) };
+  if (t.kind === 'enum') {
+    const values = t.values.filter((v) => v !== null);
+    return values.length > 0 ? { kind: 'enum', values } : t;
+  }
+  if (t.kind !== 'union') return t;
+  const rest = flatten(t.members).filter((m) => !isNull(m));
+  if (rest.length === 0) return t;
+  return rest.length === 1 ? rest[0] : { kind: 'union', members: rest };
+}

@@ -1,0 +1,43 @@
+/** Public types of the schema engine. The schema service and the registry depend on these shapes. */
+
+export type SchemaHealth = 'STRICT_COMPLIANT' | 'NON_STRICT_ONLY' | 'INVALID';
+
+export interface JsonSchema {
+  [k: string]: unknown;
+}
+
+// A type alias (not an interface) so that it stays assignable to loose records such as the
+// contract's zod `looseObject` reply type.
+export type FunctionSchema = {
+  name: string;
+  description: string;
+  parameters: JsonSchema & { type: 'object'; properties: Record<string, JsonSchema>; required: string[] };
+};
+
+export interface GenerateInput {
+  source_code: string;
+  source_type?: 'python' | 'typescript';
+  /** The function to describe; the last top-level function when absent. */
+  name?: string;
+}
+
+export interface ValidationReport {
+  health: SchemaHealth;
+  reasons: string[];
+}
+
+export interface GenerateOutput extends ValidationReport {
+  json_schema: FunctionSchema;
+}
+
+export interface SchemaEngineOptions {
+  /** Largest accepted source, in UTF-8 bytes. Default 256 KiB. */
+  maxSourceBytes?: number;
+  /** Wall-clock budget of one generate() call. Default 2000 ms. */
+  timeLimitMs?: number;
+}
+
+export interface SchemaEngine {
+  generate(input: GenerateInput): GenerateOutput;
+  validate(jsonSchema: unknown): ValidationReport;
+}
