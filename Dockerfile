@@ -10,9 +10,10 @@ ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=fals
 COPY package.json package-lock.json ./
 # --ignore-scripts: no install step may download a binary. The base image already is Node 24 (the
 # `node` devDependency only exists to give Node 24 to `npm run` on older hosts, so drop its
-# unpopulated bin link), and tree-sitter is used through its .wasm, not a native build.
+# unpopulated bin link), and tree-sitter is used through its .wasm, not a native build. `npm install`,
+# not `npm ci`: the lock cannot list every platform build of optional dependencies (see .ci/run).
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --ignore-scripts && rm -f node_modules/.bin/node
+    npm install --ignore-scripts && rm -f node_modules/.bin/node
 COPY .swcrc tsconfig.base.json tsconfig.json ./
 COPY apps ./apps
 COPY libs ./libs

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- manifests are untyped YAML trees */
+/** A manifest node: untyped YAML. */
 export type Obj = Record<string, any>;
 
 export const ROOT = join(__dirname, '..', '..');
