@@ -161,8 +161,11 @@ describe('deploy/: YAML and kustomize', () => {
     expect(literal.map((d) => rel(d.file))).toEqual([]);
   });
 
-  const kubectlIt = hasKubectl() ? it : it.skip;
-  kubectlIt.each(kustomizations.map(({ file }) => rel(dirname(file))))('kustomize builds %s into valid objects', (dir) => {
+  // kubectl ships with this machine kind; without it the kustomize check fails rather than skips.
+  it('has kubectl to build the kustomizations offline', () => {
+    expect(hasKubectl()).toBe(true);
+  });
+  it.each(kustomizations.map(({ file }) => rel(dirname(file))))('kustomize builds %s into valid objects', (dir) => {
     const built = kustomizeBuild(join(ROOT, dir))!;
     expect(built.output).not.toMatch(/^Error/);
     expect(built.ok).toBe(true);
@@ -224,7 +227,7 @@ describe.each(APPS)('app %s', (app) => {
     expect(env.NATS_URL).toMatch(/^nats:\/\//);
     expect(env.OTEL_SERVICE_NAME).toBe(app);
     const parsed = appConfigResult(app);
-    if (parsed !== 'missing') expect(parsed).toBe('ok'); // 'missing': dist/ not built
+    expect(parsed).toBe('ok'); // npm test builds dist/ first
   });
 
   it('has a Service on its health port and a PodDisruptionBudget selecting its pods', () => {
