@@ -1,4 +1,6 @@
-import { createSchemaEngine, SchemaGenerationError, type GenerateInput, type SchemaEngine } from '@toolplane/schema-engine';
+import { createSchemaEngine } from '../schema-engine';
+import { SchemaGenerationError } from '../schema-generation.error';
+import { GenerateInput, SchemaEngine } from '../schema-engine.types';
 
 function failure(fn: () => unknown): SchemaGenerationError {
   try {

@@ -1,4 +1,5 @@
-import { createSchemaEngine, type SchemaEngine } from '@toolplane/schema-engine';
+import { createSchemaEngine } from '../schema-engine';
+import { SchemaEngine } from '../schema-engine.types';
 
 /** The required corpus: Python tools and the exact schema Letta's generate_schema gives them. */
 describe('python front-end: tool corpus', () => {

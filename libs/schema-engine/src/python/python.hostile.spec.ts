@@ -1,4 +1,6 @@
-import { createSchemaEngine, SchemaGenerationError, type SchemaEngine } from '@toolplane/schema-engine';
+import { createSchemaEngine } from '../schema-engine';
+import { SchemaGenerationError } from '../schema-generation.error';
+import { SchemaEngine } from '../schema-engine.types';
 
 /** Hostile input: every case must end quickly with a schema or a SchemaGenerationError. */
 describe('python front-end: hostile input', () => {

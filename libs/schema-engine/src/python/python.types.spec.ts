@@ -1,4 +1,5 @@
-import { createSchemaEngine, type JsonSchema, type SchemaEngine } from '@toolplane/schema-engine';
+import { createSchemaEngine } from '../schema-engine';
+import { JsonSchema, SchemaEngine } from '../schema-engine.types';
 
 /** Stretch types: one parameter `x` annotated as given, documented, without default. */
 describe('python front-end: type annotations', () => {
