@@ -7,7 +7,7 @@ import { ROOT } from '../support/env';
 import { RawClient } from '../support/nats-client';
 import { ADD, ROLL_D20 } from '../support/tools';
 
-const seedSchema = JSON.parse(readFileSync(join(ROOT, '..', 'shared', 'seeds', 'tool.schema.json'), 'utf8'));
+const seedSchema = JSON.parse(readFileSync(join(ROOT, 'libs', 'contracts', 'seed', 'tool.schema.json'), 'utf8'));
 const validateTool = new Ajv2020({ strict: false }).compile(seedSchema);
 
 describe('registry over the public NATS API', () => {

@@ -11,7 +11,7 @@ import { ToolsGet, ToolsUpsert } from './tools.contract';
 import { z } from 'zod';
 
 const ROOT = join(__dirname, '..', '..', '..');
-const seedToolSchema = JSON.parse(readFileSync(join(ROOT, '..', 'shared', 'seeds', 'tool.schema.json'), 'utf8'));
+const seedToolSchema = JSON.parse(readFileSync(join(ROOT, 'libs', 'contracts', 'seed', 'tool.schema.json'), 'utf8'));
 
 const sampleTool = {
   id: 'tool-123e4567-e89b-12d3-a456-426614174000',
