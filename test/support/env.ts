@@ -8,4 +8,9 @@ export function databaseUrlFor(dbName: string): string {
   return u.toString();
 }
 
-export const ROOT = require('node:path').resolve(__dirname, '..', '..') as string;
+/** The repository root, whether this runs from test/support (jest) or dist/test/support (built). */
+export const ROOT: string = (() => {
+  const { resolve, basename } = require('node:path') as typeof import('node:path');
+  const up = resolve(__dirname, '..', '..');
+  return basename(up) === 'dist' ? resolve(up, '..') : up;
+})();
