@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
-import { DatabaseModule } from './database/database.module';
+import { databaseModule } from '@toolplane/platform';
+import { REGISTRY_DB } from './database/data-source';
 import { ToolsModule } from './tools/tools.module';
 
-@Module({ imports: [DatabaseModule, ToolsModule] })
+@Module({ imports: [databaseModule(REGISTRY_DB), ToolsModule] })
 export class RegistryModule {}

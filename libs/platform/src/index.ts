@@ -2,3 +2,4 @@ export * from './env';
 export * from './health';
 export * from './platform.module';
 export * from './run-service';
+export * from './database';
