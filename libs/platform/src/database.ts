@@ -10,7 +10,9 @@ import { APP_CONFIG } from './platform.module';
 export interface OwnedSchema {
   /** The app's own Postgres schema (no app reads another's). */
   schema: string;
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own type for entity classes
   entities: MixedList<Function>;
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- TypeORM's own type for migration classes
   migrations: MixedList<Function>;
 }
 
