@@ -1,7 +1,7 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { dropDatabase } from '../support/database';
-import { NATS_URL } from '../support/env';
+import { natsUrl } from '../support/env';
 
 export default async function globalTeardown(): Promise<void> {
   const env = globalThis.__toolplaneStack;
@@ -10,11 +10,12 @@ export default async function globalTeardown(): Promise<void> {
   await env.stack.stop();
   await dropDatabase(env.dbName);
   await deleteStreams(env.stack.prefix);
+  await Promise.all(env.containers.map((c) => c.stop()));
 }
 
 /** Removes the JetStream streams this run created (their names start with the run's prefix). */
 export async function deleteStreams(prefix: string): Promise<void> {
-  const nc = await connect({ servers: NATS_URL });
+  const nc = await connect({ servers: natsUrl() });
   try {
     const jsm = await jetstreamManager(nc);
     for await (const s of jsm.streams.list()) {

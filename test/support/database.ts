@@ -1,8 +1,8 @@
 import { Client } from 'pg';
-import { ADMIN_DATABASE_URL } from './env';
+import { adminDatabaseUrl } from './env';
 
 export async function withAdmin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: ADMIN_DATABASE_URL, connectionTimeoutMillis: 5000 });
+  const c = new Client({ connectionString: adminDatabaseUrl(), connectionTimeoutMillis: 5000 });
   await c.connect();
   try {
     return await fn(c);

@@ -1,5 +1,5 @@
 import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import { NATS_URL } from './env';
+import { natsUrl } from './env';
 
 /**
  * A raw NATS client, as any agent runtime would use: plain JSON bytes on a subject, no Toolplane
@@ -12,7 +12,7 @@ export class RawClient {
   ) {}
 
   static async connect(prefix: string): Promise<RawClient> {
-    return new RawClient(await connect({ servers: NATS_URL, name: 'test-client' }), prefix);
+    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client' }), prefix);
   }
 
   subject(s: string): string {

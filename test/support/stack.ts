@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { NATS_URL, ROOT } from './env';
+import { natsUrl, ROOT } from './env';
 
 export type AppName = 'registry' | 'schema' | 'executor' | 'runner-local';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'runner-local', 'executor'];
@@ -89,7 +89,7 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
-      NATS_URL,
+      NATS_URL: natsUrl(),
       SUBJECT_PREFIX: opts.prefix,
       DATABASE_URL: opts.databaseUrl,
       DB_MIGRATE_ON_START: 'true',
