@@ -28,7 +28,7 @@ describe('registry over the public NATS API', () => {
       description: 'Add two integers.',
       parameters: {
         type: 'object',
-        properties: { a: { type: 'integer', description: 'The first number.' }, b: { type: 'integer', description: 'The second number.' } },
+        properties: { a: { type: 'integer', description: 'The first number.' }, b: { type: 'integer', description: 'The second number.', default: 2 } },
         required: ['a'],
       },
     });

@@ -21,6 +21,8 @@ export const SchemasGenerate = defineRequest({
     source_code: z.string().min(1).max(MAX_SOURCE_BYTES),
     source_type: SourceType.default('python'),
     name: ToolName.optional(),
+    /** A JSON schema of the arguments (pydantic model_json_schema()): parameters come from it, the description from the source. */
+    args_json_schema: JsonObject.optional(),
   }),
   reply: z.object({ json_schema: FunctionJsonSchema, health: SchemaHealth, reasons: z.array(z.string()) }),
 });
@@ -31,4 +33,28 @@ export const SchemasValidate = defineRequest({
   summary: 'Classify a JSON schema for LLM function calling: STRICT_COMPLIANT, NON_STRICT_ONLY or INVALID.',
   request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
   reply: z.object({ health: SchemaHealth, reasons: z.array(z.string()) }),
+});
+
+export const SchemasStrictify = defineRequest({
+  subject: 'toolplane.v1.schemas.strictify',
+  visibility: 'public',
+  summary:
+    'Convert a function schema (or its parameters) for OpenAI strict mode: every property required, optional ones nullable, additionalProperties false. A schema that cannot be strict comes back unchanged with strict: false and the reasons.',
+  request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
+  reply: z.object({ json_schema: JsonObject, strict: z.boolean(), health: SchemaHealth, reasons: z.array(z.string()) }),
+});
+
+export const SchemasNormalize = defineRequest({
+  subject: 'toolplane.v1.schemas.normalize',
+  visibility: 'public',
+  summary:
+    "Normalize an MCP tool's input schema for LLM providers (local $refs inlined, explicit object schemas, safe oneOf → anyOf); the original is returned beside it. Remote $refs are never fetched.",
+  request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
+  reply: z.object({
+    json_schema: JsonObject,
+    original_json_schema: JsonObject,
+    changes: z.array(z.string()),
+    health: SchemaHealth,
+    reasons: z.array(z.string()),
+  }),
 });

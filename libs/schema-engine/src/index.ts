@@ -1,12 +1,17 @@
 export { createSchemaEngine, DEFAULT_MAX_SOURCE_BYTES, DEFAULT_TIME_LIMIT_MS } from './schema-engine';
+export { normalizeMcpSchema } from './json-schema/mcp.normalizer';
+export { toStrictSchema } from './json-schema/strict.converter';
+export { validateSchema } from './json-schema/schema.validator';
 export { SchemaGenerationError, type SchemaErrorReason } from './schema-generation.error';
 export type {
   FunctionSchema,
   GenerateInput,
   GenerateOutput,
   JsonSchema,
+  NormalizeResult,
   SchemaEngine,
   SchemaEngineOptions,
   SchemaHealth,
+  StrictResult,
   ValidationReport,
 } from './schema-engine.types';

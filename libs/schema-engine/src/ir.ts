@@ -6,6 +6,9 @@
 
 export type LiteralValue = string | number | boolean | null;
 
+/** A JSON value: what a statically evaluated default becomes. */
+export type JsonValue = LiteralValue | JsonValue[] | { [key: string]: JsonValue };
+
 export type TypeIR =
   | { kind: 'primitive'; type: 'string' | 'integer' | 'number' | 'boolean' | 'null' }
   /** Any JSON value (typing.Any). */
@@ -32,6 +35,11 @@ export interface FieldIR {
   required: boolean;
   /** True when the default is None/null/undefined: omitting the value means null, so a nullable type may drop null. */
   defaultIsNull: boolean;
+  /**
+   * The default's value when it is a literal the front-end can evaluate statically (emitted as
+   * `default`); absent when there is no default or it is not a literal (a call, a name, ...).
+   */
+  default?: JsonValue;
 }
 
 export type ParameterIR = FieldIR;

@@ -3,10 +3,23 @@ import { dirname, join } from 'node:path';
 import { Language, Parser } from 'web-tree-sitter';
 import { Deadline } from './deadline';
 import { toFunctionSchema } from './json-schema/json-schema.backend';
+import { parametersFromArgsSchema } from './json-schema/args-schema';
+import { normalizeMcpSchema } from './json-schema/mcp.normalizer';
 import { validateSchema } from './json-schema/schema.validator';
+import { toStrictSchema } from './json-schema/strict.converter';
 import { PythonFrontend } from './python/python.frontend';
 import { SchemaGenerationError } from './schema-generation.error';
-import type { GenerateInput, GenerateOutput, SchemaEngine, SchemaEngineOptions, ValidationReport } from './schema-engine.types';
+import type {
+  FunctionSchema,
+  GenerateInput,
+  GenerateOutput,
+  NormalizeResult,
+  SchemaEngine,
+  SchemaEngineOptions,
+  StrictResult,
+  ValidationReport,
+} from './schema-engine.types';
+import { TypeScriptFrontend } from './typescript/typescript.frontend';
 
 export const DEFAULT_MAX_SOURCE_BYTES = 256 * 1024;
 export const DEFAULT_TIME_LIMIT_MS = 2000;
@@ -29,6 +42,7 @@ function loadPython(): Promise<Language> {
 
 class TreeSitterSchemaEngine implements SchemaEngine {
   private readonly python: PythonFrontend;
+  private readonly typescript = new TypeScriptFrontend();
 
   constructor(
     language: Language,
@@ -47,17 +61,29 @@ class TreeSitterSchemaEngine implements SchemaEngine {
       throw new SchemaGenerationError('SOURCE_TOO_LARGE', `Source is ${bytes} bytes; the limit is ${this.maxSourceBytes} bytes`);
     }
     const sourceType = input.source_type ?? 'python';
-    if (sourceType !== 'python') {
-      throw new SchemaGenerationError('UNSUPPORTED_SOURCE_TYPE', `Source type '${String(sourceType)}' is not supported yet (supported: python)`);
+    if (sourceType !== 'python' && sourceType !== 'typescript') {
+      throw new SchemaGenerationError('UNSUPPORTED_SOURCE_TYPE', `Source type '${String(sourceType)}' is not supported (supported: python, typescript)`);
     }
-    const fn = this.python.describeFunction(source, input.name, deadline);
-    const json_schema = toFunctionSchema(fn);
+    const headerOnly = input.args_json_schema !== undefined;
+    const frontend = sourceType === 'python' ? this.python : this.typescript;
+    const fn = frontend.describeFunction(source, input.name, deadline, { headerOnly });
+    const json_schema: FunctionSchema = headerOnly
+      ? { name: fn.name, description: fn.description, parameters: parametersFromArgsSchema(input.args_json_schema) }
+      : toFunctionSchema(fn);
     deadline.check();
     return { json_schema, ...validateSchema(json_schema) };
   }
 
   validate(jsonSchema: unknown): ValidationReport {
     return validateSchema(jsonSchema);
+  }
+
+  toStrict(jsonSchema: unknown): StrictResult {
+    return toStrictSchema(jsonSchema);
+  }
+
+  normalizeMcp(jsonSchema: unknown): NormalizeResult {
+    return normalizeMcpSchema(jsonSchema);
   }
 }
 

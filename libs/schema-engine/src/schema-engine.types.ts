@@ -19,6 +19,8 @@ export interface GenerateInput {
   source_type?: 'python' | 'typescript';
   /** The function to describe; the last top-level function when absent. */
   name?: string;
+  /** A JSON schema of the arguments (pydantic `model_json_schema()`): the parameters come from it. */
+  args_json_schema?: JsonSchema;
 }
 
 export interface ValidationReport {
@@ -28,6 +30,20 @@ export interface ValidationReport {
 
 export interface GenerateOutput extends ValidationReport {
   json_schema: FunctionSchema;
+}
+
+export interface StrictResult extends ValidationReport {
+  /** The strict schema (`strict: true` on a function schema) when `strict`, else the input unchanged. */
+  json_schema: JsonSchema;
+  strict: boolean;
+}
+
+export interface NormalizeResult extends ValidationReport {
+  json_schema: JsonSchema;
+  /** The input, untouched. */
+  original_json_schema: unknown;
+  /** What normalization changed, for logs. */
+  changes: string[];
 }
 
 export interface SchemaEngineOptions {
@@ -40,4 +56,8 @@ export interface SchemaEngineOptions {
 export interface SchemaEngine {
   generate(input: GenerateInput): GenerateOutput;
   validate(jsonSchema: unknown): ValidationReport;
+  /** OpenAI strict-mode conversion; never modifies its input. */
+  toStrict(jsonSchema: unknown): StrictResult;
+  /** MCP input-schema normalization; never modifies its input. */
+  normalizeMcp(jsonSchema: unknown): NormalizeResult;
 }

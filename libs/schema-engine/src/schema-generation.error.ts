@@ -8,7 +8,8 @@ export type SchemaErrorReason =
   | 'UNSUPPORTED_ANNOTATION'
   | 'SOURCE_TOO_LARGE'
   | 'TIME_LIMIT_EXCEEDED'
-  | 'UNSUPPORTED_SOURCE_TYPE';
+  | 'UNSUPPORTED_SOURCE_TYPE'
+  | 'INVALID_ARGS_SCHEMA';
 
 export interface SchemaErrorDetails {
   line?: number;

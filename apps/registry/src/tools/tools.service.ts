@@ -99,7 +99,12 @@ export class ToolsService {
   private async deriveSchema(input: ToolUpsertInput): Promise<Record<string, unknown>> {
     const reply = await this.messaging.request(
       SchemasGenerate,
-      { source_code: input.source_code, source_type: input.source_type, ...(input.name ? { name: input.name } : {}) },
+      {
+        source_code: input.source_code,
+        source_type: input.source_type,
+        ...(input.name ? { name: input.name } : {}),
+        ...(input.args_json_schema ? { args_json_schema: input.args_json_schema } : {}),
+      },
       { timeoutMs: this.config.SCHEMA_REQUEST_TIMEOUT_MS },
     );
     return reply.json_schema;

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { SchemasGenerate, SchemasValidate, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { SchemasService } from './schemas.service';
 
@@ -16,5 +16,15 @@ export class SchemasController {
   @Handles(SchemasValidate)
   validate(@Payload() req: RequestOf<typeof SchemasValidate>): ReplyOf<typeof SchemasValidate> {
     return this.schemas.validate(req.json_schema);
+  }
+
+  @Handles(SchemasStrictify)
+  strictify(@Payload() req: RequestOf<typeof SchemasStrictify>): ReplyOf<typeof SchemasStrictify> {
+    return this.schemas.strictify(req.json_schema);
+  }
+
+  @Handles(SchemasNormalize)
+  normalize(@Payload() req: RequestOf<typeof SchemasNormalize>): ReplyOf<typeof SchemasNormalize> {
+    return this.schemas.normalize(req.json_schema);
   }
 }

@@ -21,14 +21,17 @@ export function toFunctionSchema(fn: FunctionIR): FunctionSchema {
 }
 
 /**
- * A property: its type's schema with the description last (or in place, when the type already
- * carries one, e.g. a model's docstring). An optional value whose default is None drops `null`
- * from its type, as Letta does: omitting it already yields None.
+ * A property: its type's schema, then the description (or in place, when the type already
+ * carries one, e.g. a model's docstring), then `default` when the default is a static literal.
+ * An optional value whose default is None drops `null` from its type, as Letta does: omitting it
+ * already yields None.
  */
 function fieldSchema(field: FieldIR): JsonSchema {
   const type = !field.required && field.defaultIsNull ? withoutNull(field.type) : field.type;
   const schema = typeSchema(type);
-  schema.description = field.description;
+  // Python parameters and fields always have one; TypeScript members may have no JSDoc.
+  if (field.description) schema.description = field.description;
+  if (field.default !== undefined) schema.default = field.default;
   return schema;
 }
 

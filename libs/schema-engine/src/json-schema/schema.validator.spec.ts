@@ -81,6 +81,22 @@ describe('validateSchema', () => {
     expect(report.reasons.some((r) => r.startsWith(reason))).toBe(true);
   });
 
+  it('classifies a generated schema with defaults exactly as the same schema without them', () => {
+    const parameters = (withDefault: boolean) => ({
+      type: 'object',
+      properties: {
+        a: { type: 'integer', description: 'A.' },
+        b: { type: 'integer', description: 'B.', ...(withDefault ? { default: 2 } : {}) },
+        c: { type: 'array', items: { type: 'string' }, description: 'C.', ...(withDefault ? { default: ['x'] } : {}) },
+        d: { type: 'string', description: 'D.', ...(withDefault ? { default: null } : {}) },
+      },
+      required: ['a'],
+    });
+    const withDefaults = sut({ name: 'f', description: 'F.', parameters: parameters(true) });
+    expect(withDefaults).toEqual(sut({ name: 'f', description: 'F.', parameters: parameters(false) }));
+    expect(withDefaults.health).toBe('NON_STRICT_ONLY');
+  });
+
   it('accepts $defs with a resolving $ref and validates the definitions', () => {
     const schema = {
       type: 'object',

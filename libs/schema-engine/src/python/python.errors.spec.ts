@@ -113,8 +113,8 @@ describe('python front-end: errors', () => {
     expect(e.message).toMatch(/^Source is \d+ bytes; the limit is 1024 bytes$/);
   });
 
-  it('rejects TypeScript for now', () => {
-    expect(fail({ source_code: 'function f() {}', source_type: 'typescript' }).reason).toBe('UNSUPPORTED_SOURCE_TYPE');
+  it('rejects unknown source types', () => {
+    expect(fail({ source_code: 'fn f() {}', source_type: 'rust' as never }).reason).toBe('UNSUPPORTED_SOURCE_TYPE');
   });
 
   it('stops at the time limit', async () => {

@@ -42,7 +42,7 @@ describe('python front-end: tool corpus', () => {
     expect(out.reasons).toEqual(["root: 'additionalProperties' not explicitly set"]);
   });
 
-  it('puts parameters with defaults outside required', () => {
+  it('puts parameters with defaults outside required, with the default when it is a literal', () => {
     const source = `
 def add(a: int, b: int = 2) -> int:
     """Add two numbers.
@@ -63,11 +63,34 @@ def add(a: int, b: int = 2) -> int:
         type: 'object',
         properties: {
           a: { type: 'integer', description: 'The first number.' },
-          b: { type: 'integer', description: 'The second number.' },
+          b: { type: 'integer', description: 'The second number.', default: 2 },
         },
         required: ['a'],
       },
     });
+  });
+
+  it('gives literal defaults a `default` and leaves the others without one', () => {
+    const source = `
+def f(a: dict = {1: "x"}, b: dict = {**{}}, c: str = f"{1}", d: str = b"x", e: int = -"1", g: list = [(1), ((2,)), {"__proto__": 3}], h: int = 0x1F, i: float = -1.0):
+    """F.
+
+    Args:
+        a: Non-str keys.
+        b: A splat.
+        c: An f-string.
+        d: Bytes.
+        e: Not a number.
+        g: Nested.
+        h: Hex.
+        i: Negative float.
+    """
+`;
+    const props = sut.generate({ source_code: source }).json_schema.parameters.properties;
+    for (const name of ['a', 'b', 'c', 'd', 'e']) expect(`${name}: ${'default' in props[name]}`).toBe(`${name}: false`);
+    expect(JSON.stringify(props.g.default)).toBe('[1,[2],{"__proto__":3}]');
+    expect(props.h.default).toBe(31);
+    expect(props.i.default).toBe(-1);
   });
 
   it("matches Letta's all_python_complex example, except Optional without default stays required", () => {
@@ -143,8 +166,8 @@ def search(terms: list[str], ids: List[int], tags: list, filters: Dict, limit: O
       ids: { type: 'array', items: { type: 'integer' }, description: 'Record ids.' },
       tags: { type: 'array', items: { type: 'string' }, description: 'Free tags.' },
       filters: { type: 'object', description: 'Extra filters.' },
-      limit: { type: 'integer', description: 'At most this many.' },
-      ratio: { type: ['number', 'null'], description: 'A ratio.' },
+      limit: { type: 'integer', description: 'At most this many.', default: null },
+      ratio: { type: ['number', 'null'], description: 'A ratio.', default: 0.5 },
     });
     expect(parameters.required).toEqual(['terms', 'ids', 'tags', 'filters']);
   });
@@ -181,7 +204,7 @@ def send(to: str, body: str, urgent: bool = False) -> str:
     expect(json_schema.parameters.properties).toEqual({
       to: { type: 'string', description: 'The recipient,\nas an e-mail address.' },
       body: { type: 'string', description: 'The text of the message.\nIt may be long.\nDeeper lines are re-indented as inspect.cleandoc does.' },
-      urgent: { type: 'boolean', description: 'Deliver first.' },
+      urgent: { type: 'boolean', description: 'Deliver first.', default: false },
     });
   });
 

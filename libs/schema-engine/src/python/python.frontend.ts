@@ -23,7 +23,7 @@ interface RawParameter {
 export class PythonFrontend {
   constructor(private readonly parser: Parser) {}
 
-  describeFunction(source: string, name: string | undefined, deadline: Deadline): FunctionIR {
+  describeFunction(source: string, name: string | undefined, deadline: Deadline, options: { headerOnly?: boolean } = {}): FunctionIR {
     const nul = source.indexOf('\0');
     if (nul !== -1) {
       const line = source.slice(0, nul).split('\n').length;
@@ -39,13 +39,13 @@ export class PythonFrontend {
       if (root.hasError) throw syntaxError(root);
       deadline.check();
       const fn = selectFunction(root, name);
-      return this.describe(fn, root, deadline);
+      return this.describe(fn, root, deadline, options.headerOnly ?? false);
     } finally {
       tree.delete();
     }
   }
 
-  private describe(fn: Node, root: Node, deadline: Deadline): FunctionIR {
+  private describe(fn: Node, root: Node, deadline: Deadline, headerOnly: boolean): FunctionIR {
     const fnName = fn.childForFieldName('name')!.text;
     const fnLine = lineOf(fn);
     const rawDoc = docstringOf(fn);
@@ -57,6 +57,7 @@ export class PythonFrontend {
       );
     }
     const doc = parseDocstring(rawDoc);
+    if (headerOnly) return { name: fnName, description: describe(doc), parameters: [] };
     const resolver = new AnnotationResolver(collectScope(root), (src) => this.parseTypeExpression(src), () => deadline.check());
 
     const parameters: ParameterIR[] = [];
@@ -88,6 +89,7 @@ export class PythonFrontend {
         description,
         required: !param.defaultValue,
         defaultIsNull: param.defaultValue?.type === 'none',
+        ...resolver.defaultKey(param.defaultValue),
       });
     }
     return { name: fnName, description: describe(doc), parameters };

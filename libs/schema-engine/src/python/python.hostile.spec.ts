@@ -53,7 +53,7 @@ describe('python front-end: hostile input', () => {
       .join('\n')}\n    """\n`;
     const out = sut.generate({ source_code: source });
     expect(Object.keys(out.json_schema.parameters.properties)).toHaveLength(1000);
-    expect(out.json_schema.parameters.properties.p999).toEqual({ type: 'integer', description: 'Parameter p999.' });
+    expect(out.json_schema.parameters.properties.p999).toEqual({ type: 'integer', description: 'Parameter p999.', default: 0 });
   });
 
   it('handles odd unicode: identifiers, descriptions, surrogate pairs and bidi controls', () => {
@@ -61,7 +61,7 @@ describe('python front-end: hostile input', () => {
     const out = sut.generate({ source_code: source });
     expect(out.json_schema.name).toBe('größe');
     expect(out.json_schema.description).toBe('Größe 📏 berechnen \u202e\u200b.');
-    expect(out.json_schema.parameters.properties['名前']).toEqual({ type: 'string', description: '名前です。' });
+    expect(out.json_schema.parameters.properties['名前']).toEqual({ type: 'string', description: '名前です。', default: '\u202e' });
     // Non-ASCII names are valid Python but not valid OpenAI function names.
     expect(out.health).toBe('INVALID');
     expect(out.reasons[0]).toMatch(/^function\.name: must match/);

@@ -55,9 +55,9 @@ describe('python front-end: type annotations', () => {
   });
 
   it('drops null from an optional parameter whose default is None, as Letta does', () => {
-    expect(schemaOf('int | None', '', ' = None')).toEqual({ type: 'integer' });
-    expect(schemaOf('Union[int, str, None]', '', ' = None')).toEqual({ type: ['integer', 'string'] });
-    expect(schemaOf('Optional[int]', '', ' = 3')).toEqual({ type: ['integer', 'null'] });
+    expect(schemaOf('int | None', '', ' = None')).toEqual({ type: 'integer', default: null });
+    expect(schemaOf('Union[int, str, None]', '', ' = None')).toEqual({ type: ['integer', 'string'], default: null });
+    expect(schemaOf('Optional[int]', '', ' = 3')).toEqual({ type: ['integer', 'null'], default: 3 });
   });
 
   it('maps an Enum defined in the source to the enum of its values', () => {
@@ -123,6 +123,7 @@ class Person(Base):
             properties: { street: { type: 'string', description: 'The street.' }, city: { type: 'string', description: 'The city.' } },
             required: ['street', 'city'],
             description: 'Where they live.',
+            default: null,
           },
           work: {
             anyOf: [
@@ -137,7 +138,7 @@ class Person(Base):
             description: 'Where they work.',
           },
           tags: { type: 'array', items: { type: 'string' }, description: 'Tags.' },
-          nickname: { type: 'string', description: 'A nickname.' },
+          nickname: { type: 'string', description: 'A nickname.', default: 'n/a' },
         },
         required: ['id', 'name', 'work'],
       },

@@ -3,7 +3,7 @@
  * pydantic models, Enums and type aliases defined in the same source. Never evaluates code.
  */
 import type { Node } from 'web-tree-sitter';
-import type { FieldIR, LiteralValue, TypeIR } from '../ir';
+import type { FieldIR, JsonValue, LiteralValue, TypeIR } from '../ir';
 import { cleandoc, parseDocstring } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
 
@@ -45,7 +45,7 @@ const TUPLE_NAMES = new Set(['tuple', 'Tuple']);
 const DICT_NAMES = new Set(['dict', 'Dict', 'Mapping', 'MutableMapping']);
 const WRAPPER_NAMES = new Set(['Required', 'NotRequired', 'ReadOnly', 'Final']);
 const ENUM_BASES = new Set(['Enum', 'IntEnum', 'StrEnum']);
-const ALIAS_VALUE_TYPES = new Set(['identifier', 'attribute', 'subscript', 'generic_type', 'binary_operator', 'none', 'string']);
+const ALIAS_VALUE_TYPES = new Set(['identifier', 'attribute', 'subscript', 'generic_type', 'binary_operator', 'union_type', 'none', 'string']);
 const CONSTRAINTS: Record<string, string> = {
   ge: 'minimum',
   le: 'maximum',
@@ -165,6 +165,9 @@ export class AnnotationResolver {
         if (op !== '|' || !left || !right) break;
         return { kind: 'union', members: [this.resolve(left), this.resolve(right)] };
       }
+      case 'union_type':
+        // `list[int] | None`: the grammar makes a union_type when a member is a generic_type.
+        return { kind: 'union', members: node.namedChildren.filter((c): c is Node => !!c).map((c) => this.resolve(c)) };
       case 'string':
       case 'concatenated_string':
         return this.resolveForwardReference(node);
@@ -275,6 +278,82 @@ export class AnnotationResolver {
     return [value];
   }
 
+  /**
+   * The JSON value of a default when it is a literal: numbers (also negative), strings (also
+   * concatenated), True/False/None, lists/tuples/sets (→ arrays) and str-keyed dicts of literals,
+   * and members of an Enum defined in the source (→ their value). Undefined for anything else
+   * (calls, names, expressions), which then gets no `default`.
+   */
+  defaultValue(node: Node, depth = 0): JsonValue | undefined {
+    if (depth > MAX_DEPTH) return undefined;
+    const n = unwrap(node);
+    switch (n.type) {
+      case 'parenthesized_expression': {
+        const inner = n.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+        return inner.length === 1 ? this.defaultValue(inner[0], depth + 1) : undefined;
+      }
+      case 'list':
+      case 'tuple':
+      case 'set': {
+        this.checkDeadline();
+        const out: JsonValue[] = [];
+        for (const item of n.namedChildren) {
+          if (!item || item.type === 'comment') continue;
+          const value = this.defaultValue(item, depth + 1);
+          if (value === undefined) return undefined;
+          out.push(value);
+        }
+        return n.type === 'set' ? dedupeJson(out) : out;
+      }
+      case 'dictionary': {
+        this.checkDeadline();
+        const out: { [key: string]: JsonValue } = {};
+        for (const pair of n.namedChildren) {
+          if (!pair || pair.type === 'comment') continue;
+          const key = pair.type === 'pair' ? pair.childForFieldName('key') : null;
+          const valueNode = pair.type === 'pair' ? pair.childForFieldName('value') : null;
+          const k = key ? this.defaultValue(key, depth + 1) : undefined;
+          const value = valueNode ? this.defaultValue(valueNode, depth + 1) : undefined;
+          if (typeof k !== 'string' || value === undefined) return undefined; // JSON keys are strings
+          // A repeated key keeps its first position and its last value, as in Python.
+          Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
+        }
+        return out;
+      }
+      case 'attribute': {
+        const owner = n.childForFieldName('object');
+        const member = n.childForFieldName('attribute')?.text ?? '';
+        const cls = owner?.type === 'identifier' ? this.scope.classes.get(owner.text) : undefined;
+        if (!cls || !owner) return undefined;
+        try {
+          return this.enumMembers(owner.text, cls)?.get(member);
+        } catch (e) {
+          if (e instanceof AnnotationError) return undefined;
+          throw e;
+        }
+      }
+      case 'integer': {
+        const value = this.constant(n);
+        return typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined; // no silent rounding
+      }
+      case 'unary_operator': {
+        const operand = n.childForFieldName('argument');
+        const op = n.childForFieldName('operator')?.text;
+        const value = operand ? this.defaultValue(operand, depth + 1) : undefined;
+        if (typeof value !== 'number') return undefined;
+        return op === '-' ? -value : op === '+' ? value : undefined;
+      }
+      default:
+        return this.constant(n);
+    }
+  }
+
+  /** `{default}` for a field or parameter whose default is a static literal, else `{}`. */
+  defaultKey(node: Node | null): { default?: JsonValue } {
+    const value = node ? this.defaultValue(node) : undefined;
+    return value === undefined ? {} : { default: value };
+  }
+
   /** The value of a constant expression, or undefined when it is not one. */
   private constant(node: Node): LiteralValue | undefined {
     const n = unwrap(node);
@@ -334,7 +413,10 @@ export class AnnotationResolver {
   }
 
   private guard<T>(key: string, node: Node, fn: () => T): T {
-    if (this.expanding.has(key)) throw this.unsupported(node, `${key.replace(/^\w+ /, "'")}' refers to itself (recursive types are not supported)`);
+    if (this.expanding.has(key)) {
+      const name = key.replace(/^\w+ /, '');
+      throw new AnnotationError('UNSUPPORTED_ANNOTATION', `unsupported type annotation: '${name}' refers to itself (recursive types are not supported)`, lineOf(node));
+    }
     this.expanding.add(key);
     try {
       return fn();
@@ -446,6 +528,7 @@ export class AnnotationResolver {
         description,
         required: !hasDefault,
         defaultIsNull: defaultNode?.type === 'none',
+        ...this.defaultKey(defaultNode),
       });
     }
     return { kind: 'object', name, ...(rawDoc ? { description: cleandoc(rawDoc) } : {}), fields: [...fields.values()] };
@@ -477,6 +560,17 @@ export class AnnotationResolver {
 }
 
 function dedupe(values: LiteralValue[]): LiteralValue[] {
+  const seen = new Set<string>();
+  return values.filter((v) => {
+    const key = JSON.stringify(v);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** A set's members without repeats (by JSON equality), in source order. */
+function dedupeJson(values: JsonValue[]): JsonValue[] {
   const seen = new Set<string>();
   return values.filter((v) => {
     const key = JSON.stringify(v);

@@ -1,0 +1,7 @@
+def tupv(p: tuple[int, ...]):
+    """Tool tupv.
+
+    Args:
+        p: Any number of ints.
+    """
+    return None

@@ -1,0 +1,7 @@
+def nonet(a: None):
+    """Tool nonet.
+
+    Args:
+        a: Always null.
+    """
+    return None

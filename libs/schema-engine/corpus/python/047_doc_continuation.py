@@ -1,0 +1,7 @@
+def d2(x: int):
+    """Tool d2.
+
+    Args:
+        x (int): First line
+            continued here.
+    """

@@ -1,0 +1,5 @@
+def d5(x: int):
+    """
+    Args:
+        x: X.
+    """

@@ -1,0 +1,13 @@
+def first(a: int):
+    """First.
+
+    Args:
+        a: A.
+    """
+
+def second(b: str):
+    """Second.
+
+    Args:
+        b: B.
+    """

@@ -1,0 +1,3 @@
+def present():
+    """Tool present."""
+    return None

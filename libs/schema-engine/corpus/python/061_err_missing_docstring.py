@@ -1,0 +1,2 @@
+def nodoc(x: int):
+    return x

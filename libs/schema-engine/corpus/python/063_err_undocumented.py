@@ -1,0 +1,6 @@
+def f(x: int, y: int):
+    """F.
+
+    Args:
+        x: X.
+    """

@@ -1,0 +1,7 @@
+def f(x: Unknown):
+    """Tool f.
+
+    Args:
+        x: Something.
+    """
+    return None
