@@ -1,5 +1,6 @@
 import { testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
+import { hostProcessesWith } from '../support/processes';
 import { ADD, ROLL_D20, pythonTool } from '../support/tools';
 
 describe('tools.execute end to end', () => {
@@ -67,16 +68,16 @@ describe('tools.execute end to end', () => {
   });
 
   it('stops a tool that never returns at its timeout and leaves no process behind', async () => {
-    await register(pythonTool('spin', 'import os\nprint(os.getpid(), flush=True)\nwhile True:\n    pass'));
+    const marker = `${Math.floor(Math.random() * 1e6)}.25`; // a background `sleep <marker>` must not survive the timeout
+    await register(pythonTool('spin', `import subprocess\nsubprocess.Popen(["/bin/sleep", "${marker}"])\nprint("spinning", flush=True)\nwhile True:\n    pass`));
     const started = Date.now();
     const r = await execute({ tool_name: 'spin', args: {}, timeout_ms: 1500 });
     expect(Date.now() - started).toBeLessThan(8000);
     expect(r.status).toBe('error');
     expect(r.error.code).toBe('EXECUTION_TIMEOUT');
     expect(r.func_return).toMatch(/^Error executing function spin: TimeoutError: /);
-    const pid = Number(r.stdout.join('').trim());
-    expect(pid).toBeGreaterThan(1);
-    expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
+    expect(r.stdout.join('')).toBe('spinning\n');
+    expect(hostProcessesWith(marker)).toEqual([]);
   });
 
   it('caps 10 MB of printed output and still returns the value', async () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, OrgId } from './common';
 import { defineRequest } from './descriptor';
-import { ToolId } from './tool';
+import { PipRequirement, ToolId } from './tool';
 
 const EnvVars = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _'), z.string().max(32_768))
@@ -56,8 +56,28 @@ export const LocalRunnerRun = defineRequest({
     source_type: z.string(),
     args: JsonObject,
     agent_id: z.string().optional(),
+    /** The per-call env (the execute request's `env`); layered over the three below. */
     env: z.record(z.string(), z.string()),
+    /** Env layers resolved by the credentials service, lowest first: sandbox config < webhook credentials < agent secrets. */
+    sandbox_env: z.record(z.string(), z.string()).optional(),
+    credential_env: z.record(z.string(), z.string()).optional(),
+    secret_env: z.record(z.string(), z.string()).optional(),
     timeout_ms: z.number().int().min(1),
+    /** The tool's pip requirements plus the sandbox config's: the call runs in their virtualenv. */
+    pip_requirements: z.array(PipRequirement).optional(),
+    /** Sandbox-config overrides of the runner's default limits. */
+    sandbox: z
+      .strictObject({
+        network: z.boolean().optional(),
+        memory_mb: z.number().int().min(16).optional(),
+        cpu_seconds: z.number().int().min(1).optional(),
+        processes: z.number().int().min(1).optional(),
+        open_files: z.number().int().min(16).optional(),
+        file_size_mb: z.number().int().min(1).optional(),
+        work_dir_mb: z.number().int().min(1).optional(),
+        max_output_bytes: z.number().int().min(1024).optional(),
+      })
+      .optional(),
   }),
   reply: z.object({
     status: ExecutionStatus,

@@ -6,6 +6,8 @@ export type ReadinessCheck = () => Promise<void>;
 export class HealthRegistry {
   private readonly checks = new Map<string, ReadinessCheck>();
   draining = false;
+  /** Prometheus text exposition served on /metrics, when an app registers one. */
+  metrics?: () => string;
 
   add(name: string, check: ReadinessCheck): void {
     this.checks.set(name, check);
@@ -28,13 +30,17 @@ export class HealthRegistry {
   }
 }
 
-/** /healthz (the process serves) and /readyz (its dependencies answer and it is not draining). */
+/** /healthz (the process serves), /readyz (its dependencies answer and it is not draining) and /metrics when registered. */
 export function startHealthServer(registry: HealthRegistry, host: string, port: number): Promise<Server> {
   const server = createServer((req, res) => {
     const reply = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     if (req.url === '/healthz') return reply(200, { status: 'ok' });
+    if (req.url === '/metrics' && registry.metrics) {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(registry.metrics());
+      return;
+    }
     if (req.url === '/readyz') {
       registry.evaluate().then(
         (r) => reply(r.ok ? 200 : 503, { status: r.ok ? 'ready' : 'not ready', checks: r.checks }),

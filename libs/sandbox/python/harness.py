@@ -149,15 +149,8 @@ def _run(job):
     return result
 
 
-def main():
-    os.set_inheritable(RESULT_FD, False)  # subprocesses of the tool never get the result channel
-    job = json.loads(sys.stdin.buffer.read())
-    nonce = job.pop("nonce")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    _hide_from_same_uid()
-
+def run_job(job, nonce):
+    """Runs one job and writes its frame on fd 3, then exits the process (never returns)."""
     import warnings  # already loaded by the interpreter: free
 
     try:
@@ -174,6 +167,17 @@ def main():
     os.close(RESULT_FD)
     # Skip atexit hooks and joins of threads the tool left running: the result is delivered.
     os._exit(0)
+
+
+def main():
+    os.set_inheritable(RESULT_FD, False)  # subprocesses of the tool never get the result channel
+    job = json.loads(sys.stdin.buffer.read())
+    nonce = job.pop("nonce")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    _hide_from_same_uid()
+    run_job(job, nonce)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { OutputCapture } from './output-capture';
-import { parseResultFrame } from './result-frame';
-import type { SandboxDriver, SandboxErrorKind, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
+import { failed, fromChannel, invalidEnv, messageOf, pipesClosed, toolEnv, type RunError, type RunResult } from './outcome';
+import type { SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
 import { createRunDir, prepareWorkRoot, removeRunDir, type RunAs } from './work-dir';
 
 export interface ProcessDriverOptions {
@@ -25,10 +25,7 @@ export const MAX_RESULT_FRAME_BYTES = 16 * 1024 * 1024;
 const PIPE_GRACE_MS = 500;
 const NOBODY = 65534;
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout fires at once beyond this
-const TOOL_PATH = '/usr/local/bin:/usr/bin:/bin';
 
-type RunError = NonNullable<SandboxRunOutcome['error']>;
-type RunResult = Omit<SandboxRunOutcome, 'durationMs'>;
 
 interface RunContext {
   pythonPath: string;
@@ -49,6 +46,7 @@ interface RunContext {
  */
 export class ProcessDriver implements SandboxDriver {
   readonly name = 'process';
+  readonly isolated = false;
   private readonly pythonPath: string;
   private readonly workRoot: string;
   private readonly runAs: RunAs | undefined;
@@ -195,58 +193,8 @@ function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | un
       void pipesClosed(pipes, PIPE_GRACE_MS).then(() => {
         const streams = { stdout: stdout.text(), stderr: stderr.text(), stdoutTruncated: stdout.truncated, stderrTruncated: stderr.truncated };
         const base = { ...streams, exitCode, signal: exitSignal };
-        finish(stop ? { status: 'error', error: stop, ...base } : fromChannel(channel, ctx.nonce, base));
+        finish(stop ? { status: 'error', error: stop, ...base } : fromChannel(channel.bytes(), ctx.nonce, base));
       });
     });
   });
-}
-
-function fromChannel(channel: OutputCapture, nonce: string, base: Omit<RunResult, 'status' | 'value' | 'error'>): RunResult {
-  const parsed = parseResultFrame(channel.bytes(), nonce);
-  if (parsed.ok) {
-    const f = parsed.frame;
-    if (f.status === 'success') return { status: 'success', value: f.value, ...base };
-    return { status: 'error', error: { kind: 'exception', type: f.type, message: f.message }, ...base };
-  }
-  if (channel.total === 0 && (base.exitCode !== 0 || base.signal !== null)) {
-    const how = base.signal ? `was killed by ${base.signal}` : `exited with code ${base.exitCode}`;
-    return { status: 'error', error: { kind: 'crashed', type: 'SandboxCrashed', message: `the interpreter ${how} before returning a result` }, ...base };
-  }
-  return { status: 'error', error: { kind: 'protocol', type: 'ProtocolError', message: parsed.reason }, ...base };
-}
-
-/** The whole environment of the tool: an allowlist plus the call's resolved env. */
-function toolEnv(env: Record<string, string>, dir: string): Record<string, string> {
-  return {
-    PATH: TOOL_PATH,
-    LANG: 'C.UTF-8',
-    PYTHONIOENCODING: 'utf-8',
-    PYTHONDONTWRITEBYTECODE: '1',
-    ...env,
-    HOME: dir, // the work dir is removed after the run: HOME and TMPDIR must stay inside it
-    TMPDIR: dir,
-  };
-}
-
-function invalidEnv(env: Record<string, string>): string | undefined {
-  for (const [k, v] of Object.entries(env)) {
-    if (k === '' || k.includes('=') || k.includes('\0')) return `invalid environment variable name ${JSON.stringify(k)}`;
-    if (typeof v !== 'string' || v.includes('\0')) return `environment variable ${k} must be a string without NUL bytes`;
-  }
-  return undefined;
-}
-
-function pipesClosed(pipes: Readable[], graceMs: number): Promise<void> {
-  const closed = pipes.map((p) => (p.closed || p.destroyed ? Promise.resolve() : new Promise<void>((r) => p.once('close', () => r()))));
-  let timer: NodeJS.Timeout | undefined;
-  const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
-  return Promise.race([Promise.all(closed).then(() => undefined), grace]).finally(() => clearTimeout(timer));
-}
-
-function failed(kind: SandboxErrorKind, type: string, message: string): RunResult {
-  return { status: 'error', error: { kind, type, message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, exitCode: null, signal: null };
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -8,6 +8,22 @@ export interface SandboxLimits {
   maxOutputBytes: number;
 }
 
+/** Kernel-enforced limits of one call in an isolated sandbox (BwrapDriver); unset = the driver default. */
+export interface IsolationLimits {
+  /** Address space (RLIMIT_AS). */
+  memoryBytes?: number;
+  /** CPU time (RLIMIT_CPU): SIGXCPU, then SIGKILL one second later. */
+  cpuSeconds?: number;
+  /** Processes and threads of the call at once (RLIMIT_NPROC, counted inside the sandbox). */
+  processes?: number;
+  /** Open file descriptors (RLIMIT_NOFILE). */
+  openFiles?: number;
+  /** Largest file the call may write (RLIMIT_FSIZE). */
+  fileBytes?: number;
+  /** Size of the call's work dir (a tmpfs on /tmp). */
+  workDirBytes?: number;
+}
+
 export interface SandboxRunSpec {
   runId: string;
   sourceCode: string;
@@ -18,6 +34,12 @@ export interface SandboxRunSpec {
   timeoutMs: number;
   limits: SandboxLimits;
   agentId?: string;
+  /** Kernel limits (BwrapDriver); ProcessDriver ignores them. */
+  isolation?: IsolationLimits;
+  /** Give the sandbox the host network (default false: an empty network namespace). */
+  network?: boolean;
+  /** pip requirement specifiers (`name`, `name==1.0`, `name>=2`); the call runs in their virtualenv. */
+  pipRequirements?: string[];
 }
 
 /**
@@ -28,8 +50,9 @@ export interface SandboxRunSpec {
  * - crashed: the interpreter died without a result (killed by a signal, non-zero exit).
  * - protocol: the result channel did not carry exactly one well-formed frame with this run's nonce.
  * - spawn_failed: the sandbox could not be started (bad python path, work dir, driver closed).
+ * - dependency_failed: the call's requirements could not be installed (type 'DependencyInstallFailed').
  */
-export type SandboxErrorKind = 'exception' | 'timeout' | 'output_limit' | 'crashed' | 'protocol' | 'spawn_failed';
+export type SandboxErrorKind = 'exception' | 'timeout' | 'output_limit' | 'crashed' | 'protocol' | 'spawn_failed' | 'dependency_failed';
 
 export interface SandboxRunOutcome {
   status: 'success' | 'error';
@@ -43,10 +66,16 @@ export interface SandboxRunOutcome {
   durationMs: number;
   exitCode: number | null;
   signal: string | null;
+  /** Whether a warm sandbox served the call (BwrapDriver). */
+  warm?: boolean;
+  /** Time spent waiting for a sandbox slot (BwrapDriver). */
+  queueMs?: number;
 }
 
 export interface SandboxDriver {
   readonly name: string;
+  /** False when the driver runs tools without namespace/seccomp isolation (the unsafe mode). */
+  readonly isolated: boolean;
   /** Never rejects: every failure is an outcome with status 'error'. */
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome>;
   /** Kills the runs in flight and refuses new ones. */

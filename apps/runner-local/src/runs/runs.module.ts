@@ -1,19 +1,73 @@
-import { Module } from '@nestjs/common';
-import { APP_CONFIG } from '@toolplane/platform';
-import { ProcessDriver } from '@toolplane/sandbox';
+import { Logger, Module } from '@nestjs/common';
+import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
+import { BwrapDriver, IsolationUnavailableError, ProcessDriver, type SandboxDriver } from '@toolplane/sandbox';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunsController } from './runs.controller';
+import { RunnerMetrics } from './runs.metrics';
 import { RunsService, SANDBOX_DRIVER } from './runs.service';
+
+const MB = 1024 * 1024;
+
+/**
+ * The sandbox driver: bubblewrap isolation, or — only with RUNNER_ISOLATION=unsafe — a plain
+ * subprocess, announced here and in every result. Isolation that does not work refuses the start.
+ */
+async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
+  const log = new Logger('SandboxDriver');
+  if (c.RUNNER_ISOLATION === 'unsafe') {
+    log.warn('RUNNER_ISOLATION=unsafe: tools run WITHOUT namespace, seccomp or resource isolation (a plain subprocess). Never use this with untrusted tools.');
+    return new ProcessDriver({ pythonPath: c.RUNNER_PYTHON, workRoot: c.RUNNER_WORK_ROOT, runAsUid: c.RUNNER_RUN_AS_UID, runAsGid: c.RUNNER_RUN_AS_GID });
+  }
+  const driver = new BwrapDriver({
+    bwrapPath: c.RUNNER_BWRAP,
+    pythonPath: c.RUNNER_PYTHON,
+    workRoot: c.RUNNER_WORK_ROOT,
+    runAsUid: c.RUNNER_RUN_AS_UID,
+    runAsGid: c.RUNNER_RUN_AS_GID,
+    pool: {
+      warm: c.RUNNER_POOL_WARM,
+      maxPerEnvironment: c.RUNNER_POOL_MAX_PER_ENV,
+      maxTotal: c.RUNNER_POOL_MAX_SLOTS,
+      idleTtlMs: c.RUNNER_POOL_IDLE_TTL_MS,
+      preload: c.RUNNER_POOL_PRELOAD,
+    },
+    limits: {
+      memoryBytes: c.RUNNER_LIMIT_MEMORY_MB * MB,
+      cpuSeconds: c.RUNNER_LIMIT_CPU_SECONDS,
+      processes: c.RUNNER_LIMIT_PROCESSES,
+      openFiles: c.RUNNER_LIMIT_OPEN_FILES,
+      fileBytes: c.RUNNER_LIMIT_FILE_SIZE_MB * MB,
+      workDirBytes: c.RUNNER_LIMIT_WORK_DIR_MB * MB,
+    },
+    pip: { indexUrl: c.PIP_INDEX_URL, extraIndexUrl: c.PIP_EXTRA_INDEX_URL, findLinks: c.RUNNER_PIP_FIND_LINKS, noIndex: c.RUNNER_PIP_NO_INDEX },
+    pipTimeoutMs: c.RUNNER_PIP_TIMEOUT_MS,
+  });
+  try {
+    await driver.init();
+  } catch (e) {
+    if (e instanceof IsolationUnavailableError) {
+      throw new Error(`sandbox isolation is not available: ${e.message}. Fix it, or set RUNNER_ISOLATION=unsafe to run tools without isolation.`);
+    }
+    throw e;
+  }
+  const s = driver.stats();
+  log.log(`bubblewrap isolation ready: ${s.idle} warm sandbox(es), up to ${c.RUNNER_POOL_MAX_PER_ENV} per environment and ${c.RUNNER_POOL_MAX_SLOTS} in all`);
+  return driver;
+}
 
 @Module({
   controllers: [RunsController],
   providers: [
     RunsService,
+    { provide: SANDBOX_DRIVER, inject: [APP_CONFIG], useFactory: createDriver },
     {
-      provide: SANDBOX_DRIVER,
-      inject: [APP_CONFIG],
-      useFactory: (c: RunnerConfig) =>
-        new ProcessDriver({ pythonPath: c.RUNNER_PYTHON, workRoot: c.RUNNER_WORK_ROOT, runAsUid: c.RUNNER_RUN_AS_UID, runAsGid: c.RUNNER_RUN_AS_GID }),
+      provide: RunnerMetrics,
+      inject: [SANDBOX_DRIVER, HealthRegistry],
+      useFactory: (driver: SandboxDriver, health: HealthRegistry) => {
+        const metrics = new RunnerMetrics(driver.name, driver.isolated, () => (driver instanceof BwrapDriver ? driver.stats() : undefined));
+        health.metrics = () => metrics.render();
+        return metrics;
+      },
     },
   ],
 })

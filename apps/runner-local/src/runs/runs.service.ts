@@ -2,9 +2,10 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ErrorCode, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
-import { formatToolError, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome } from '@toolplane/sandbox';
+import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { RunnerConfig } from '../runner-local.config';
+import { RunnerMetrics } from './runs.metrics';
 import { Semaphore } from './semaphore';
 
 export const SANDBOX_DRIVER = Symbol('SANDBOX_DRIVER');
@@ -16,9 +17,15 @@ const CODE_BY_KIND: Record<SandboxErrorKind, ErrorCode> = {
   crashed: ErrorCode.SANDBOX_FAILURE,
   protocol: ErrorCode.SANDBOX_FAILURE,
   spawn_failed: ErrorCode.SANDBOX_FAILURE,
+  dependency_failed: ErrorCode.DEPENDENCY_INSTALL_FAILED,
 };
 
+/** First stderr entry of every result in the unsafe mode. */
+export const UNSAFE_NOTE = '[toolplane] WARNING: this runner has RUNNER_ISOLATION=unsafe: the tool ran without sandbox isolation.\n';
+const MB = 1024 * 1024;
+
 const tracer = trace.getTracer('runner-local');
+type RunRequest = RequestOf<typeof LocalRunnerRun>;
 
 @Injectable()
 export class RunsService implements OnModuleDestroy {
@@ -28,40 +35,57 @@ export class RunsService implements OnModuleDestroy {
   constructor(
     @Inject(SANDBOX_DRIVER) private readonly driver: SandboxDriver,
     @Inject(APP_CONFIG) private readonly config: RunnerConfig,
+    private readonly metrics: RunnerMetrics,
   ) {
     this.slots = new Semaphore(config.RUNNER_MAX_CONCURRENCY);
   }
 
-  async run(req: RequestOf<typeof LocalRunnerRun>): Promise<ReplyOf<typeof LocalRunnerRun>> {
+  async run(req: RunRequest): Promise<ReplyOf<typeof LocalRunnerRun>> {
+    const received = performance.now();
+    this.metrics.inFlight++;
     const release = await this.slots.acquire();
     try {
+      const admitted = performance.now();
       const outcome = await tracer.startActiveSpan('run sandbox', async (span) => {
-        span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name });
+        span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
         try {
           const o = await this.driver.run({
             runId: randomUUID(),
             sourceCode: req.source_code,
             functionName: req.function_name,
             args: req.args,
-            env: req.env,
+            env: layerEnv({
+              sandboxConfig: req.sandbox_env,
+              credentials: req.credential_env,
+              agentSecrets: req.secret_env,
+              call: req.env,
+              reserved: { orgId: req.org_id, toolId: req.tool_id, agentId: req.agent_id },
+            }),
             timeoutMs: req.timeout_ms,
             agentId: req.agent_id,
             limits: {
               stdoutBytes: this.config.RUNNER_STDOUT_LIMIT_BYTES,
               stderrBytes: this.config.RUNNER_STDERR_LIMIT_BYTES,
-              maxOutputBytes: this.config.RUNNER_MAX_OUTPUT_BYTES,
+              maxOutputBytes: Math.min(req.sandbox?.max_output_bytes ?? Infinity, this.config.RUNNER_MAX_OUTPUT_BYTES),
             },
+            isolation: isolationOf(req.sandbox),
+            network: req.sandbox?.network ?? this.config.RUNNER_NETWORK,
+            pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
           });
-          span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs });
+          span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
           if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
           return o;
         } finally {
           span.end();
         }
       });
-      return this.toReply(req.function_name, outcome);
+      const reply = this.toReply(req.function_name, outcome);
+      const queueSeconds = (admitted - received + (outcome.queueMs ?? 0)) / 1000;
+      this.metrics.recordRun(reply.status, reply.error?.code, queueSeconds, outcome.durationMs / 1000);
+      return reply;
     } finally {
       release();
+      this.metrics.inFlight--;
     }
   }
 
@@ -72,10 +96,11 @@ export class RunsService implements OnModuleDestroy {
   private toReply(functionName: string, o: SandboxRunOutcome): ReplyOf<typeof LocalRunnerRun> {
     const stdout = withNote(o.stdout, o.stdoutTruncated, this.config.RUNNER_STDOUT_LIMIT_BYTES);
     const stderr = withNote(o.stderr, o.stderrTruncated, this.config.RUNNER_STDERR_LIMIT_BYTES);
+    if (!this.driver.isolated) stderr.unshift(UNSAFE_NOTE);
     const common = { stdout, stderr, duration_ms: o.durationMs, provider: 'local', sandbox_config_fingerprint: null };
     if (o.status === 'success') return { status: 'success', func_return: o.value ?? null, ...common };
     const err = o.error ?? { kind: 'crashed' as const, type: 'SandboxError', message: 'the sandbox ended without a result' };
-    if (err.kind !== 'exception') this.log.warn(`run of ${functionName} ended with ${err.kind}: ${err.message}`);
+    if (err.kind !== 'exception') this.log.warn(`run of ${functionName} ended with ${err.kind}: ${err.message.slice(0, 500)}`);
     return {
       status: 'error',
       func_return: formatToolError(functionName, err.type, err.message),
@@ -83,6 +108,18 @@ export class RunsService implements OnModuleDestroy {
       error: { code: CODE_BY_KIND[err.kind], message: err.message },
     };
   }
+}
+
+function isolationOf(s: RunRequest['sandbox']): IsolationLimits | undefined {
+  if (!s) return undefined;
+  return {
+    memoryBytes: s.memory_mb !== undefined ? s.memory_mb * MB : undefined,
+    cpuSeconds: s.cpu_seconds,
+    processes: s.processes,
+    openFiles: s.open_files,
+    fileBytes: s.file_size_mb !== undefined ? s.file_size_mb * MB : undefined,
+    workDirBytes: s.work_dir_mb !== undefined ? s.work_dir_mb * MB : undefined,
+  };
 }
 
 function withNote(text: string, truncated: boolean, limit: number): string[] {

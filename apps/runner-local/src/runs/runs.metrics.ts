@@ -1,0 +1,95 @@
+/** Cumulative Prometheus histogram (seconds). */
+class Histogram {
+  private readonly counts: number[];
+  private sum = 0;
+  private count = 0;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = bounds.map(() => 0);
+  }
+
+  observe(seconds: number): void {
+    this.sum += seconds;
+    this.count++;
+    for (let i = 0; i < this.bounds.length; i++) if (seconds <= this.bounds[i]!) this.counts[i]!++;
+  }
+
+  lines(name: string, labels = ''): string[] {
+    const l = (extra: string) => `{${[labels, extra].filter(Boolean).join(',')}}`;
+    return [
+      ...this.bounds.map((b, i) => `${name}_bucket${l(`le="${b}"`)} ${this.counts[i]}`),
+      `${name}_bucket${l('le="+Inf"')} ${this.count}`,
+      `${name}_sum${labels ? `{${labels}}` : ''} ${this.sum}`,
+      `${name}_count${labels ? `{${labels}}` : ''} ${this.count}`,
+    ];
+  }
+}
+
+const BOUNDS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export interface PoolGauges {
+  slots: number;
+  idle: number;
+  busy: number;
+  environments: number;
+  warmHits: number;
+  warmMisses: number;
+  slotsStarted: number;
+  slotsKilled: number;
+  venvBuilds: number;
+}
+
+/** The runner's metrics: pool size, warm hits/misses, queue wait, run time (Prometheus text on /metrics). */
+export class RunnerMetrics {
+  private readonly queueWait = new Histogram(BOUNDS);
+  private readonly runTime = new Histogram(BOUNDS);
+  private readonly runs = new Map<string, number>();
+  inFlight = 0;
+
+  constructor(
+    private readonly driver: string,
+    private readonly isolated: boolean,
+    private readonly pool: () => PoolGauges | undefined,
+  ) {}
+
+  recordRun(status: string, errorCode: string | undefined, queueSeconds: number, runSeconds: number): void {
+    const key = `status="${status}",code="${errorCode ?? ''}"`;
+    this.runs.set(key, (this.runs.get(key) ?? 0) + 1);
+    this.queueWait.observe(queueSeconds);
+    this.runTime.observe(runSeconds);
+  }
+
+  render(): string {
+    const out: string[] = [];
+    const help = (name: string, type: string, text: string) => out.push(`# HELP ${name} ${text}`, `# TYPE ${name} ${type}`);
+    help('toolplane_runner_info', 'gauge', 'Sandbox driver of this runner; isolated="false" is the unsafe mode.');
+    out.push(`toolplane_runner_info{driver="${this.driver}",isolated="${this.isolated}"} 1`);
+    help('toolplane_runner_runs_total', 'counter', 'Calls run, by status and error code.');
+    for (const [k, v] of this.runs) out.push(`toolplane_runner_runs_total{${k}} ${v}`);
+    help('toolplane_runner_in_flight', 'gauge', 'Calls running or waiting now.');
+    out.push(`toolplane_runner_in_flight ${this.inFlight}`);
+    help('toolplane_runner_queue_wait_seconds', 'histogram', 'Time from receiving a call to its sandbox starting it (concurrency slot and warm sandbox).');
+    out.push(...this.queueWait.lines('toolplane_runner_queue_wait_seconds'));
+    help('toolplane_runner_run_seconds', 'histogram', 'Time a call spent in its sandbox.');
+    out.push(...this.runTime.lines('toolplane_runner_run_seconds'));
+    const p = this.pool();
+    if (p) {
+      const gauges: Array<[string, string, string, number]> = [
+        ['toolplane_runner_pool_slots', 'gauge', 'Warm sandboxes alive (idle + busy + starting).', p.slots],
+        ['toolplane_runner_pool_idle_slots', 'gauge', 'Warm sandboxes waiting for a call.', p.idle],
+        ['toolplane_runner_pool_busy_slots', 'gauge', 'Sandboxes running a call.', p.busy],
+        ['toolplane_runner_pool_environments', 'gauge', 'Environments (interpreter/virtualenv, network) with a pool.', p.environments],
+        ['toolplane_runner_pool_warm_hits_total', 'counter', 'Calls served by an already warm sandbox.', p.warmHits],
+        ['toolplane_runner_pool_warm_misses_total', 'counter', 'Calls that had to start a sandbox.', p.warmMisses],
+        ['toolplane_runner_pool_slots_started_total', 'counter', 'Sandboxes started.', p.slotsStarted],
+        ['toolplane_runner_pool_slots_killed_total', 'counter', 'Sandboxes killed (timeouts, output limits, crashes).', p.slotsKilled],
+        ['toolplane_runner_venv_builds_total', 'counter', 'Virtualenvs built.', p.venvBuilds],
+      ];
+      for (const [name, type, text, v] of gauges) {
+        help(name, type, text);
+        out.push(`${name} ${v}`);
+      }
+    }
+    return `${out.join('\n')}\n`;
+  }
+}

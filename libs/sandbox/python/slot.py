@@ -1,0 +1,228 @@
+"""Toolplane warm slot: pid 1 of one bubblewrap sandbox, forking one fresh child per call.
+
+Started by the BwrapDriver as `python3 -I -B -u /opt/toolplane/slot.py` inside
+`bwrap --unshare-all --as-pid-1 --cap-add CAP_SYS_ADMIN ...`, as an unprivileged host uid.
+
+File descriptors (see libs/sandbox/README.md, "Warm slots"):
+  0  control in   <- per call: [u32 len][job JSON: nonce, env, limits, source, function, args, agent_id]
+                     The slot never reads it: the child, forked ahead of the call, reads its job
+                     itself, so call data (source, args, env with secrets) never enters the
+                     slot's memory and cannot be inherited by a later call's child.
+  1  tool stdout, 2 tool stderr, 3 result channel: inherited by the child as they are.
+  4  control out  -> [u32 len][JSON]: {"ready": ...} once, then {"exit", "signal", "sentinel"}
+                     after each call, once every process of the call is dead and the sentinel was
+                     written last on fds 1, 2 and 3 (the runner splits the streams on it).
+
+Per call: a fresh tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR), then a fork made
+before the call arrives. The child drops every capability, sets no-new-privileges, loads the
+seccomp filter and warms its copy-on-write pages with a dummy tool, all while idle; then it reads
+its job, applies the call's rlimits and env and runs the tool through harness.run_job. When the child exits, kill(-1, SIGKILL) ends
+every other process of the call (pid 1 is never hit by it, nor by signals from inside the
+namespace it has no handler for), they are reaped, and the tmpfs is detached.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import linecache  # noqa: E402,F401  - the harness registers each tool's source there
+import traceback  # noqa: E402,F401  - exceptions of tools print their traceback
+
+del sys.path[0]
+
+CTRL_IN, OUT, ERR, RESULT, CTRL_OUT = 0, 1, 2, 3, 4
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MNT_DETACH = 2
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 4, 38, 22, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+EXIT_SETUP_FAILED = 70
+EXIT_NO_MORE_JOBS = 75  # control in closed: the slot exits
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def _read_exact(fd, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_frame(fd):
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">I", head)[0])
+    return None if body is None else json.loads(body)
+
+
+def _write_frame(fd, obj):
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    harness._write_all(fd, struct.pack(">I", len(data)) + data)
+
+
+def _load_filter(path):
+    with open(path, "rb") as f:
+        program = f.read()
+    if not program or len(program) % 8:
+        raise ValueError("%s is not a BPF program" % path)
+    buf = ctypes.create_string_buffer(program, len(program))
+    return buf, _SockFprog(len(program) // 8, ctypes.addressof(buf))
+
+
+def _no_capabilities():
+    """capset() arguments that clear the effective, permitted and inheritable sets."""
+    return ctypes.byref(_CapHeader(LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()
+
+
+def _set_limits(limits):
+    def cap(name, value):
+        if value is not None:
+            resource.setrlimit(name, (int(value), int(value)))
+
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_AS, limits.get("memory_bytes"))
+    cpu = limits.get("cpu_seconds")
+    if cpu is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu), int(cpu) + 1))  # SIGXCPU, then SIGKILL
+    # Counted per uid inside this sandbox's user namespace: the slot itself is one of them.
+    procs = limits.get("processes")
+    cap(resource.RLIMIT_NPROC, None if procs is None else int(procs) + 1)
+    cap(resource.RLIMIT_NOFILE, limits.get("open_files"))
+    cap(resource.RLIMIT_FSIZE, limits.get("file_bytes"))
+    # work_bytes is the size of the slot's tmpfs, chosen when the slot starts (TOOLPLANE_WORK_BYTES).
+
+
+def _warm():
+    # Take the copy-on-write faults of the call path before the call arrives: run a dummy tool
+    # through the harness code (frame built, not written).
+    value = harness._run({"function": "warm", "source": "def warm(x):\n    return {'x': [x, 1.5, None]}\n", "args": {"x": "y"}})
+    json.dumps({"v": 1, "nonce": "", "status": "success", "value": harness._jsonable(value, frozenset())}, separators=(",", ":"))
+    json.loads('{"a": [1, "b", null], "c": {"d": 1.5}}')
+
+
+def _child(fprog, caps):
+    """Runs in the forked child: confine itself, wait for the job, run it. Never returns."""
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
+        os.close(CTRL_OUT)
+        os.set_inheritable(RESULT, False)  # subprocesses of the tool never get the result channel
+        os.chdir("/tmp")
+        os.umask(0o077)
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        _check(libc.capset(caps[0], caps[1]), "capset")
+        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+        _warm()
+    except BaseException as exc:  # noqa: B036
+        _setup_failed(exc)
+    try:
+        job = _read_frame(CTRL_IN)
+        if job is None:
+            os._exit(EXIT_NO_MORE_JOBS)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, CTRL_IN)
+        os.close(devnull)
+        nonce = job.pop("nonce")
+        os.environ.update(job.pop("env"))
+        _set_limits(job.pop("limits"))
+    except BaseException as exc:  # noqa: B036
+        _setup_failed(exc)
+    harness.run_job(job, nonce)  # exits
+
+
+def _setup_failed(exc):
+    try:
+        os.write(ERR, ("toolplane sandbox setup failed: %s\n" % exc).encode())
+    finally:
+        os._exit(EXIT_SETUP_FAILED)
+
+
+def _fresh_workdir(size_bytes):
+    libc.umount2(b"/tmp", MNT_DETACH)  # the previous call's tmpfs (EINVAL the first time)
+    opts = ("size=%d,mode=0700" % max(int(size_bytes), 4096)).encode()
+    _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount /tmp")
+
+
+def _reap_all():
+    try:
+        os.kill(-1, signal.SIGKILL)  # every process of the namespace except pid 1
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def main():
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no /proc/1/mem or /proc/1/environ for the tools
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    for name in filter(None, os.environ.get("TOOLPLANE_PRELOAD", "").split(",")):
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    keep_alive, fprog = _load_filter(os.environ["TOOLPLANE_SECCOMP"])
+    caps = _no_capabilities()
+    default_work = int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20))
+    os.environ.clear()
+    _write_frame(CTRL_OUT, {"ready": True, "python": sys.version.split()[0]})
+    while True:
+        _fresh_workdir(default_work)
+        pid = os.fork()
+        if pid == 0:
+            _child(fprog, caps)
+        status = os.waitpid(pid, 0)[1]
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_MORE_JOBS:
+            _reap_all()
+            os._exit(0)
+        _reap_all()
+        libc.umount2(b"/tmp", MNT_DETACH)
+        sentinel = os.urandom(24).hex().encode()
+        for fd in (OUT, ERR, RESULT):
+            harness._write_all(fd, sentinel)
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
+        _write_frame(CTRL_OUT, {"exit": code, "signal": sig, "sentinel": sentinel.decode()})
+    del keep_alive
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { completeUtf8Length, OutputCapture } from './output-capture';
+import { failed, fromChannel, pipesClosed, type RunError, type RunResult } from './outcome';
+
+/** Hex sentinel the slot writes last on stdout, stderr and the result channel after each call. */
+const SENTINEL_LEN = 48;
+const PIPE_GRACE_MS = 500;
+const READY_TIMEOUT_MS = 15_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface SlotSpawn {
+  bwrapPath: string;
+  args: string[];
+  uid?: number;
+  gid?: number;
+}
+
+/** What the slot applies in the child before the tool runs (slot.py `_set_limits`). */
+export interface SlotLimits {
+  memory_bytes: number;
+  cpu_seconds: number;
+  processes: number;
+  open_files: number;
+  file_bytes: number;
+  work_bytes: number;
+}
+
+export interface SlotCall {
+  /** The job JSON the child reads: {nonce, env, limits: SlotLimits, source, function, args, agent_id}. */
+  job: Buffer;
+  nonce: string;
+  functionName: string;
+  timeoutMs: number;
+  stdoutBytes: number;
+  stderrBytes: number;
+  maxOutputBytes: number;
+  maxResultBytes: number;
+}
+
+/** First `limit` bytes of a stream that ends with the slot's sentinel; the sentinel is not tool output. */
+class SplitStream {
+  readonly capture: OutputCapture;
+  private tail = Buffer.alloc(0);
+
+  constructor(private readonly limit: number) {
+    this.capture = new OutputCapture(limit + SENTINEL_LEN);
+  }
+
+  push(chunk: Buffer): void {
+    this.capture.push(chunk);
+    const joined = Buffer.concat([this.tail, chunk.length > SENTINEL_LEN ? chunk.subarray(-SENTINEL_LEN) : chunk]);
+    this.tail = Buffer.from(joined.subarray(-SENTINEL_LEN));
+  }
+
+  endsWith(sentinel: Buffer): boolean {
+    return this.tail.equals(sentinel);
+  }
+
+  /** Tool bytes only: `ended` says the sentinel was seen (else all bytes so far are the tool's). */
+  toolBytes(ended: boolean): { bytes: Buffer; total: number; truncated: boolean } {
+    const total = Math.max(0, this.capture.total - (ended ? SENTINEL_LEN : 0));
+    const kept = this.capture.bytes().subarray(0, Math.min(total, this.limit));
+    return { bytes: kept, total, truncated: total > this.limit };
+  }
+
+  text(ended: boolean): { text: string; truncated: boolean } {
+    const { bytes, truncated } = this.toolBytes(ended);
+    return { text: new TextDecoder('utf-8').decode(truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes), truncated };
+  }
+}
+
+interface CallState {
+  call: SlotCall;
+  out: SplitStream;
+  err: SplitStream;
+  res: SplitStream;
+  sentinel?: Buffer;
+  exit?: { exit: number | null; signal: string | null };
+  stop?: RunError;
+  resolve: (r: RunResult) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * One warm sandbox: a bwrap process whose pid 1 is python/slot.py, serving one call at a time.
+ * A call that ends normally leaves the slot reusable (every process of the call killed, the work
+ * dir unmounted); a call that is stopped (timeout, abort, output limit) kills the whole sandbox.
+ */
+export class Slot {
+  readonly ready: Promise<void>;
+  lastUsed = Date.now();
+  dead = false;
+  python = '';
+  private readonly proc: ChildProcess;
+  private readonly ctrlIn: Writable;
+  private current?: CallState;
+  private ctrlBuf = Buffer.alloc(0);
+  private bootErr = '';
+  private readyResolve!: () => void;
+  private readyReject!: (e: Error) => void;
+  private readonly exited: Promise<void>;
+
+  constructor(readonly key: string, spawnSpec: SlotSpawn) {
+    this.ready = new Promise((resolve, reject) => {
+      this.readyResolve = resolve;
+      this.readyReject = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.proc = spawn(spawnSpec.bwrapPath, spawnSpec.args, {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+      env: { PATH: '/usr/bin:/bin' },
+      detached: true,
+      ...(spawnSpec.uid !== undefined ? { uid: spawnSpec.uid, gid: spawnSpec.gid } : {}),
+    });
+    this.ctrlIn = this.proc.stdin!;
+    this.ctrlIn.on('error', () => undefined);
+    const [, out, err, res, ctrl] = this.proc.stdio as [unknown, Readable, Readable, Readable, Readable];
+    out.on('data', (c: Buffer) => this.onData('out', c));
+    err.on('data', (c: Buffer) => this.onData('err', c));
+    res.on('data', (c: Buffer) => this.onData('res', c));
+    ctrl.on('data', (c: Buffer) => this.onControl(c));
+    for (const s of [out, err, res, ctrl]) s.on('error', () => undefined);
+    const bootTimer = setTimeout(() => this.fail(new Error(`the sandbox did not start within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    this.ready.then(
+      () => clearTimeout(bootTimer),
+      () => clearTimeout(bootTimer),
+    );
+    this.exited = new Promise((resolve) => {
+      this.proc.once('exit', (code, sig) => {
+        this.dead = true;
+        this.readyReject(new Error(`the sandbox exited (${sig ?? code}) before it was ready: ${this.bootErr.trim().slice(0, 2000) || 'no message'}`));
+        void pipesClosed([out, err, res], PIPE_GRACE_MS).then(() => this.onExit());
+        resolve();
+      });
+      this.proc.once('error', (e) => {
+        this.dead = true;
+        this.readyReject(e);
+        this.onExit();
+        resolve();
+      });
+    });
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  run(call: SlotCall, caller?: AbortSignal, closing?: AbortSignal): Promise<RunResult> {
+    if (this.dead || this.current) return Promise.resolve(failed('spawn_failed', 'SpawnError', 'the sandbox slot is not available'));
+    return new Promise((resolve) => {
+      const timer = setTimeout(
+        () => this.stop({ kind: 'timeout', type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms` }),
+        Math.min(Math.max(call.timeoutMs, 0), MAX_TIMER_MS),
+      );
+      const onCaller = (): void => this.stop({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
+      const onClosing = (): void => this.stop({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
+      caller?.addEventListener('abort', onCaller, { once: true });
+      closing?.addEventListener('abort', onClosing, { once: true });
+      this.current = {
+        call,
+        out: new SplitStream(call.stdoutBytes),
+        err: new SplitStream(call.stderrBytes),
+        res: new SplitStream(call.maxResultBytes),
+        timer,
+        resolve: (r) => {
+          clearTimeout(timer);
+          caller?.removeEventListener('abort', onCaller);
+          closing?.removeEventListener('abort', onClosing);
+          this.lastUsed = Date.now();
+          resolve(r);
+        },
+      };
+      this.ctrlIn.write(Buffer.concat([u32(call.job.length), call.job]));
+    });
+  }
+
+  /** Kills the sandbox (every process in it) and waits for its bwrap process to exit. */
+  async kill(): Promise<void> {
+    this.dead = true;
+    if (this.proc.pid !== undefined && this.proc.exitCode === null && this.proc.signalCode === null) {
+      try {
+        process.kill(-this.proc.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await this.exited;
+  }
+
+  private stop(reason: RunError): void {
+    const c = this.current;
+    if (!c || c.stop) return;
+    c.stop = reason;
+    void this.kill();
+  }
+
+  private fail(e: Error): void {
+    this.readyReject(e);
+    void this.kill();
+  }
+
+  private onData(stream: 'out' | 'err' | 'res', chunk: Buffer): void {
+    const c = this.current;
+    if (!c) {
+      if (stream === 'err') this.bootErr = (this.bootErr + chunk.toString()).slice(-4000);
+      else if (this.python) void this.kill(); // bytes outside a call: never trust this slot again
+      return;
+    }
+    const s = c[stream];
+    s.push(chunk);
+    if (stream === 'res' && s.capture.total > c.call.maxResultBytes + SENTINEL_LEN) {
+      this.stop({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the result is larger than ${c.call.maxResultBytes} bytes` });
+    } else if (stream !== 'res' && c.out.capture.total + c.err.capture.total > c.call.maxOutputBytes + 2 * SENTINEL_LEN) {
+      this.stop({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the tool wrote more than ${c.call.maxOutputBytes} bytes of output` });
+    }
+    this.maybeComplete();
+  }
+
+  private onControl(chunk: Buffer): void {
+    this.ctrlBuf = Buffer.concat([this.ctrlBuf, chunk]);
+    while (this.ctrlBuf.length >= 4) {
+      const len = this.ctrlBuf.readUInt32BE(0);
+      if (this.ctrlBuf.length < 4 + len) return;
+      const body = this.ctrlBuf.subarray(4, 4 + len);
+      this.ctrlBuf = this.ctrlBuf.subarray(4 + len);
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+      } catch {
+        void this.kill();
+        return;
+      }
+      if (msg.ready === true) {
+        this.python = String(msg.python ?? '');
+        this.readyResolve();
+      } else if (this.current && typeof msg.sentinel === 'string') {
+        this.current.sentinel = Buffer.from(msg.sentinel, 'ascii');
+        this.current.exit = { exit: typeof msg.exit === 'number' ? msg.exit : null, signal: typeof msg.signal === 'string' ? msg.signal : null };
+        this.maybeComplete();
+      }
+    }
+  }
+
+  private maybeComplete(): void {
+    const c = this.current;
+    if (!c?.sentinel || c.stop) return;
+    if (!c.out.endsWith(c.sentinel) || !c.err.endsWith(c.sentinel) || !c.res.endsWith(c.sentinel)) return;
+    this.current = undefined;
+    const base = this.streams(c, true, c.exit!.exit, c.exit!.signal);
+    const res = c.res.toolBytes(true);
+    c.resolve(fromChannel(res.bytes, c.call.nonce, base));
+  }
+
+  private onExit(): void {
+    const c = this.current;
+    if (!c) return;
+    this.current = undefined;
+    const code = this.proc.exitCode;
+    const sig = this.proc.signalCode;
+    const stop = c.stop ?? { kind: 'crashed' as const, type: 'SandboxCrashed', message: `the sandbox ended (${sig ?? `exit ${code}`}) before the call finished` };
+    c.resolve({ status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') });
+  }
+
+  private streams(c: CallState, ended: boolean, exitCode: number | null, signal: string | null): Omit<RunResult, 'status' | 'value' | 'error'> {
+    const out = c.out.text(ended);
+    const err = c.err.text(ended);
+    return { stdout: out.text, stderr: err.text, stdoutTruncated: out.truncated, stderrTruncated: err.truncated, exitCode, signal };
+  }
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}

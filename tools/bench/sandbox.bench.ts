@@ -1,0 +1,154 @@
+/**
+ * `npm run bench:sandbox`: the isolated local runner through the public API (agent → executor →
+ * runner → agent), warm and cold, at concurrency 1 and 16, against the same-run baselines of a
+ * fresh isolated interpreter per call (bwrap with the same namespaces + python3) and a bare
+ * `/usr/bin/python3` spawn. Starts its own stack (fresh database, own subject prefix).
+ * BENCH_N (default 400) calls per warm case; BENCH_COLD (default 20) new tools for the cold case.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createDatabase, dropDatabase } from '../../test/support/database';
+import { databaseUrlFor } from '../../test/support/env';
+import { RawClient } from '../../test/support/nats-client';
+import { startStack } from '../../test/support/stack';
+import { deleteStreams } from '../../test/setup/global-teardown';
+import { HEADER, measure, row, type Summary } from './stats';
+
+const N = Number(process.env.BENCH_N ?? 400);
+const COLD = Number(process.env.BENCH_COLD ?? 20);
+const tool = (name: string) => `def ${name}(x: int) -> int:
+    """Return x.
+
+    Args:
+        x (int): A number.
+    """
+    return x
+`;
+
+function spawnAndWait(cmd: string, args: string[], ids: { uid?: number; gid?: number } = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin' }, ...ids });
+    p.stdout.resume();
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    p.once('error', reject);
+    p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}: ${err}`))));
+  });
+}
+
+/** A fresh isolated interpreter per call: the namespaces and mounts of a slot, one python3 per call. */
+const ISOLATED = [
+  '--unshare-all',
+  '--die-with-parent',
+  '--new-session',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  '--tmpfs',
+  '/tmp',
+  '--clearenv',
+  '--remount-ro',
+  '/',
+  '--',
+  '/usr/bin/python3',
+  '-I',
+  '-B',
+  '-c',
+  'import json, sys; sys.stdout.write(json.dumps(1))',
+];
+const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+
+async function main(): Promise<void> {
+  const id = randomBytes(4).toString('hex');
+  const db = `tp_bench_${id}`;
+  const prefix = `bench${id}`;
+  await createDatabase(db);
+  const stack = await startStack({
+    prefix,
+    databaseUrl: databaseUrlFor(db),
+    env: { LOG_LEVEL: 'warn' },
+    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16' } },
+  });
+  const client = await RawClient.connect(prefix);
+  try {
+    const upsert = async (name: string) => {
+      const r = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: tool(name) } });
+      if (r.error) throw new Error(JSON.stringify(r.error));
+    };
+    await upsert('ping');
+    let i = 0;
+    const call = (name = 'ping') => async () => {
+      const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: name, args: { x: ++i } });
+      if (r.status !== 'success') throw new Error(JSON.stringify(r));
+    };
+    for (let w = 0; w < 50; w++) await call()(); // warm the tool cache and the JIT
+    await measure(50, 16, call());
+    const bare = () => spawnAndWait('/usr/bin/python3', ['-I', '-c', 'import json; print(json.dumps(1))']);
+    const isolated = () => spawnAndWait('/usr/bin/bwrap', ISOLATED, asNobody);
+    await measure(10, 1, bare);
+    await measure(10, 1, isolated);
+
+    // Cold: the first call of a tool never seen before (registered just now; not in any cache).
+    const coldSamples: number[] = [];
+    for (let k = 0; k < COLD; k++) {
+      const name = `cold_${id}_${k}`;
+      await upsert(name);
+      const t = performance.now();
+      await call(name)();
+      coldSamples.push(performance.now() - t);
+    }
+    const cold = summarizeSamples(coldSamples);
+
+    const results: Array<[string, Summary]> = [
+      ['bare /usr/bin/python3 spawn (baseline)', await measure(Math.min(N, 200), 1, bare)],
+      ['fresh isolated interpreter per call (bwrap)', await measure(Math.min(N, 200), 1, isolated)],
+      ['fresh isolated interpreter per call, conc 16', await measure(Math.min(N, 200), 16, isolated)],
+      ['execute warm, concurrency 1', await measure(N, 1, call())],
+      ['execute warm, concurrency 16', await measure(N, 16, call())],
+      ['execute cold (first call of a new tool)', cold],
+    ];
+    process.stdout.write(`\nToolplane sandbox benchmark (${new Date().toISOString()}, public API, bubblewrap driver)\n${HEADER}\n`);
+    for (const [label, s] of results) process.stdout.write(`${row(label, s)}\n`);
+    const [bareS, iso, iso16, warm1, warm16] = results.map((r) => r[1]);
+    process.stdout.write(
+      [
+        '',
+        `warm p50 ${warm1!.p50.toFixed(2)} ms (target ≤ 3), p99 ${warm1!.p99.toFixed(2)} ms (target ≤ 15)`,
+        `concurrency 16: ${warm16!.perSecond.toFixed(0)} calls/s (target ≥ 300)`,
+        `vs a fresh isolated interpreter per call: ${(iso!.p50 / warm1!.p50).toFixed(1)}x faster at p50, ${(warm16!.perSecond / iso16!.perSecond).toFixed(1)}x the throughput at concurrency 16 (target ≥ 5x)`,
+        `cold p50 ${cold.p50.toFixed(2)} ms = ${(cold.p50 / bareS!.p50).toFixed(2)}x a bare python3 spawn (target ≤ 1.5x)`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    await client.close();
+    await stack.stop();
+    await deleteStreams(prefix);
+    await dropDatabase(db);
+  }
+}
+
+function summarizeSamples(samples: number[]): Summary {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  const total = s.reduce((a, b) => a + b, 0);
+  return { n: s.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean: total / s.length, perSecond: (s.length / total) * 1000 };
+}
+
+main().catch((e) => {
+  process.stderr.write(`${(e as Error).stack}\n`);
+  process.exit(1);
+});
