@@ -8,6 +8,7 @@ export interface ReceivedSpan {
   name: string;
   kind: number;
   attributes: Record<string, unknown>;
+  events: Array<{ name: string; attributes: Record<string, unknown> }>;
 }
 
 /** A minimal OTLP/HTTP JSON trace receiver (POST /v1/traces), so tests read what apps export. */
@@ -54,13 +55,19 @@ export class OtlpReceiver {
       const service = rs.resource?.attributes?.find((a: any) => a.key === 'service.name')?.value?.stringValue ?? '?';
       for (const ss of rs.scopeSpans ?? []) {
         for (const s of ss.spans ?? []) {
-          const attributes: Record<string, unknown> = {};
-          for (const a of s.attributes ?? []) attributes[a.key] = Object.values(a.value ?? {})[0];
-          this.spans.push({ service, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId ?? ''), name: s.name, kind: s.kind, attributes });
+          const attributes = attrs(s.attributes);
+          const events = (s.events ?? []).map((e: any) => ({ name: e.name as string, attributes: attrs(e.attributes) }));
+          this.spans.push({ service, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId ?? ''), name: s.name, kind: s.kind, attributes, events });
         }
       }
     }
   }
+}
+
+function attrs(list: any[] | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const a of list ?? []) out[a.key] = Object.values(a.value ?? {})[0];
+  return out;
 }
 
 function hex(id: string): string {

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { CryptoModule } from './crypto/crypto.module';
+import { databaseModule } from '@toolplane/platform';
+import { CREDENTIALS_DB } from './database/data-source';
+import { EnvResolutionModule } from './env-resolution/env-resolution.module';
+import { SandboxConfigsModule } from './sandbox-configs/sandbox-configs.module';
+import { SecretsModule } from './secrets/secrets.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
+
+@Module({ imports: [CryptoModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule] })
+export class CredentialsModule {}

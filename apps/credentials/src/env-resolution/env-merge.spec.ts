@@ -1,0 +1,28 @@
+import { mergeEnv, plain } from './env-merge';
+
+describe('mergeEnv', () => {
+  it('applies sandbox < webhook < agent < per-call < reserved', () => {
+    const sut = mergeEnv({
+      sandbox: plain({ A: 'sandbox', B: 'sandbox', C: 'sandbox', D: 'sandbox', S: 'sandbox' }, true),
+      webhook: plain({ B: 'webhook', C: 'webhook', D: 'webhook', W: 'webhook' }, true),
+      agent: plain({ C: 'agent', D: 'agent', G: 'agent' }, true),
+      call: plain({ D: 'call', TOOLPLANE_ORG_ID: 'spoofed' }, false),
+      reserved: plain({ TOOLPLANE_ORG_ID: 'acme' }, false),
+    });
+    expect(sut.env).toEqual({ A: 'sandbox', B: 'webhook', C: 'agent', D: 'call', S: 'sandbox', W: 'webhook', G: 'agent', TOOLPLANE_ORG_ID: 'acme' });
+  });
+
+  it('masks what the winning layer says to mask', () => {
+    const sut = mergeEnv({
+      sandbox: new Map([['KEEP', { value: 'x', mask: true }], ['OPEN', { value: 'y', mask: false }]]),
+      agent: new Map([['OVER', { value: 'z', mask: true }]]),
+      call: plain({ OVER: 'caller' }, false),
+    });
+    expect(sut.maskedKeys).toEqual(['KEEP']);
+  });
+
+  it('never lets a stored or webhook value set a reserved name', () => {
+    const sut = mergeEnv({ webhook: plain({ TOOLPLANE_TOOL_ID: 'evil' }, true), agent: plain({ TOOLPLANE_AGENT_ID: 'evil' }, true) });
+    expect(sut.env).toEqual({});
+  });
+});

@@ -1,0 +1,60 @@
+import { Injectable, Logger } from '@nestjs/common';
+import {
+  ErrorCode,
+  ToolplaneError,
+  type ReplyOf,
+  type RequestOf,
+  type SandboxConfig,
+  type SandboxConfigsGet,
+  type SandboxConfigsList,
+  type SandboxConfigsUpsert,
+} from '@toolplane/contracts';
+import { SecretsService } from '../secrets/secrets.service';
+import type { SandboxConfigEntity } from './sandbox-config.entity';
+import { SandboxConfigsRepository } from './sandbox-configs.repository';
+import { sandboxFingerprint } from './fingerprint';
+
+@Injectable()
+export class SandboxConfigsService {
+  private readonly log = new Logger(SandboxConfigsService.name);
+
+  constructor(
+    private readonly configs: SandboxConfigsRepository,
+    private readonly secrets: SecretsService,
+  ) {}
+
+  async upsert(req: RequestOf<typeof SandboxConfigsUpsert>): Promise<ReplyOf<typeof SandboxConfigsUpsert>> {
+    const row = await this.configs.upsert(req.org_id, req.provider, req.config);
+    this.log.log(`upserted ${req.provider} sandbox config of org ${req.org_id}`);
+    return { sandbox_config: await this.toWire(row) };
+  }
+
+  async get(req: RequestOf<typeof SandboxConfigsGet>): Promise<ReplyOf<typeof SandboxConfigsGet>> {
+    const row = await this.configs.find(req.org_id, req.provider);
+    if (!row) throw new ToolplaneError(ErrorCode.SANDBOX_CONFIG_NOT_FOUND, `No ${req.provider} sandbox config in this org`, { provider: req.provider });
+    return { sandbox_config: await this.toWire(row) };
+  }
+
+  async list(req: RequestOf<typeof SandboxConfigsList>): Promise<ReplyOf<typeof SandboxConfigsList>> {
+    const rows = await this.configs.list(req.org_id);
+    return { sandbox_configs: await Promise.all(rows.map((r) => this.toWire(r))) };
+  }
+
+  /** The fingerprint of the org's config for a provider; null when it has neither settings nor env vars. */
+  async fingerprintFor(orgId: string, provider: string, envRows?: Array<{ key: string; provider: string; updatedAt: Date }>): Promise<string | null> {
+    const [row, env] = await Promise.all([this.configs.find(orgId, provider), envRows ?? this.secrets.sandboxRows(orgId, provider)]);
+    if (!row && env.length === 0) return null;
+    return sandboxFingerprint(provider, row?.config ?? null, env);
+  }
+
+  private async toWire(row: SandboxConfigEntity): Promise<SandboxConfig> {
+    const env = await this.secrets.sandboxRows(row.orgId, row.provider);
+    return {
+      provider: row.provider as SandboxConfig['provider'],
+      config: row.config as SandboxConfig['config'],
+      fingerprint: sandboxFingerprint(row.provider, row.config, env),
+      created_at: row.createdAt.toISOString(),
+      updated_at: row.updatedAt.toISOString(),
+    };
+  }
+}

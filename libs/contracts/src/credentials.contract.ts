@@ -1,0 +1,207 @@
+import { z } from 'zod';
+import { OrgId } from './common';
+import { defineRequest } from './descriptor';
+import { PipRequirement, ToolId } from './tool';
+
+/** Sandbox providers a secret or a sandbox config can be bound to. */
+export const Provider = z.enum(['local', 'e2b', 'modal']);
+export type Provider = z.infer<typeof Provider>;
+
+export const SecretScope = z.enum(['sandbox', 'agent']);
+export type SecretScope = z.infer<typeof SecretScope>;
+
+/** Variables Toolplane sets on every call; nothing stored or passed can override them. */
+export const RESERVED_ENV_NAMES = ['TOOLPLANE_ORG_ID', 'TOOLPLANE_AGENT_ID', 'TOOLPLANE_TOOL_ID'] as const;
+
+export const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _ (max 128)');
+export const EnvValue = z.string().max(32_768);
+export const AgentId = z.string().min(1).max(128);
+
+const SecretKey = EnvName.refine((k) => !(RESERVED_ENV_NAMES as readonly string[]).includes(k), { message: 'reserved name (TOOLPLANE_ORG_ID, TOOLPLANE_AGENT_ID, TOOLPLANE_TOOL_ID)' });
+const agentMatchesScope = (r: { scope?: SecretScope; agent_id?: string }): boolean =>
+  r.scope === undefined || (r.scope === 'agent') === (r.agent_id !== undefined);
+const agentRule = { message: 'agent_id is required with scope "agent" and not allowed with scope "sandbox"', path: ['agent_id'] };
+
+/** A secret as the API shows it: metadata only, never the value. */
+export const SecretMetadata = z.object({
+  key: z.string(),
+  scope: SecretScope,
+  agent_id: z.string().nullable(),
+  provider: Provider.nullable(),
+  description: z.string().nullable(),
+  /** false: the value is not masked in the tool's output. */
+  mask: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type SecretMetadata = z.infer<typeof SecretMetadata>;
+
+export const SecretsSet = defineRequest({
+  subject: 'toolplane.v1.secrets.set',
+  visibility: 'public',
+  summary: 'Store (or replace) an encrypted secret: a sandbox-config env var (scope sandbox) or an agent secret (scope agent). The reply never holds the value.',
+  request: z
+    .strictObject({
+      org_id: OrgId,
+      scope: SecretScope,
+      agent_id: AgentId.optional(),
+      provider: Provider.optional(),
+      key: SecretKey,
+      value: EnvValue,
+      description: z.string().max(1024).optional(),
+      mask: z.boolean().default(true),
+    })
+    .refine(agentMatchesScope, agentRule),
+  reply: z.object({ secret: SecretMetadata }),
+});
+
+export const SecretsList = defineRequest({
+  subject: 'toolplane.v1.secrets.list',
+  visibility: 'public',
+  summary: "The org's secrets (keys and metadata, never values), optionally of one scope or one agent.",
+  request: z.strictObject({ org_id: OrgId, scope: SecretScope.optional(), agent_id: AgentId.optional() }),
+  reply: z.object({ secrets: z.array(SecretMetadata) }),
+});
+
+export const SecretsDelete = defineRequest({
+  subject: 'toolplane.v1.secrets.delete',
+  visibility: 'public',
+  summary: 'Delete one secret of the org.',
+  request: z
+    .strictObject({ org_id: OrgId, scope: SecretScope, agent_id: AgentId.optional(), provider: Provider.optional(), key: EnvName })
+    .refine(agentMatchesScope, agentRule),
+  reply: z.object({ deleted: z.literal(true) }),
+});
+
+export const WebhookFailMode = z.enum(['open', 'closed']);
+export const Webhook = z.object({
+  url: z.string(),
+  timeout_ms: z.number().int(),
+  fail_mode: WebhookFailMode,
+  cache_ttl_ms: z.number().int(),
+});
+export type Webhook = z.infer<typeof Webhook>;
+
+export const WebhooksSet = defineRequest({
+  subject: 'toolplane.v1.webhooks.set',
+  visibility: 'public',
+  summary: "Set the org's credentials webhook (called at execution time; its reply's env is merged). The signing secret is stored encrypted and never returned.",
+  request: z.strictObject({
+    org_id: OrgId,
+    url: z.url({ protocol: /^https?$/ }).max(2048),
+    signing_secret: z.string().min(16).max(1024),
+    timeout_ms: z.number().int().min(100).max(10_000).default(2000),
+    fail_mode: WebhookFailMode.default('closed'),
+    cache_ttl_ms: z.number().int().min(0).max(3_600_000).default(0),
+  }),
+  reply: z.object({ webhook: Webhook }),
+});
+
+export const WebhooksGet = defineRequest({
+  subject: 'toolplane.v1.webhooks.get',
+  visibility: 'public',
+  summary: "The org's credentials webhook (without its signing secret).",
+  request: z.strictObject({ org_id: OrgId }),
+  reply: z.object({ webhook: Webhook }),
+});
+
+export const WebhooksDelete = defineRequest({
+  subject: 'toolplane.v1.webhooks.delete',
+  visibility: 'public',
+  summary: "Remove the org's credentials webhook.",
+  request: z.strictObject({ org_id: OrgId }),
+  reply: z.object({ deleted: z.literal(true) }),
+});
+
+/** Provider settings of a sandbox config. Its env vars are `scope: "sandbox"` secrets. */
+export const SandboxSettings = z.strictObject({
+  timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
+  memory_mb: z.number().int().min(16).max(65_536).optional(),
+  cpu: z.number().min(0.1).max(64).optional(),
+  network: z.enum(['none', 'egress']).optional(),
+  pip_requirements: z.array(PipRequirement).max(256).optional(),
+  template: z.string().min(1).max(256).optional(),
+});
+
+export const SandboxConfig = z.object({
+  provider: Provider,
+  config: SandboxSettings,
+  /** sha256 over the settings and the sandbox env vars' keys and versions: changes whenever either changes. */
+  fingerprint: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type SandboxConfig = z.infer<typeof SandboxConfig>;
+
+export const SandboxConfigsUpsert = defineRequest({
+  subject: 'toolplane.v1.sandbox-configs.upsert',
+  visibility: 'public',
+  summary: "Create or replace the org's sandbox config for a provider.",
+  request: z.strictObject({ org_id: OrgId, provider: Provider, config: SandboxSettings }),
+  reply: z.object({ sandbox_config: SandboxConfig }),
+});
+
+export const SandboxConfigsGet = defineRequest({
+  subject: 'toolplane.v1.sandbox-configs.get',
+  visibility: 'public',
+  summary: "The org's sandbox config for a provider, with its fingerprint.",
+  request: z.strictObject({ org_id: OrgId, provider: Provider }),
+  reply: z.object({ sandbox_config: SandboxConfig }),
+});
+
+export const SandboxConfigsList = defineRequest({
+  subject: 'toolplane.v1.sandbox-configs.list',
+  visibility: 'public',
+  summary: "The org's sandbox configs, one per provider.",
+  request: z.strictObject({ org_id: OrgId }),
+  reply: z.object({ sandbox_configs: z.array(SandboxConfig) }),
+});
+
+/** Internal: the executor asks for the env of one call, once, before dispatching it. */
+export const ExecutionEnvResolve = defineRequest({
+  subject: 'toolplane.internal.v1.execution-env.resolve',
+  visibility: 'internal',
+  summary: 'Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < per-call env < reserved ids.',
+  request: z.strictObject({
+    org_id: OrgId,
+    agent_id: AgentId.optional(),
+    tool_id: ToolId,
+    tool_name: z.string().nullable(),
+    project_id: z.string().nullable(),
+    provider: Provider,
+    env: z.record(EnvName, EnvValue).optional(),
+  }),
+  reply: z.object({
+    env: z.record(z.string(), z.string()),
+    /** Names whose values the executor masks in stdout, stderr and the return value. */
+    masked_keys: z.array(z.string()),
+    sandbox_config_fingerprint: z.string().nullable(),
+  }),
+});
+
+/**
+ * The credentials webhook request headers. The signature is HMAC-SHA256 (hex) keyed by the
+ * webhook's signing secret over `${timestamp}.${raw body}`; a receiver refuses timestamps outside
+ * WEBHOOK_REPLAY_WINDOW_S of its clock.
+ */
+export const WebhookHeaders = {
+  TIMESTAMP: 'toolplane-timestamp',
+  SIGNATURE: 'toolplane-signature',
+  DELIVERY_ID: 'toolplane-delivery-id',
+} as const;
+export const WEBHOOK_SIGNATURE_PREFIX = 'v1=';
+export const WEBHOOK_REPLAY_WINDOW_S = 300;
+
+/** The body POSTed to the webhook. */
+export const WebhookRequestBody = z.object({
+  organization_id: z.string(),
+  agent_id: z.string().nullable(),
+  tool_id: z.string(),
+  tool_name: z.string().nullable(),
+  project_id: z.string().nullable(),
+});
+
+/** What the webhook must answer (other top-level fields are ignored). */
+export const WebhookReplyBody = z.object({
+  env: z.record(EnvName, EnvValue).refine((e) => Object.keys(e).length <= 256, { message: 'at most 256 env vars' }),
+});
