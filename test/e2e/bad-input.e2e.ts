@@ -64,7 +64,7 @@ describe('a service limit and a missing runner', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'executor'],
+      apps: ['schema', 'registry', 'credentials', 'executor'],
       appEnv: { schema: { MAX_REQUEST_BYTES: '65536' } },
     });
     client = await RawClient.connect(prefix);

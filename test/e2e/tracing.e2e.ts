@@ -27,7 +27,7 @@ describe('one execution is one trace across the services', () => {
     await receiver.stop();
   });
 
-  it('continues the caller trace through executor, registry and runner-local, one span per step', async () => {
+  it('continues the caller trace through executor, registry, credentials and runner-local, one span per step', async () => {
     const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ROLL_D20 } });
     expect(up.tool.name).toBe('roll_d20');
 
@@ -39,10 +39,10 @@ describe('one execution is one trace across the services', () => {
     expect(r.status).toBe('success');
     expect(r.trace_id).toBe(traceId);
 
-    const want = ['lookup tool', 'validate args', 'dispatch', 'run sandbox', 'serialize result'];
-    const spans = await receiver.waitFor(traceId, (s) => want.every((n) => s.some((x) => x.name === n)) && s.some((x) => x.service === 'registry'));
+    const want = ['lookup tool', 'validate args', 'resolve env', 'dispatch', 'run sandbox', 'serialize result'];
+    const spans = await receiver.waitFor(traceId, (s) => want.every((n) => s.some((x) => x.name === n)) && ['registry', 'credentials'].every((svc) => s.some((x) => x.service === svc)));
     const services = new Set(spans.map((s) => s.service));
-    expect([...services].sort()).toEqual(['executor', 'registry', 'runner-local']);
+    expect([...services].sort()).toEqual(['credentials', 'executor', 'registry', 'runner-local']);
     for (const n of want) expect(spans.map((s) => s.name)).toContain(n);
 
     // Parent links hold across processes: the executor's CONSUMER span hangs off the caller's span,

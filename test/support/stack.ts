@@ -4,8 +4,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { natsUrl, ROOT } from './env';
 
-export type AppName = 'registry' | 'schema' | 'executor' | 'runner-local';
-export const ALL_APPS: AppName[] = ['schema', 'registry', 'runner-local', 'executor'];
+export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'mcp-sync';
+export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
 
 export interface StackOptions {
   prefix: string;

@@ -16,8 +16,10 @@ const ROOT = resolve(__dirname, '..', '..', '..');
 const APPS = [
   { name: 'schema', port: 8082 },
   { name: 'registry', port: 8081 },
+  { name: 'credentials', port: 8085 },
   { name: 'runner-local', port: 8084 },
   { name: 'executor', port: 8083 },
+  { name: 'mcp-sync', port: 8086 },
 ] as const;
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);

@@ -1,6 +1,30 @@
+import {
+  ExecutionEnvResolve,
+  SandboxConfigsGet,
+  SandboxConfigsList,
+  SandboxConfigsUpsert,
+  SecretsDelete,
+  SecretsList,
+  SecretsSet,
+  WebhooksDelete,
+  WebhooksGet,
+  WebhooksSet,
+} from './credentials.contract';
 import type { EventDescriptor, RequestDescriptor } from './descriptor';
 import { LocalRunnerRun, ToolsExecute } from './execute.contract';
-import { SchemasGenerate, SchemasValidate } from './schemas.contract';
+import {
+  ExternalToolsSync,
+  McpServerRemoved,
+  McpServersAdd,
+  McpServersGet,
+  McpServersList,
+  McpServersRemove,
+  McpServersSync,
+  McpServersUpdate,
+  McpServerSynced,
+  McpToolsCall,
+} from './mcp.contract';
+import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate } from './schemas.contract';
 import { ToolCreated, ToolDeleted, ToolsDelete, ToolsGet, ToolsList, ToolsUpsert, ToolUpdated } from './tools.contract';
 
 /** Every request subject, public and internal. */
@@ -11,11 +35,31 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   ToolsDelete,
   SchemasGenerate,
   SchemasValidate,
+  SchemasStrictify,
+  SchemasNormalize,
   ToolsExecute,
   LocalRunnerRun,
+  SecretsSet,
+  SecretsList,
+  SecretsDelete,
+  WebhooksSet,
+  WebhooksGet,
+  WebhooksDelete,
+  SandboxConfigsUpsert,
+  SandboxConfigsGet,
+  SandboxConfigsList,
+  ExecutionEnvResolve,
+  McpServersAdd,
+  McpServersGet,
+  McpServersList,
+  McpServersUpdate,
+  McpServersRemove,
+  McpServersSync,
+  McpToolsCall,
+  ExternalToolsSync,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted];
+export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, McpServerSynced, McpServerRemoved];
 
 const bySubject = new Map(REQUESTS.map((d) => [d.subject, d]));
 

@@ -1,10 +1,12 @@
 import { Module, type OnApplicationBootstrap } from '@nestjs/common';
 import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
+import { ExternalToolsController } from './external-tools.controller';
+import { ExternalToolsService } from './external-tools.service';
 import { ToolsController } from './tools.controller';
 import { ToolsRepository } from './tools.repository';
 import { ToolsService } from './tools.service';
 
-@Module({ controllers: [ToolsController], providers: [ToolsService, ToolsRepository] })
+@Module({ controllers: [ToolsController, ExternalToolsController], providers: [ToolsService, ToolsRepository, ExternalToolsService] })
 export class ToolsModule implements OnApplicationBootstrap {
   constructor(private readonly messaging: MessagingClient) {}
 

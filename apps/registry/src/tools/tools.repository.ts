@@ -15,6 +15,13 @@ export interface ListFilter {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** Writes inside one external-source transaction (see `inExternalSource`). */
+export interface ExternalSourceWriter {
+  insert(rows: Array<ToolFields & { name: string }>): Promise<ToolEntity[]>;
+  update(id: string, fields: ToolFields): Promise<ToolEntity>;
+  delete(ids: string[]): Promise<void>;
+}
+
 @Injectable()
 export class ToolsRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
@@ -74,6 +81,48 @@ export class ToolsRepository {
         throw e;
       }
     }
+  }
+
+  /**
+   * One transaction for an external source's tool set (e.g. an MCP server's), serialized per
+   * source: `fn` sees the tools the source owns (metadata.<kind>.server_id) and every tool of the
+   * org holding one of `names`, and writes through `w`. Anything `fn` throws rolls it all back.
+   */
+  inExternalSource<T>(
+    orgId: string,
+    toolType: string,
+    sourceId: string,
+    names: string[],
+    fn: (current: { owned: ToolEntity[]; named: ToolEntity[] }, w: ExternalSourceWriter) => Promise<T>,
+  ): Promise<T> {
+    return this.ds.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`registry.external.${orgId}.${sourceId}`]);
+      const repo = m.getRepository(ToolEntity);
+      const owned = await repo
+        .createQueryBuilder('t')
+        .setLock('pessimistic_write')
+        .where("t.org_id = :orgId AND t.tool_type = :toolType AND (t.metadata -> 'mcp' ->> 'server_id') = :sourceId", { orgId, toolType, sourceId })
+        .getMany();
+      const named = names.length
+        ? await repo.createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.name = ANY(:names)', { orgId, names }).getMany()
+        : [];
+      const w: ExternalSourceWriter = {
+        insert: async (rows) => {
+          if (!rows.length) return [];
+          const withIds = rows.map((r) => ({ ...r, id: `tool-${randomUUID()}`, orgId, toolType }));
+          for (let i = 0; i < withIds.length; i += 500) await repo.insert(withIds.slice(i, i + 500) as QueryDeepPartialEntity<ToolEntity>[]);
+          return repo.createQueryBuilder('t').where('t.id IN (:...ids)', { ids: withIds.map((r) => r.id) }).orderBy('t.seq', 'ASC').getMany();
+        },
+        update: async (id, fields) => {
+          await repo.update({ id }, { ...fields, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
+          return repo.findOneByOrFail({ id });
+        },
+        delete: async (ids) => {
+          if (ids.length) await repo.createQueryBuilder().delete().from(ToolEntity).where('id IN (:...ids)', { ids }).execute();
+        },
+      };
+      return fn({ owned, named }, w);
+    });
   }
 
   /** Delete in one transaction with `afterWrite`; null when the org has no such tool. */

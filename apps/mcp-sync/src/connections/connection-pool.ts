@@ -1,0 +1,268 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { APP_CONFIG } from '@toolplane/platform';
+import type { McpSyncConfig } from '../mcp-sync.config';
+import type { ServerSecrets } from '../servers/secret-sealer';
+import { ORG_SECRET_SOURCE, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
+import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
+import { OAuthTokens } from './oauth-tokens';
+import { UrlGuard } from './url-guard';
+
+/** A server as the pool needs it: its settings (templates unresolved) and a version that changes on update. */
+export interface ServerTarget {
+  id: string;
+  orgId: string;
+  name: string;
+  transport: 'stdio' | 'sse' | 'streamable_http';
+  command: string | null;
+  args: string[];
+  url: string | null;
+  version: number;
+  secrets: ServerSecrets;
+}
+
+export type ListChangedListener = (serverId: string, orgId: string) => void;
+
+/** Not worth another attempt: the same settings fail the same way. */
+const PERMANENT = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.SECRET_NOT_FOUND, ErrorCode.MCP_TRANSPORT_DISABLED, ErrorCode.ENCRYPTION_KEY_MISSING]);
+const MIN_ATTEMPT_MS = 200;
+
+class ServerPool {
+  readonly conns: McpConnection[] = [];
+  private opening?: Promise<McpConnection>;
+  private failures = 0;
+  private nextAttemptAt = 0;
+
+  constructor(
+    readonly target: ServerTarget,
+    private readonly max: number,
+    private readonly factory: (deadline: number) => Promise<McpConnection>,
+    private readonly backoff: (failures: number) => number,
+  ) {}
+
+  live(): McpConnection[] {
+    return this.conns.filter((c) => !c.closed);
+  }
+
+  /**
+   * The least busy live connection; a new one when all are busy and the pool may grow. Failed
+   * opens back off exponentially (with jitter) while the deadline allows another attempt.
+   */
+  async acquire(deadline: number, attempts = Infinity): Promise<McpConnection> {
+    for (let attempt = 1; ; attempt++) {
+      const live = this.live().sort((a, b) => a.inFlight - b.inFlight);
+      const best = live[0];
+      if (best && (best.inFlight === 0 || live.length >= this.max || this.opening)) return best;
+      const wait = this.nextAttemptAt - Date.now();
+      if (wait > 0 && !best) {
+        if (Date.now() + wait + MIN_ATTEMPT_MS > deadline) throw this.unavailable();
+        await sleep(wait);
+      }
+      try {
+        return await this.openOne(deadline);
+      } catch (e) {
+        if (best) return best;
+        if (e instanceof ToolplaneError && (PERMANENT.has(e.code) || !e.retryable)) throw e;
+        if (attempt >= attempts || Date.now() + this.backoff(this.failures) + MIN_ATTEMPT_MS > deadline) throw e;
+      }
+    }
+  }
+
+  discard(c: McpConnection): void {
+    const i = this.conns.indexOf(c);
+    if (i >= 0) this.conns.splice(i, 1);
+    void c.close();
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.conns.splice(0).map((c) => c.close()));
+  }
+
+  private lastError?: unknown;
+
+  private unavailable(): unknown {
+    return this.lastError ?? new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `MCP server ${this.target.name} is unavailable (backing off)`);
+  }
+
+  private openOne(deadline: number): Promise<McpConnection> {
+    this.opening ??= this.factory(deadline)
+      .then(
+        (c) => {
+          this.failures = 0;
+          this.nextAttemptAt = 0;
+          this.conns.push(c);
+          return c;
+        },
+        (e: unknown) => {
+          this.failures += 1;
+          this.lastError = e;
+          this.nextAttemptAt = Date.now() + this.backoff(this.failures);
+          throw e;
+        },
+      )
+      .finally(() => {
+        this.opening = undefined;
+      });
+    return this.opening;
+  }
+}
+
+/**
+ * Live MCP sessions per server, reused across calls and syncs: connect and initialize are each
+ * bounded, failed connects back off, a closed session is replaced on next use, an expired
+ * Streamable HTTP session (404) is rebuilt and the request retried once, idle sessions close.
+ */
+@Injectable()
+export class ConnectionPool implements OnModuleDestroy {
+  private readonly log = new Logger(ConnectionPool.name);
+  private readonly pools = new Map<string, ServerPool>();
+  private readonly listeners: ListChangedListener[] = [];
+  private readonly guard: UrlGuard;
+  private readonly oauth: OAuthTokens;
+  private readonly reaper: NodeJS.Timeout;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+    @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
+  ) {
+    this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
+    this.oauth = new OAuthTokens(this.guard, config.MCP_CONNECT_TIMEOUT_MS);
+    this.reaper = setInterval(() => this.closeIdle(), Math.min(30_000, config.MCP_IDLE_CLOSE_MS)).unref();
+  }
+
+  get urlGuard(): UrlGuard {
+    return this.guard;
+  }
+
+  onListChanged(listener: ListChangedListener): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * Runs `fn` on a live session of the server, connecting if needed (at most `attempts` tries,
+   * backing off between them, within `deadline`). On a 404 session error the session is rebuilt
+   * and `fn` runs once more (the server never ran the first attempt).
+   */
+  async withConnection<T>(target: ServerTarget, deadline: number, fn: (c: McpConnection) => Promise<T>, attempts = Infinity): Promise<T> {
+    const pool = this.poolFor(target);
+    const conn = await pool.acquire(deadline, attempts);
+    try {
+      return await conn.use(() => fn(conn));
+    } catch (e) {
+      if (isBrokenConnection(e)) {
+        // The transport failed under the request (server gone, stream cut): replace it on next use.
+        pool.discard(conn);
+        throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Lost the connection to MCP server ${target.name}: ${describe(e)}`, { server: target.name });
+      }
+      if (!isSessionExpired(e)) throw e;
+      this.log.log(`session of ${target.name} (${target.id}) expired: re-initializing`);
+      pool.discard(conn);
+      const fresh = await pool.acquire(deadline, attempts);
+      return fresh.use(() => fn(fresh));
+    }
+  }
+
+  /** Closes the server's sessions (after an update or a removal). */
+  async drop(serverId: string): Promise<void> {
+    const pool = this.pools.get(serverId);
+    this.pools.delete(serverId);
+    this.oauth.forget(serverId);
+    await pool?.closeAll();
+  }
+
+  /** The server's stored version changed without a settings change (first insert): keep its sessions. */
+  retag(serverId: string, version: number): void {
+    const pool = this.pools.get(serverId);
+    if (pool) pool.target.version = version;
+  }
+
+  liveConnections(serverId: string): number {
+    return this.pools.get(serverId)?.live().length ?? 0;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.reaper);
+    await Promise.all([...this.pools.values()].map((p) => p.closeAll()));
+    this.pools.clear();
+  }
+
+  private poolFor(target: ServerTarget): ServerPool {
+    const existing = this.pools.get(target.id);
+    if (existing && existing.target.version === target.version) return existing;
+    if (existing) void existing.closeAll();
+    const max = target.transport === 'stdio' ? 1 : this.config.MCP_POOL_MAX_CONNECTIONS;
+    const pool = new ServerPool(target, max, (deadline) => this.open(target, deadline), (n) => this.backoff(n));
+    this.pools.set(target.id, pool);
+    return pool;
+  }
+
+  private async open(target: ServerTarget, deadline: number): Promise<McpConnection> {
+    if (target.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
+      throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)', undefined, false);
+    }
+    const resolved = await this.resolve(target);
+    if (resolved.url) await this.guard.check(resolved.url);
+    const remaining = () => Math.max(1, deadline - Date.now());
+    const conn = await McpConnection.open(resolved, {
+      connectTimeoutMs: Math.min(this.config.MCP_CONNECT_TIMEOUT_MS, remaining()),
+      initializeTimeoutMs: Math.min(this.config.MCP_INITIALIZE_TIMEOUT_MS, remaining()),
+      guard: this.guard,
+      onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
+      onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
+    });
+    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}`);
+    return conn;
+  }
+
+  /** Resolves `{{VAR}}` templates against the org's secrets now, at connect time. */
+  private async resolve(t: ServerTarget): Promise<ResolvedTarget> {
+    const s = t.secrets;
+    const templated = [...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {})];
+    if (s.auth?.type === 'bearer') templated.push(s.auth.token);
+    if (s.auth?.type === 'oauth') templated.push(s.auth.client_secret);
+    const names = templateNames(templated);
+    const values = names.length ? await this.secrets.lookup(t.orgId, names) : {};
+    const resolved: ResolvedTarget = {
+      name: t.name,
+      transport: t.transport,
+      command: t.command,
+      args: t.args,
+      env: resolveRecord(s.env, values, 'env'),
+      url: t.url,
+      headers: resolveRecord(s.headers, values, 'header'),
+    };
+    const auth = s.auth;
+    if (auth?.type === 'bearer') {
+      const header = `Bearer ${resolveTemplate(auth.token, values, 'auth.token')}`;
+      resolved.authorization = async () => header;
+    } else if (auth?.type === 'oauth') {
+      const cc = { ...auth, client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') };
+      resolved.authorization = () => this.oauth.authorization(t.id, cc);
+    }
+    return resolved;
+  }
+
+  private backoff(failures: number): number {
+    const base = Math.min(this.config.MCP_RECONNECT_MAX_MS, this.config.MCP_RECONNECT_BASE_MS * 2 ** Math.max(0, failures - 1));
+    return Math.round(base * (0.5 + Math.random() * 0.5));
+  }
+
+  private closeIdle(): void {
+    const cutoff = Date.now() - this.config.MCP_IDLE_CLOSE_MS;
+    for (const pool of this.pools.values()) {
+      for (const c of pool.live()) if (c.inFlight === 0 && c.lastUsed < cutoff) pool.discard(c);
+    }
+  }
+}
+
+/** Not an answer from the server: the transport itself failed (a 404 session error is handled apart). */
+function isBrokenConnection(e: unknown): boolean {
+  if (e instanceof ToolplaneError || isSessionExpired(e)) return false;
+  if (e instanceof McpError) return e.code === McpErrorCode.ConnectionClosed;
+  return true;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

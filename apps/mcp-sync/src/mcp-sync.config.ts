@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, parseEnv } from '@toolplane/platform';
+
+const ms = (def: number, min = 100) => z.coerce.number().int().min(min).default(def);
+const list = z
+  .string()
+  .default('')
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+export const mcpSyncEnvShape = {
+  ...baseEnvShape,
+  HEALTH_PORT: baseEnvShape.HEALTH_PORT.default(8086),
+  ...databaseEnvShape,
+  /** stdio servers spawn local processes: on by default in development only. */
+  MCP_STDIO_ENABLED: boolEnv.optional(),
+  MCP_CONNECT_TIMEOUT_MS: ms(10_000),
+  MCP_INITIALIZE_TIMEOUT_MS: ms(10_000),
+  /** Per page of tools/list. */
+  MCP_LIST_TIMEOUT_MS: ms(15_000),
+  MCP_LIST_MAX_PAGES: z.coerce.number().int().min(1).max(10_000).default(200),
+  MCP_MAX_TOOLS_PER_SERVER: z.coerce.number().int().min(1).max(10_000).default(5000),
+  /** Live connections kept per server (calls spread over them; stdio servers keep one). */
+  MCP_POOL_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
+  /** A connection unused this long is closed. */
+  MCP_IDLE_CLOSE_MS: ms(600_000, 1000),
+  MCP_RECONNECT_BASE_MS: ms(250, 10),
+  MCP_RECONNECT_MAX_MS: ms(30_000, 10),
+  /** Periodic resync of every server; 0 disables it. */
+  MCP_RESYNC_INTERVAL_MS: z.coerce.number().int().min(0).default(900_000),
+  /** ± this fraction of the interval, so servers do not all resync at once. */
+  MCP_RESYNC_JITTER: z.coerce.number().min(0).max(1).default(0.2),
+  /** How often this replica looks for servers due a resync. */
+  MCP_RESYNC_TICK_MS: ms(15_000, 50),
+  /** A burst of tools/list_changed notifications becomes one resync after this quiet time. */
+  MCP_LIST_CHANGED_DEBOUNCE_MS: ms(300, 0),
+  /** Hosts (names or IPs) and CIDRs a server URL may reach even though they are private/loopback/link-local. */
+  MCP_ALLOWED_HOSTS: list,
+  /** AES-256-GCM key (base64 of 32 bytes) sealing server env, headers and tokens. Required in production (or _FILE). */
+  MCP_ENCRYPTION_KEY: z.string().optional(),
+  MCP_ENCRYPTION_KEY_FILE: z.string().startsWith('/', 'an absolute path').optional(),
+  /** Development profile only: where a generated key is kept. */
+  MCP_DEV_KEY_FILE: z.string().default('.toolplane/mcp-sync-dev.key'),
+  REGISTRY_REQUEST_TIMEOUT_MS: ms(30_000),
+};
+export type McpSyncConfig = Omit<z.infer<z.ZodObject<typeof mcpSyncEnvShape>>, 'MCP_STDIO_ENABLED'> & { MCP_STDIO_ENABLED: boolean };
+
+export function loadMcpSyncConfig(env: NodeJS.ProcessEnv = process.env): McpSyncConfig {
+  const c = parseEnv('mcp-sync', mcpSyncEnvShape, env);
+  const problems: string[] = [];
+  if (c.MCP_ENCRYPTION_KEY !== undefined && Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64').length !== 32) problems.push('  MCP_ENCRYPTION_KEY: must be base64 of 32 bytes');
+  if (c.MCP_ENCRYPTION_KEY !== undefined && c.MCP_ENCRYPTION_KEY_FILE !== undefined) problems.push('  MCP_ENCRYPTION_KEY_FILE: give MCP_ENCRYPTION_KEY or MCP_ENCRYPTION_KEY_FILE, not both');
+  if (c.TOOLPLANE_PROFILE === 'production' && c.MCP_ENCRYPTION_KEY === undefined && c.MCP_ENCRYPTION_KEY_FILE === undefined) {
+    problems.push('  MCP_ENCRYPTION_KEY: required in production (or MCP_ENCRYPTION_KEY_FILE)');
+  }
+  if (c.MCP_RECONNECT_BASE_MS > c.MCP_RECONNECT_MAX_MS) problems.push('  MCP_RECONNECT_BASE_MS: must not exceed MCP_RECONNECT_MAX_MS');
+  if (problems.length) throw new ConfigError(`mcp-sync: invalid configuration\n${problems.join('\n')}`);
+  return { ...c, MCP_STDIO_ENABLED: c.MCP_STDIO_ENABLED ?? c.TOOLPLANE_PROFILE === 'development' };
+}

@@ -1,0 +1,81 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { APP_CONFIG } from '@toolplane/platform';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { McpSyncConfig } from '../mcp-sync.config';
+
+const VERSION = 1;
+const IV = 12;
+const TAG = 16;
+
+/** What a server keeps sealed: every value that may carry a secret (templates included). */
+export interface ServerSecrets {
+  env?: Record<string, string>;
+  headers?: Record<string, string>;
+  auth?: { type: 'bearer'; token: string } | { type: 'oauth'; grant_type: 'client_credentials'; token_url: string; client_id: string; client_secret: string; scope?: string };
+}
+
+/**
+ * AES-256-GCM with the key from MCP_ENCRYPTION_KEY(_FILE); the associated data binds a blob to its
+ * org and server, so a blob copied to another row does not open. blob = version | iv | tag | ct.
+ * (To be replaced by the credentials service's storage once it offers one for MCP servers.)
+ */
+@Injectable()
+export class SecretSealer {
+  private readonly key: Buffer;
+
+  constructor(@Inject(APP_CONFIG) config: McpSyncConfig) {
+    this.key = loadKey(config);
+  }
+
+  seal(secrets: ServerSecrets, aad: string): Buffer {
+    const iv = randomBytes(IV);
+    const c = createCipheriv('aes-256-gcm', this.key, iv);
+    c.setAAD(Buffer.from(aad));
+    const ct = Buffer.concat([c.update(JSON.stringify(secrets), 'utf8'), c.final()]);
+    return Buffer.concat([Buffer.from([VERSION]), iv, c.getAuthTag(), ct]);
+  }
+
+  open(blob: Buffer | null, aad: string): ServerSecrets {
+    if (!blob) return {};
+    try {
+      if (blob[0] !== VERSION) throw new Error('version');
+      const d = createDecipheriv('aes-256-gcm', this.key, blob.subarray(1, 1 + IV));
+      d.setAAD(Buffer.from(aad));
+      d.setAuthTag(blob.subarray(1 + IV, 1 + IV + TAG));
+      return JSON.parse(Buffer.concat([d.update(blob.subarray(1 + IV + TAG)), d.final()]).toString('utf8')) as ServerSecrets;
+    } catch {
+      throw new ToolplaneError(
+        ErrorCode.ENCRYPTION_KEY_MISSING,
+        "The server's stored secrets cannot be decrypted with the configured MCP_ENCRYPTION_KEY (was the key changed?); update the server to store them again",
+        undefined,
+        false,
+      );
+    }
+  }
+}
+
+export const secretsAad = (orgId: string, serverId: string): string => `mcp-server\u0000${orgId}\u0000${serverId}`;
+
+function loadKey(c: McpSyncConfig): Buffer {
+  if (c.MCP_ENCRYPTION_KEY) return Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64');
+  if (c.MCP_ENCRYPTION_KEY_FILE) {
+    const key = Buffer.from(readFileSync(c.MCP_ENCRYPTION_KEY_FILE, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new Error('MCP_ENCRYPTION_KEY_FILE: must hold base64 of 32 bytes');
+    return key;
+  }
+  // Development only (the config refuses production without a key): one generated key, kept.
+  const file = resolve(c.MCP_DEV_KEY_FILE);
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    try {
+      writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
+      new Logger('SecretSealer').warn(`development profile: generated an MCP encryption key in ${file}; set MCP_ENCRYPTION_KEY in production`);
+    } catch {
+      // Another process wrote it first.
+    }
+  }
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+}

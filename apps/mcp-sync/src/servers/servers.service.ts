@@ -1,0 +1,189 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  ErrorCode,
+  ExternalToolsSync,
+  McpServerInput,
+  McpServerRemoved,
+  ToolplaneError,
+  type McpServersAdd,
+  type McpServersGet,
+  type McpServersList,
+  type McpServersRemove,
+  type McpServersSync,
+  type McpServersUpdate,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
+import { MessagingClient, parseContract } from '@toolplane/messaging';
+import { APP_CONFIG } from '@toolplane/platform';
+import { randomUUID } from 'node:crypto';
+import { ConnectionPool } from '../connections/connection-pool';
+import type { McpSyncConfig } from '../mcp-sync.config';
+import { SyncScheduler } from '../sync/sync.scheduler';
+import { SyncService } from '../sync/sync.service';
+import type { McpServerEntity } from './mcp-server.entity';
+import { SecretSealer, secretsAad, type ServerSecrets } from './secret-sealer';
+import { toWireServer } from './server.mapper';
+import { ServerTargets } from './server-targets';
+import { DuplicateServerName, ServersRepository, type ServerFields } from './servers.repository';
+
+type Ref = { org_id: string; id?: string; name?: string };
+
+@Injectable()
+export class ServersService {
+  private readonly log = new Logger(ServersService.name);
+
+  constructor(
+    private readonly servers: ServersRepository,
+    private readonly sealer: SecretSealer,
+    private readonly targets: ServerTargets,
+    private readonly pool: ConnectionPool,
+    private readonly sync: SyncService,
+    private readonly scheduler: SyncScheduler,
+    private readonly messaging: MessagingClient,
+    @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+  ) {}
+
+  /** Connect and list first: a server that cannot be reached is not stored. */
+  async add(req: RequestOf<typeof McpServersAdd>): Promise<ReplyOf<typeof McpServersAdd>> {
+    const input = req.server;
+    await this.checkReachable(input);
+    if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
+    const id = `mcp-${randomUUID()}`;
+    const secrets = secretsOf(input);
+    const started = performance.now();
+    let discovery;
+    try {
+      discovery = await this.sync.discover({ id, orgId: req.org_id, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets }, 1);
+    } catch (e) {
+      await this.pool.drop(id);
+      throw e;
+    }
+    let server: McpServerEntity;
+    try {
+      server = await this.servers.insert({ id, orgId: req.org_id, name: input.name, ...this.fields(req.org_id, id, input, secrets), nextSyncAt: this.nextSyncAt() });
+    } catch (e) {
+      await this.pool.drop(id);
+      if (e instanceof DuplicateServerName) throw exists(input.name);
+      throw e;
+    }
+    this.pool.retag(id, server.updatedAt.getTime());
+    try {
+      const { server: synced, report } = await this.sync.apply(server, discovery, 'add', started);
+      this.log.log(`added MCP server ${server.name} (${server.id}) to org ${req.org_id}`);
+      return { server: toWireServer(synced), sync: report };
+    } catch (e) {
+      // The registry did not take the tools: leave nothing behind.
+      await this.servers.delete(id);
+      await this.pool.drop(id);
+      throw e;
+    }
+  }
+
+  async get(req: RequestOf<typeof McpServersGet>): Promise<ReplyOf<typeof McpServersGet>> {
+    return { server: toWireServer(await this.find(req)) };
+  }
+
+  async list(req: RequestOf<typeof McpServersList>): Promise<ReplyOf<typeof McpServersList>> {
+    return { servers: (await this.servers.listByOrg(req.org_id)).map(toWireServer) };
+  }
+
+  /** Fields given replace the stored ones; the merged settings must form a valid server. Then a resync. */
+  async update(req: RequestOf<typeof McpServersUpdate>): Promise<ReplyOf<typeof McpServersUpdate>> {
+    const current = await this.find(req);
+    const old = this.targets.of(current);
+    const patch = req.server;
+    const transport = patch.transport ?? current.transport;
+    const switched = transport !== current.transport;
+    const merged = parseContract(
+      McpServerInput,
+      stripUndefined({
+        name: current.name,
+        transport,
+        command: patch.command ?? (switched ? undefined : (current.command ?? undefined)),
+        args: patch.args ?? (switched ? undefined : current.args),
+        env: patch.env ?? old.secrets.env,
+        url: patch.url ?? (switched ? undefined : (current.url ?? undefined)),
+        headers: patch.headers ?? old.secrets.headers,
+        auth: patch.auth ?? old.secrets.auth,
+        tool_prefix: patch.tool_prefix ?? current.toolPrefix ?? undefined,
+      }),
+      'The updated server',
+    );
+    await this.checkReachable(merged);
+    const updated = await this.servers.update(current.id, this.fields(current.orgId, current.id, merged, secretsOf(merged)));
+    await this.pool.drop(current.id);
+    const { server, report } = await this.sync.sync(updated, 'update');
+    return { server: toWireServer(server), sync: report };
+  }
+
+  async remove(req: RequestOf<typeof McpServersRemove>): Promise<ReplyOf<typeof McpServersRemove>> {
+    const server = await this.find(req);
+    const reply = await this.messaging.request(
+      ExternalToolsSync,
+      { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete: true },
+      { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
+    );
+    await this.servers.delete(server.id);
+    await this.pool.drop(server.id);
+    const eventId = randomUUID();
+    await this.messaging.publish(
+      McpServerRemoved,
+      { event_id: eventId, occurred_at: new Date().toISOString(), org_id: server.orgId, server_id: server.id, server_name: server.name, tools_removed: reply.removed.length },
+      eventId,
+    );
+    this.log.log(`removed MCP server ${server.name} (${server.id}) and ${reply.removed.length} tool(s) from org ${server.orgId}`);
+    return { removed: true, tools_removed: reply.removed.length };
+  }
+
+  async syncNow(req: RequestOf<typeof McpServersSync>): Promise<ReplyOf<typeof McpServersSync>> {
+    const { server, report } = await this.sync.sync(await this.find(req), 'manual');
+    return { server: toWireServer(server), sync: report };
+  }
+
+  private async find(ref: Ref): Promise<McpServerEntity> {
+    const s = ref.id ? await this.servers.findById(ref.org_id, ref.id) : await this.servers.findByName(ref.org_id, ref.name!);
+    if (!s) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `No MCP server ${ref.id ?? ref.name} in this org`, { server: ref.id ?? ref.name });
+    return s;
+  }
+
+  /** Refusals that need no connection: stdio disabled here, a URL the SSRF rules forbid. */
+  private async checkReachable(s: McpServerInput): Promise<void> {
+    if (s.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
+      throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED=false; off by default in production)', undefined, false);
+    }
+    if (s.url) await this.pool.urlGuard.check(s.url);
+    if (s.auth?.type === 'oauth') await this.pool.urlGuard.check(s.auth.token_url);
+  }
+
+  private fields(orgId: string, id: string, s: McpServerInput, secrets: ServerSecrets): ServerFields {
+    const hasSecrets = Object.keys(secrets).length > 0;
+    return {
+      transport: s.transport,
+      command: s.command ?? null,
+      args: s.args ?? [],
+      url: s.url ?? null,
+      toolPrefix: s.tool_prefix ?? null,
+      sealedSecrets: hasSecrets ? this.sealer.seal(secrets, secretsAad(orgId, id)) : null,
+      envKeys: Object.keys(s.env ?? {}),
+      headerNames: Object.keys(s.headers ?? {}),
+      authType: s.auth?.type ?? null,
+    };
+  }
+
+  private nextSyncAt(): Date {
+    return new Date(Date.now() + this.scheduler.nextResyncInMs());
+  }
+}
+
+function secretsOf(s: McpServerInput): ServerSecrets {
+  return stripUndefined({ env: s.env, headers: s.headers, auth: s.auth });
+}
+
+function exists(name: string): ToolplaneError {
+  return new ToolplaneError(ErrorCode.MCP_SERVER_EXISTS, `The org already has an MCP server named ${name}`, { name });
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

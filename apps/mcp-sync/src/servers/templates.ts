@@ -1,0 +1,50 @@
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+
+/**
+ * Where `{{VAR}}` templates in a server's env, headers and tokens get their values: the org's
+ * secrets. One small interface so the credentials service can be wired in without touching the
+ * connection code.
+ */
+export interface OrgSecretSource {
+  /** The values of those of `names` the org has; missing names are simply absent. */
+  lookup(orgId: string, names: string[]): Promise<Record<string, string>>;
+}
+export const ORG_SECRET_SOURCE = Symbol('ORG_SECRET_SOURCE');
+
+/**
+ * Until the credentials service exposes org secrets to other services, no secret is found:
+ * `{{VAR | default}}` resolves to its default and `{{VAR}}` fails with SECRET_NOT_FOUND.
+ */
+export class UnwiredSecretSource implements OrgSecretSource {
+  async lookup(): Promise<Record<string, string>> {
+    return {};
+  }
+}
+
+const TEMPLATE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|\s*([^}]*?)\s*)?\}\}/g;
+
+/** The variable names referenced by templates in these values. */
+export function templateNames(values: Iterable<string>): string[] {
+  const names = new Set<string>();
+  for (const v of values) for (const m of v.matchAll(TEMPLATE)) names.add(m[1]!);
+  return [...names];
+}
+
+/** Replaces every `{{VAR}}` / `{{VAR | default}}`; a VAR with neither a value nor a default throws (naming the VAR, never a value). */
+export function resolveTemplate(value: string, secrets: Record<string, string>, where: string): string {
+  const missing: string[] = [];
+  const out = value.replace(TEMPLATE, (_all, name: string, fallback: string | undefined) => {
+    if (Object.hasOwn(secrets, name)) return secrets[name]!;
+    if (fallback !== undefined) return fallback;
+    missing.push(name);
+    return '';
+  });
+  if (missing.length) {
+    throw new ToolplaneError(ErrorCode.SECRET_NOT_FOUND, `${where} uses {{${missing.join('}}, {{')}}}, which the org has no secret for (and no default)`, { names: missing });
+  }
+  return out;
+}
+
+export function resolveRecord(values: Record<string, string> | undefined, secrets: Record<string, string>, where: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, resolveTemplate(v, secrets, `${where} ${k}`)]));
+}

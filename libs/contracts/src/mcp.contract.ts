@@ -1,0 +1,253 @@
+import { z } from 'zod';
+import { JsonObject, OrgId } from './common';
+import { defineEvent, defineRequest } from './descriptor';
+import { ExecutionStatus } from './execute.contract';
+import { SchemaHealth } from './schemas.contract';
+import { ToolId } from './tool';
+
+/** MCP servers: how Toolplane reaches them, what it keeps of them, and what a sync did. */
+
+export const McpTransport = z.enum(['stdio', 'sse', 'streamable_http']);
+export type McpTransport = z.infer<typeof McpTransport>;
+
+export const MCP_SERVER_ID = /^mcp-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const McpServerId = z.string().regex(MCP_SERVER_ID, 'an id like mcp-<uuid>');
+export const McpServerName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a server name of 1-64 letters, digits, _ . -');
+/** Prepended to every tool name of the server (namespacing; avoids collisions). */
+export const McpToolPrefix = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,31}$/, 'a prefix of 1-32 letters, digits or _');
+
+const HeaderName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'an HTTP header name');
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _');
+/** Values may hold `{{VAR}}` / `{{VAR | default}}` templates, resolved from the org's secrets when connecting. */
+const TemplatedValue = z.string().max(8192);
+
+export const McpAuthInput = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }),
+  z.strictObject({
+    type: z.literal('oauth'),
+    /** OAuth 2.1 client-credentials grant against the issuer's token endpoint. */
+    grant_type: z.literal('client_credentials'),
+    token_url: z.url({ protocol: /^https?$/ }).max(2048),
+    client_id: z.string().min(1).max(512),
+    client_secret: TemplatedValue.min(1),
+    scope: z.string().max(1024).optional(),
+  }),
+]);
+export type McpAuthInput = z.infer<typeof McpAuthInput>;
+
+const serverFields = {
+  transport: McpTransport,
+  command: z.string().min(1).max(1024).optional(),
+  args: z.array(z.string().max(4096)).max(64).optional(),
+  env: z.record(EnvName, TemplatedValue).refine((e) => Object.keys(e).length <= 128, { message: 'at most 128 env vars' }).optional(),
+  url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  headers: z.record(HeaderName, TemplatedValue).refine((h) => Object.keys(h).length <= 64, { message: 'at most 64 headers' }).optional(),
+  auth: McpAuthInput.optional(),
+  tool_prefix: McpToolPrefix.optional(),
+};
+
+const transportRule = (s: { transport: McpTransport; command?: string; url?: string }): boolean =>
+  s.transport === 'stdio' ? s.command !== undefined && s.url === undefined : s.url !== undefined && s.command === undefined;
+const transportMessage = { message: 'stdio takes command (and args, env); sse and streamable_http take url (and headers)' };
+
+export const McpServerInput = z.strictObject({ name: McpServerName, ...serverFields }).refine(transportRule, transportMessage);
+export type McpServerInput = z.infer<typeof McpServerInput>;
+
+/** The result of one discovery + registry write. Counts, plus every tool that could not be kept as asked. */
+export const McpSyncReport = z.object({
+  added: z.number().int(),
+  updated: z.number().int(),
+  removed: z.number().int(),
+  unchanged: z.number().int(),
+  /** Tools stored with health INVALID (visible, not executable until the server fixes them). */
+  invalid: z.number().int(),
+  /** How many tools the server listed (every page). */
+  listed: z.number().int(),
+  pages: z.number().int(),
+  /** Per-tool or per-step problems: collisions, unnamed tools, pages that failed. */
+  errors: z.array(z.object({ code: z.string(), message: z.string(), tool: z.string().optional() })),
+  invalid_tools: z.array(z.object({ name: z.string(), reasons: z.array(z.string()) })),
+  /** false when the listing stopped early: nothing was removed then. */
+  complete: z.boolean(),
+  duration_ms: z.number(),
+});
+export type McpSyncReport = z.infer<typeof McpSyncReport>;
+
+export const McpSyncTrigger = z.enum(['add', 'update', 'manual', 'list_changed', 'periodic']);
+
+/** A server as the API shows it: never a token, a header value or an env value. */
+export const McpServer = z.object({
+  id: McpServerId,
+  name: z.string(),
+  transport: McpTransport,
+  command: z.string().nullable(),
+  args: z.array(z.string()),
+  url: z.string().nullable(),
+  env_keys: z.array(z.string()),
+  header_names: z.array(z.string()),
+  auth_type: z.enum(['bearer', 'oauth']).nullable(),
+  tool_prefix: z.string().nullable(),
+  tool_count: z.number().int(),
+  last_sync: z
+    .object({ at: z.string(), trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() })
+    .nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type McpServer = z.infer<typeof McpServer>;
+
+const ServerRef = { org_id: OrgId, id: McpServerId.optional(), name: McpServerName.optional() };
+const oneRef = (r: { id?: string; name?: string }): boolean => (r.id === undefined) !== (r.name === undefined);
+const oneRefMessage = { message: 'give exactly one of id or name' };
+
+export const McpServersAdd = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.add',
+  visibility: 'public',
+  summary: "Register an MCP server for the org: connect, list every page of its tools, store them as external_mcp tools and report what happened. Secrets are stored encrypted and never returned.",
+  request: z.strictObject({ org_id: OrgId, server: McpServerInput }),
+  reply: z.object({ server: McpServer, sync: McpSyncReport }),
+});
+
+export const McpServersGet = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.get',
+  visibility: 'public',
+  summary: 'One MCP server of the org, by id or name.',
+  request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
+  reply: z.object({ server: McpServer }),
+});
+
+export const McpServersList = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.list',
+  visibility: 'public',
+  summary: "The org's MCP servers, by name.",
+  request: z.strictObject({ org_id: OrgId }),
+  reply: z.object({ servers: z.array(McpServer) }),
+});
+
+export const McpServersUpdate = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.update',
+  visibility: 'public',
+  summary: 'Change how an MCP server is reached (fields given replace the stored ones), then resync its tools.',
+  request: z
+    .strictObject({
+      ...ServerRef,
+      server: z.strictObject({ ...serverFields, transport: McpTransport.optional() }).partial(),
+    })
+    .refine(oneRef, oneRefMessage),
+  reply: z.object({ server: McpServer, sync: McpSyncReport }),
+});
+
+export const McpServersRemove = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.remove',
+  visibility: 'public',
+  summary: "Remove an MCP server and every tool it brought.",
+  request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
+  reply: z.object({ removed: z.literal(true), tools_removed: z.number().int() }),
+});
+
+export const McpServersSync = defineRequest({
+  subject: 'toolplane.v1.mcp.servers.sync',
+  visibility: 'public',
+  summary: "Re-list every page of the server's tools now and bring the registry in step; the report says what changed.",
+  request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
+  reply: z.object({ server: McpServer, sync: McpSyncReport }),
+});
+
+const McpServerEventBase = z.object({
+  event_id: z.string(),
+  occurred_at: z.string(),
+  org_id: OrgId,
+  server_id: McpServerId,
+  server_name: z.string(),
+});
+
+export const McpServerSynced = defineEvent({
+  subject: 'toolplane.v1.events.mcp-server.synced',
+  summary: "An MCP server's tools were synced (or the attempt failed: ok false, error says why).",
+  payload: McpServerEventBase.extend({ trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() }),
+});
+
+export const McpServerRemoved = defineEvent({
+  subject: 'toolplane.v1.events.mcp-server.removed',
+  summary: 'An MCP server was removed with its tools.',
+  payload: McpServerEventBase.extend({ tools_removed: z.number().int() }),
+});
+
+/** What `metadata_.mcp` holds on every external_mcp tool. */
+export const McpToolMetadata = z.looseObject({
+  server_id: McpServerId,
+  server_name: z.string(),
+  /** The tool's name on the server (the registry name may carry the server's tool_prefix). */
+  tool_name: z.string(),
+  health: SchemaHealth,
+  reasons: z.array(z.string()),
+  /** The server's inputSchema when normalization changed it. */
+  original_schema: z.unknown().optional(),
+});
+export type McpToolMetadata = z.infer<typeof McpToolMetadata>;
+
+/** Internal: the executor hands an external_mcp tool call to mcp-sync. Same reply as a runner's. */
+export const McpToolsCall = defineRequest({
+  subject: 'toolplane.internal.v1.mcp-tools.call',
+  visibility: 'internal',
+  summary: "Call one tool on the org's MCP server (tools/call) within timeout_ms; cancellation is sent to the server when it expires.",
+  request: z.strictObject({
+    org_id: OrgId,
+    tool_id: ToolId,
+    /** The tool's metadata_.mcp as the registry holds it. */
+    mcp: McpToolMetadata,
+    args: JsonObject,
+    agent_id: z.string().optional(),
+    /** The call's timeout; each progress notification from the server restarts it... */
+    timeout_ms: z.number().int().min(1),
+    /** ...up to this total, after which the call is cancelled whatever the progress. */
+    max_timeout_ms: z.number().int().min(1),
+  }),
+  reply: z.object({
+    status: ExecutionStatus,
+    func_return: z.unknown(),
+    stdout: z.array(z.string()),
+    stderr: z.array(z.string()),
+    duration_ms: z.number(),
+    provider: z.string(),
+    sandbox_config_fingerprint: z.string().nullable(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
+});
+
+/** One tool of an external source (an MCP server) as the registry should hold it. */
+export const ExternalToolInput = z.strictObject({
+  name: z.string().min(1).max(256),
+  description: z.string().max(65_536).nullable(),
+  json_schema: JsonObject,
+  tags: z.array(z.string().min(1).max(128)).max(64),
+  metadata_: JsonObject,
+});
+export type ExternalToolInput = z.infer<typeof ExternalToolInput>;
+
+/**
+ * Internal: mcp-sync gives the registry the full tool set of one source; the registry applies the
+ * adds, updates and (when `complete`) removals in one transaction. Names stay unique per org: a
+ * name held by a custom tool or another source's tool is a collision, reported and not written.
+ */
+export const ExternalToolsSync = defineRequest({
+  subject: 'toolplane.internal.v1.external-tools.sync',
+  visibility: 'internal',
+  summary: "Replace one external source's tools (an MCP server's) with the given set, atomically, reporting name collisions.",
+  request: z.strictObject({
+    org_id: OrgId,
+    tool_type: z.literal('external_mcp'),
+    /** The source's id (the MCP server id): the registry matches tools by metadata_.mcp.server_id. */
+    source_id: McpServerId,
+    tools: z.array(ExternalToolInput).max(10_000),
+    /** false: the listing was partial, so tools missing from it are kept. */
+    complete: z.boolean(),
+  }),
+  reply: z.object({
+    added: z.array(z.string()),
+    updated: z.array(z.string()),
+    removed: z.array(z.string()),
+    unchanged: z.number().int(),
+    collisions: z.array(z.object({ name: z.string(), existing_tool_id: z.string(), existing_tool_type: z.string(), reason: z.string() })),
+  }),
+});

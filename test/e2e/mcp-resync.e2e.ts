@@ -1,0 +1,123 @@
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { echoTool, everythingStdio, FakeMcpServer, sleep, startTokenServer } from '../support/mcp-servers';
+import { RawClient } from '../support/nats-client';
+import { startStack, type Stack } from '../support/stack';
+
+/**
+ * Periodic resync, reconnection and auth, on a second registry + mcp-sync pair (own subject
+ * prefix, same database) configured with a short resync interval and stdio disabled.
+ */
+describe('MCP periodic resync, reconnect and auth', () => {
+  let stack: Stack;
+  let client: RawClient;
+  const fakes: FakeMcpServer[] = [];
+  const stops: Array<() => Promise<void>> = [];
+  const ok = (r: any) => {
+    if (r?.error) throw new Error(JSON.stringify(r.error));
+    return r;
+  };
+  const add = (org: string, server: Record<string, unknown>) => client.req('toolplane.v1.mcp.servers.add', { org_id: org, server }, { timeoutMs: 30_000 });
+  const get = async (org: string, name: string) => ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name })).server;
+  const names = async (org: string, server: string) =>
+    ok(await client.req('toolplane.v1.tools.list', { org_id: org, tags: [`mcp:${server}`], limit: 200 })).tools.map((t: any) => t.name).sort();
+  const until = async <T>(fn: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 15_000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await fn();
+      if (pred(v) || Date.now() > deadline) return v;
+      await sleep(150);
+    }
+  };
+
+  beforeAll(async () => {
+    const prefix = `${testPrefix()}.resync`;
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['registry', 'mcp-sync'],
+      appEnv: {
+        'mcp-sync': {
+          MCP_RESYNC_INTERVAL_MS: '1200',
+          MCP_RESYNC_TICK_MS: '150',
+          MCP_RESYNC_JITTER: '0.2',
+          MCP_STDIO_ENABLED: 'false',
+          MCP_RECONNECT_BASE_MS: '50',
+          MCP_CONNECT_TIMEOUT_MS: '2000',
+        },
+      },
+    });
+    client = await RawClient.connect(prefix);
+  });
+  afterAll(async () => {
+    await Promise.all([...fakes.map((f) => f.stop()), ...stops.map((s) => s())]);
+    await client.close();
+    await stack.stop();
+  });
+
+  it('picks up upstream changes by periodic resync, without any notification', async () => {
+    const org = uniqueOrg('periodic');
+    const f = new FakeMcpServer();
+    f.tools = [echoTool('one')];
+    fakes.push(await f.start());
+    ok(await add(org, { name: 'quiet', transport: 'streamable_http', url: f.url }));
+    f.tools = [echoTool('one'), echoTool('two')];
+    expect(await until(() => names(org, 'quiet'), (n) => n.length === 2)).toEqual(['one', 'two']);
+    expect((await get(org, 'quiet')).last_sync).toMatchObject({ trigger: 'periodic', ok: true, report: { added: 1 } });
+  });
+
+  it('records a failed resync without removing tools, and reconnects when the server is back', async () => {
+    const org = uniqueOrg('reconnect');
+    const f = new FakeMcpServer();
+    f.tools = [echoTool('stay')];
+    await f.start();
+    const port = f.port;
+    ok(await add(org, { name: 'flaky', transport: 'streamable_http', url: f.url }));
+    await f.stop();
+    const failed = await until(() => get(org, 'flaky'), (s) => s.last_sync?.ok === false);
+    expect(failed.last_sync).toMatchObject({ trigger: 'periodic', ok: false, error: expect.stringContaining('flaky') });
+    expect(await names(org, 'flaky')).toEqual(['stay']);
+    const back = new FakeMcpServer();
+    back.tools = [echoTool('stay'), echoTool('new_one')];
+    fakes.push(await back.start(port));
+    expect(await until(() => names(org, 'flaky'), (n) => n.length === 2)).toEqual(['new_one', 'stay']);
+    expect((await get(org, 'flaky')).last_sync.ok).toBe(true);
+  });
+
+  it('refuses stdio servers when MCP_STDIO_ENABLED is false', async () => {
+    const r = await add(uniqueOrg('nostdio'), { name: 'local', transport: 'stdio', ...everythingStdio });
+    expect(r.error).toMatchObject({ code: 'MCP_TRANSPORT_DISABLED', retryable: false });
+  });
+
+  it('sends a bearer token and never returns it; a wrong one fails to connect', async () => {
+    const org = uniqueOrg('bearer');
+    const f = new FakeMcpServer();
+    f.tools = [echoTool('guarded')];
+    f.requireAuthorization = 'Bearer right-token';
+    fakes.push(await f.start());
+    const wrong = await add(org, { name: 'guarded', transport: 'streamable_http', url: f.url, auth: { type: 'bearer', token: 'wrong-token' } });
+    expect(wrong.error.code).toBe('MCP_CONNECTION_FAILED');
+    const r = ok(await add(org, { name: 'guarded', transport: 'streamable_http', url: f.url, auth: { type: 'bearer', token: '{{MISSING_SECRET | right-token}}' } }));
+    expect(r.sync.added).toBe(1);
+    expect(JSON.stringify(r)).not.toContain('right-token');
+    const missing = await add(org, { name: 'nosecret', transport: 'streamable_http', url: f.url, headers: { 'X-Key': '{{NOT_A_SECRET}}' } });
+    expect(missing.error.code).toBe('SECRET_NOT_FOUND');
+  });
+
+  it('gets an OAuth client-credentials token from the issuer and uses it', async () => {
+    const org = uniqueOrg('oauth');
+    const issuer = await startTokenServer('toolplane', 'client-secret', 'oauth-access-token');
+    stops.push(issuer.stop);
+    const f = new FakeMcpServer();
+    f.tools = [echoTool('protected')];
+    f.requireAuthorization = 'Bearer oauth-access-token';
+    fakes.push(await f.start());
+    const bad = await add(org, { name: 'oauth-bad', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', grant_type: 'client_credentials', token_url: issuer.url, client_id: 'toolplane', client_secret: 'nope' } });
+    expect(bad.error).toMatchObject({ code: 'MCP_CONNECTION_FAILED' });
+    expect(bad.error.message).toContain('invalid_client');
+    const r = ok(await add(org, { name: 'oauth', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', grant_type: 'client_credentials', token_url: issuer.url, client_id: 'toolplane', client_secret: 'client-secret' } }));
+    expect(r.server.auth_type).toBe('oauth');
+    expect(r.sync.added).toBe(1);
+    ok(await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'oauth' }));
+    expect(issuer.requests()).toBe(2); // one refused, one issued and reused for the resync
+  });
+});

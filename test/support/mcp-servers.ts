@@ -1,0 +1,192 @@
+/**
+ * MCP servers for tests and benchmarks: an in-process SDK server on a loopback HTTP port
+ * (Streamable HTTP, stateful sessions) whose tool list, paging and behaviour a test controls, and
+ * the npm reference servers (server-everything, server-memory) as child processes.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { ROOT } from './env';
+import { freePort, stopProcess } from './stack';
+
+export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void> }) => Promise<unknown>;
+
+export interface FakeTool {
+  /** Sent as is in tools/list: malformed entries are allowed on purpose. */
+  def: Record<string, unknown>;
+  handler?: ToolHandler;
+}
+
+/** What the server saw, for assertions. */
+export interface Observed {
+  listCalls: number;
+  cancelled: string[];
+  calls: string[];
+  sessions: number;
+}
+
+export class FakeMcpServer {
+  tools: FakeTool[] = [];
+  pageSize = 0;
+  /** When set, every request must carry exactly this Authorization header (else 401). */
+  requireAuthorization?: string;
+  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0 };
+  private http?: HttpServer;
+  private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+  port = 0;
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/mcp`;
+  }
+
+  /** `port`: listen again on the port of a stopped run (a restart). */
+  async start(port = 0): Promise<this> {
+    this.http = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((r) => this.http!.listen(port, '127.0.0.1', () => r()));
+    this.port = (this.http.address() as { port: number }).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.server.close().catch(() => undefined)));
+    this.sessions.clear();
+    this.http?.closeAllConnections();
+    await new Promise((r) => this.http?.close(r));
+  }
+
+  /** tools/list_changed to every connected client. */
+  async notifyListChanged(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.server.sendToolListChanged().catch(() => undefined)));
+  }
+
+  /** The server forgets every session: the next request of a client gets 404. */
+  forgetSessions(): void {
+    this.sessions.clear();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_token' }));
+      return;
+    }
+    const sid = req.headers['mcp-session-id'];
+    if (typeof sid === 'string') {
+      const s = this.sessions.get(sid);
+      if (!s) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+        return;
+      }
+      await s.transport.handleRequest(req, res);
+      return;
+    }
+    const server = this.makeServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.observed.sessions += 1;
+        this.sessions.set(id, { transport, server });
+      },
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  }
+
+  private makeServer(): Server {
+    const server = new Server({ name: 'fake', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    server.setRequestHandler(ListToolsRequestSchema, async (req) => {
+      this.observed.listCalls += 1;
+      const all = this.tools.map((t) => t.def);
+      if (!this.pageSize) return { tools: all } as never;
+      const offset = Number(req.params?.cursor ?? 0);
+      const page = all.slice(offset, offset + this.pageSize);
+      const next = offset + this.pageSize < all.length ? String(offset + this.pageSize) : undefined;
+      return { tools: page, ...(next ? { nextCursor: next } : {}) } as never;
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const name = req.params.name;
+      this.observed.calls.push(name);
+      const tool = this.tools.find((t) => t.def.name === name);
+      if (!tool?.handler) return { content: [{ type: 'text', text: `Unknown tool: ${name}` }], isError: true };
+      extra.signal.addEventListener('abort', () => this.observed.cancelled.push(name));
+      const token = req.params._meta?.progressToken;
+      const progress = async (p: number, total?: number) => {
+        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, ...(total ? { total } : {}) } });
+      };
+      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress })) as never;
+    });
+    return server;
+  }
+}
+
+/** A tool with one required string parameter `text`, answering `<prefix><text>`. */
+export function echoTool(name: string, prefix = ''): FakeTool {
+  return {
+    def: { name, description: `Echo for ${name}.`, inputSchema: { type: 'object', properties: { text: { type: 'string', description: 'What to say.' } }, required: ['text'] } },
+    handler: async (args) => ({ content: [{ type: 'text', text: `${prefix}${String(args.text)}` }] }),
+  };
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/** A minimal OAuth 2.1 token endpoint (client-credentials grant) on a loopback port. */
+export async function startTokenServer(clientId: string, clientSecret: string, token: string): Promise<{ url: string; requests: () => number; stop: () => Promise<void> }> {
+  let requests = 0;
+  const http = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      requests += 1;
+      const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
+      const form = new URLSearchParams(body);
+      if (req.headers.authorization !== basic || form.get('grant_type') !== 'client_credentials') {
+        res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_client' }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 3600 }));
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
+  const port = (http.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/token`, requests: () => requests, stop: () => new Promise((r) => http.close(() => r())) };
+}
+
+const EVERYTHING = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+const MEMORY = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-memory', 'dist', 'index.js');
+
+/** How mcp-sync spawns server-everything over stdio. */
+export const everythingStdio = { command: process.execPath, args: [EVERYTHING, 'stdio'] };
+export const memoryStdio = (memoryFile: string) => ({ command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: memoryFile } });
+
+/** server-everything over SSE (`/sse`) or Streamable HTTP (`/mcp`) on a free port. */
+export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [EVERYTHING, mode], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`server-everything ${mode} did not start: ${out}`)), 15_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (/running on port|listening on port/i.test(out)) {
+        clearTimeout(t);
+        resolve();
+      }
+    };
+    proc.stderr!.on('data', onData);
+    proc.stdout!.on('data', onData);
+    proc.once('exit', (code) => reject(new Error(`server-everything ${mode} exited ${code}: ${out}`)));
+  });
+  const path = mode === 'sse' ? '/sse' : '/mcp';
+  return { url: `http://127.0.0.1:${port}${path}`, proc, stop: () => stopProcess(proc, 'SIGTERM', 3000).then(() => undefined) };
+}

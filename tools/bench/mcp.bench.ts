@@ -1,0 +1,100 @@
+/**
+ * `npm run bench:mcp`: (1) sync of an in-process MCP server with 1,000 tools (10 pages) through
+ * toolplane.v1.mcp.servers.add — wall time and tools lost (goal ≤ 2 s, 0 lost) — then a no-change
+ * resync and a resync with 100 changed tools; (2) one MCP tool call through Toolplane
+ * (agent → executor → mcp-sync → server) against a direct SDK call to the same server, same run.
+ * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
+ * BENCH_N (default 300) calls per case.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { randomBytes } from 'node:crypto';
+import { createDatabase, dropDatabase } from '../../test/support/database';
+import { databaseUrlFor } from '../../test/support/env';
+import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
+import { RawClient } from '../../test/support/nats-client';
+import { startStack } from '../../test/support/stack';
+import { deleteStreams } from '../../test/setup/global-teardown';
+import { HEADER, measure, row } from './stats';
+
+const N = Number(process.env.BENCH_N ?? 300);
+const TOOLS = 1000;
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+async function countTools(client: RawClient, org: string, tag: string): Promise<number> {
+  let n = 0;
+  let cursor: string | undefined;
+  do {
+    const r = await client.req('toolplane.v1.tools.list', { org_id: org, tags: [tag], limit: 200, ...(cursor ? { cursor } : {}) });
+    n += r.tools.length;
+    cursor = r.next_cursor ?? undefined;
+  } while (cursor);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const id = randomBytes(4).toString('hex');
+  const db = `tp_bench_${id}`;
+  const prefix = `bench${id}`;
+  await createDatabase(db);
+  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' } });
+  const server = new FakeMcpServer();
+  server.tools = Array.from({ length: TOOLS }, (_, i) => echoTool(`tool_${String(i).padStart(4, '0')}`));
+  server.pageSize = 100;
+  await server.start();
+  const client = await RawClient.connect(prefix);
+  const direct = new Client({ name: 'bench-direct', version: '1' });
+  try {
+    const org = `bench-${id}`;
+    say(`MCP sync: ${TOOLS} tools in ${TOOLS / server.pageSize} pages (in-process Streamable HTTP server, loopback)`);
+    let t0 = performance.now();
+    const added = await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'big', transport: 'streamable_http', url: server.url } }, { timeoutMs: 60_000 });
+    const addMs = performance.now() - t0;
+    if (added.error) throw new Error(JSON.stringify(added.error));
+    const stored = await countTools(client, org, 'mcp:big');
+    say(`  add + first sync        ${addMs.toFixed(0).padStart(6)} ms   added ${added.sync.added}, stored ${stored}, lost ${TOOLS - stored}, errors ${added.sync.errors.length} (goal ≤ 2000 ms, 0 lost)`);
+    t0 = performance.now();
+    const same = await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'big' }, { timeoutMs: 60_000 });
+    say(`  resync, nothing changed ${(performance.now() - t0).toFixed(0).padStart(6)} ms   unchanged ${same.sync.unchanged}`);
+    for (let i = 0; i < 100; i++) server.tools[i * 10] = echoTool(`tool_${String(i * 10).padStart(4, '0')}`, 'v2:');
+    for (let i = 0; i < 100; i++) (server.tools[i * 10]!.def as { description: string }).description = 'Changed.';
+    t0 = performance.now();
+    const changed = await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'big' }, { timeoutMs: 60_000 });
+    say(`  resync, 100 changed     ${(performance.now() - t0).toFixed(0).padStart(6)} ms   updated ${changed.sync.updated}, unchanged ${changed.sync.unchanged}`);
+
+    say('');
+    say(`One MCP tool call (echo), ${N} sequential calls each, same server`);
+    say(HEADER);
+    await direct.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    const directCall = async () => {
+      const r = await direct.callTool({ name: 'tool_0001', arguments: { text: 'x' } });
+      if (r.isError) throw new Error('direct call failed');
+    };
+    const viaToolplane = async () => {
+      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'tool_0001', args: { text: 'x' } });
+      if (r.status !== 'success') throw new Error(`call failed: ${JSON.stringify(r.error)}`);
+    };
+    for (let i = 0; i < 20; i++) await Promise.all([directCall(), viaToolplane()]); // warm up
+    const d = await measure(N, 1, directCall);
+    const t = await measure(N, 1, viaToolplane);
+    say(row('direct SDK client.callTool', d));
+    say(row('toolplane.v1.tools.execute (NATS, 2 hops)', t));
+    say(`overhead p50 ${(t.p50 - d.p50).toFixed(2)} ms, p99 ${(t.p99 - d.p99).toFixed(2)} ms`);
+    say(row('direct SDK client.callTool, concurrency 8', await measure(N, 8, directCall)));
+    const t8 = await measure(N, 8, viaToolplane);
+    say(row('toolplane.v1.tools.execute, concurrency 8', t8));
+  } finally {
+    await direct.close().catch(() => undefined);
+    await client.close();
+    await server.stop();
+    if (process.env.BENCH_LOG_LEVEL) for (const app of stack.apps.values()) say(app.output().split('\n').filter((l) => /synced|external tools/.test(l)).join('\n'));
+    await stack.stop();
+    await dropDatabase(db);
+    await deleteStreams(prefix);
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`${(e as Error).stack ?? e}\n`);
+  process.exit(1);
+});
