@@ -27,19 +27,62 @@ export const runnerEnvShape = {
   RUNNER_LIMIT_OPEN_FILES: z.coerce.number().int().min(16).default(256),
   RUNNER_LIMIT_FILE_SIZE_MB: z.coerce.number().int().min(1).default(64),
   RUNNER_LIMIT_WORK_DIR_MB: z.coerce.number().int().min(1).default(64),
+  /** Network for calls whose sandbox config does not say (off: an empty network namespace). */
   RUNNER_NETWORK: bool.default(false),
+  /** May a sandbox config turn the network on (`network: "egress"`)? false: every call runs without. */
+  RUNNER_ALLOW_NETWORK: bool.default(true),
+  /** Ceiling on a sandbox config's memory_mb (larger values are lowered to it). */
+  RUNNER_MAX_MEMORY_MB: z.coerce.number().int().min(16).default(4096),
   // Warm pool
   RUNNER_POOL_WARM: z.coerce.number().int().min(0).max(256).default(4),
   RUNNER_POOL_MAX_PER_ENV: z.coerce.number().int().min(1).max(1024).default(16),
   RUNNER_POOL_MAX_SLOTS: z.coerce.number().int().min(1).max(4096).default(64),
   RUNNER_POOL_IDLE_TTL_MS: z.coerce.number().int().min(1000).default(300_000),
   RUNNER_POOL_PRELOAD: list.default([]),
+  /**
+   * Environments to keep warm besides the default one, as JSON:
+   * `[{"pip_requirements": ["requests==2.32.3"], "warm": 2, "network": false}]`. Each virtualenv is
+   * built in the background at start-up; `warm` slots of it are kept ready like the default's.
+   */
+  RUNNER_POOL_WARM_ENVS: z
+    .string()
+    .default('[]')
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON: expected [{"pip_requirements": [...], "warm": N}]' });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z
+        .array(
+          z.strictObject({
+            pip_requirements: z.array(z.string().min(1).max(256)).min(1).max(256),
+            warm: z.number().int().min(1).max(256),
+            network: z.boolean().optional(),
+          }),
+        )
+        .max(32),
+    ),
   // pip (virtualenvs per requirements hash)
   PIP_INDEX_URL: z.string().optional(),
   PIP_EXTRA_INDEX_URL: z.string().optional(),
   RUNNER_PIP_FIND_LINKS: list.default([]),
   RUNNER_PIP_NO_INDEX: bool.default(false),
   RUNNER_PIP_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
+  // Node (TypeScript/JavaScript tools; node_modules per requirements hash)
+  /** Node binary bound read-only into the sandboxes of TS/JS tools (default: the runner's own, process.execPath). */
+  RUNNER_NODE: z.string().startsWith('/', 'an absolute path').optional(),
+  /** npm's package dir (holding bin/npm-cli.js; default: beside RUNNER_NODE, else /usr/lib/node_modules/npm). */
+  RUNNER_NPM_DIR: z.string().startsWith('/', 'an absolute path').optional(),
+  RUNNER_NPM_REGISTRY: z.string().optional(),
+  /** Directories of package tarballs (`npm pack` output); a requirement found there installs from the file. */
+  RUNNER_NPM_LOCAL_DIRS: list.default([]),
+  /** Never reach a registry: requirements must be in RUNNER_NPM_LOCAL_DIRS. */
+  RUNNER_NPM_OFFLINE: bool.default(false),
+  RUNNER_NPM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
 };
 export type RunnerConfig = z.infer<z.ZodObject<typeof runnerEnvShape>>;
 

@@ -9,19 +9,26 @@ File descriptors (see libs/sandbox/README.md, "Warm slots"):
                      itself, so call data (source, args, env with secrets) never enters the
                      slot's memory and cannot be inherited by a later call's child.
   1  tool stdout, 2 tool stderr, 3 result channel: inherited by the child as they are.
-  4  control out  -> [u32 len][JSON]: {"ready": ...} once, then {"exit", "signal", "sentinel"}
-                     after each call, once every process of the call is dead and the sentinel was
-                     written last on fds 1, 2 and 3 (the runner splits the streams on it).
+  4  control out  -> [u32 len][JSON]: {"ready": ...} once, then per call {"child": "ready"} once
+                     the next child is confined, warmed and waiting for its job (the runner
+                     prefers such slots), and {"exit", "signal", "sentinel"}
+                     after each call, once every process of the call is dead; right after it the
+                     sentinel is written last on fds 1, 2 and 3 (the runner splits the streams on
+                     it). The control frame goes first: a runner that has read any sentinel byte
+                     has the control frame too (see Slot in slot.ts).
 
 Per call: a fresh tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR), then a fork made
 before the call arrives. The child drops every capability, sets no-new-privileges, loads the
 seccomp filter and warms its copy-on-write pages with a dummy tool, all while idle; then it reads
 its job, applies the call's rlimits and env and runs the tool through harness.run_job. When the child exits, kill(-1, SIGKILL) ends
 every other process of the call (pid 1 is never hit by it, nor by signals from inside the
-namespace it has no handler for), they are reaped, and the tmpfs is detached.
+namespace it has no handler for), they are reaped, the result is reported, and the tmpfs is detached
+before the next child is forked.
 """
 
+import _signal
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -33,10 +40,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import linecache  # noqa: E402,F401  - the harness registers each tool's source there
 import traceback  # noqa: E402,F401  - exceptions of tools print their traceback
+import warnings  # noqa: E402,F401  - harness.run_job uses it: imported once here, not in every child
 
 del sys.path[0]
 
 CTRL_IN, OUT, ERR, RESULT, CTRL_OUT = 0, 1, 2, 3, 4
+NODE_JOB = 5  # the job of a Node tool (a memfd), read by node_harness.cjs
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 MNT_DETACH = 2
@@ -46,6 +55,8 @@ SECCOMP_MODE_FILTER = 2
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 EXIT_SETUP_FAILED = 70
 EXIT_NO_MORE_JOBS = 75  # control in closed: the slot exits
+_SIGINT, _SIG_DFL = int(signal.SIGINT), int(signal.SIG_DFL)
+_DEFAULT_SIGNALS = tuple(int(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT))
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -129,14 +140,19 @@ def _warm():
     value = harness._run({"function": "warm", "source": "def warm(x):\n    return {'x': [x, 1.5, None]}\n", "args": {"x": "y"}})
     json.dumps({"v": 1, "nonce": "", "status": "success", "value": harness._jsonable(value, frozenset())}, separators=(",", ":"))
     json.loads('{"a": [1, "b", null], "c": {"d": 1.5}}')
+    # setenv() of the call's env: the first one grows the C environ and the malloc arena.
+    os.environ.update({"TOOLPLANE_WARM_%d" % i: "x" * 32 for i in range(8)})
+    os.environ.clear()
 
 
-def _child(fprog, caps):
+def _child(fprog, caps, ready_w):
     """Runs in the forked child: confine itself, wait for the job, run it. Never returns."""
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
+        # _signal with plain ints: signal.signal() wraps values in enums, whose machinery touches
+        # (and copies on write) many pages of the slot's memory.
+        _signal.signal(_SIGINT, _signal.default_int_handler)
+        for sig in _DEFAULT_SIGNALS:
+            _signal.signal(sig, _SIG_DFL)
         os.close(CTRL_OUT)
         os.set_inheritable(RESULT, False)  # subprocesses of the tool never get the result channel
         os.chdir("/tmp")
@@ -146,6 +162,8 @@ def _child(fprog, caps):
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
         _warm()
+        os.write(ready_w, b".")  # tell the slot this child waits for its job; closed before the job is read
+        os.close(ready_w)
     except BaseException as exc:  # noqa: B036
         _setup_failed(exc)
     try:
@@ -158,9 +176,31 @@ def _child(fprog, caps):
         nonce = job.pop("nonce")
         os.environ.update(job.pop("env"))
         _set_limits(job.pop("limits"))
+        if job.get("runtime") == "node":
+            job["nonce"] = nonce
+            _exec_node(job)
     except BaseException as exc:  # noqa: B036
         _setup_failed(exc)
     harness.run_job(job, nonce)  # exits
+
+
+def _exec_node(job):
+    """TypeScript/JavaScript tools: exec Node (still confined: seccomp, no_new_privs and rlimits
+    survive execve, and a non-root uid regains no capability) with the job in a memfd on fd 5 and
+    the result channel on fd 3. Never returns."""
+    node = job.pop("node")
+    data = json.dumps(job, separators=(",", ":")).encode()
+    fd = os.memfd_create("toolplane-job", 0)
+    harness._write_all(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    if fd != NODE_JOB:
+        os.dup2(fd, NODE_JOB)
+        os.close(fd)
+    os.set_inheritable(NODE_JOB, True)
+    os.set_inheritable(RESULT, True)
+    argv = [node["path"], "--max-old-space-size=%d" % int(node["heap_mb"]), "--disable-warning=ExperimentalWarning"]
+    argv.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_harness.cjs"))
+    os.execve(node["path"], argv, dict(os.environ))
 
 
 def _setup_failed(exc):
@@ -206,21 +246,33 @@ def main():
     _write_frame(CTRL_OUT, {"ready": True, "python": sys.version.split()[0]})
     while True:
         _fresh_workdir(default_work)
+        # The slot's own objects move to the permanent generation: a collection in the child never
+        # walks (and copies on write) the pages they live on.
+        gc.freeze()
+        ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child(fprog, caps)
+            os.close(ready_r)
+            _child(fprog, caps, ready_w)
+        os.close(ready_w)
+        if os.read(ready_r, 1):  # b"" when the child died first: its exit is reported below
+            _write_frame(CTRL_OUT, {"child": "ready"})
+        os.close(ready_r)
         status = os.waitpid(pid, 0)[1]
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_MORE_JOBS:
             _reap_all()
             os._exit(0)
         _reap_all()
-        libc.umount2(b"/tmp", MNT_DETACH)
+        # Every process of the call is dead: report first, then _fresh_workdir() detaches this
+        # call's tmpfs before the next child is forked (off the reply's critical path). The control
+        # frame is written before the sentinels, so the runner never sees sentinel bytes it cannot
+        # recognize yet.
         sentinel = os.urandom(24).hex().encode()
-        for fd in (OUT, ERR, RESULT):
-            harness._write_all(fd, sentinel)
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
         _write_frame(CTRL_OUT, {"exit": code, "signal": sig, "sentinel": sentinel.decode()})
+        for fd in (OUT, ERR, RESULT):
+            harness._write_all(fd, sentinel)
     del keep_alive
 
 

@@ -22,6 +22,10 @@ export interface SandboxLayout {
   preload: readonly string[];
   /** Default size of a call's work dir (tmpfs). */
   workBytes: number;
+  /** Host Node binary to bind read-only at /opt/node/bin/node (TypeScript/JavaScript tools). */
+  node?: string;
+  /** Host dir holding a node_modules tree, bound read-only at /opt/npm. */
+  npmDir?: string;
 }
 
 /** bwrap arguments of one warm slot. The slot is pid 1 with CAP_SYS_ADMIN in its own user namespace only. */
@@ -42,6 +46,8 @@ export function slotArgs(l: SandboxLayout): string[] {
   a.push('--ro-bind', l.supportDir, SUPPORT_MOUNT);
   a.push('--ro-bind', path.join(l.supportDir, 'passwd'), '/etc/passwd', '--ro-bind', path.join(l.supportDir, 'group'), '/etc/group');
   if (l.venvDir) a.push('--ro-bind', l.venvDir, VENV_MOUNT);
+  if (l.node) a.push('--ro-bind', l.node, '/opt/node/bin/node');
+  if (l.npmDir) a.push('--ro-bind', l.npmDir, '/opt/npm');
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--chdir', '/', '--clearenv');
   a.push('--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`, '--setenv', 'TOOLPLANE_PRELOAD', l.preload.join(','));
   a.push('--setenv', 'TOOLPLANE_WORK_BYTES', String(l.workBytes));
@@ -84,6 +90,7 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
   const files: Record<string, Buffer> = {
     'slot.py': await fs.readFile(path.join(PYTHON_DIR, 'slot.py')),
     'harness.py': await fs.readFile(path.join(PYTHON_DIR, 'harness.py')),
+    'node_harness.cjs': await fs.readFile(path.join(PYTHON_DIR, 'node_harness.cjs')),
     'seccomp.bpf': seccompProgram,
     passwd: Buffer.from(`root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${uid}:${gid}:toolplane sandbox:/tmp:/usr/sbin/nologin\n`),
     group: Buffer.from(`root:x:0:\nsandbox:x:${gid}:\n`),

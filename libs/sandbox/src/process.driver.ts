@@ -79,6 +79,7 @@ export class ProcessDriver implements SandboxDriver {
     if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
     const invalid = invalidEnv(spec.env);
     if (invalid) return done(failed('spawn_failed', 'InvalidEnv', invalid));
+    if (spec.sourceType && spec.sourceType !== 'python') return done(failed('spawn_failed', 'UnsupportedSourceType', `the ${this.name} driver runs Python tools only (not ${spec.sourceType})`));
     const nonce = randomBytes(16).toString('hex');
     let job: string;
     try {

@@ -40,6 +40,10 @@ export interface SandboxRunSpec {
   network?: boolean;
   /** pip requirement specifiers (`name`, `name==1.0`, `name>=2`); the call runs in their virtualenv. */
   pipRequirements?: string[];
+  /** `python` (default), or `typescript` / `javascript`: run on Node (BwrapDriver only). */
+  sourceType?: string;
+  /** npm specifiers (`name`, `name@1.2.3`, `name@^1`) for TypeScript/JavaScript tools: their node_modules tree. */
+  npmRequirements?: string[];
 }
 
 /**

@@ -78,7 +78,13 @@ interface CallState {
   sentinel?: Buffer;
   exit?: { exit: number | null; signal: string | null };
   stop?: RunError;
-  resolve: (r: RunResult) => void;
+  /** The outcome was handed to the caller (early, from the result frame, or at the end). */
+  replied: boolean;
+  /** An early reply is scheduled (setImmediate) after a result line arrived. */
+  earlyScheduled: boolean;
+  reply: (r: RunResult) => void;
+  /** The call is over (sentinel seen on every stream, or the sandbox is gone): the slot is free. */
+  finish: () => void;
   timer: NodeJS.Timeout;
 }
 
@@ -86,11 +92,22 @@ interface CallState {
  * One warm sandbox: a bwrap process whose pid 1 is python/slot.py, serving one call at a time.
  * A call that ends normally leaves the slot reusable (every process of the call killed, the work
  * dir unmounted); a call that is stopped (timeout, abort, output limit) kills the whole sandbox.
+ *
+ * Two moments per call: the reply (`run()` resolves) and the end (`idle()` resolves). The reply
+ * comes as soon as the result channel holds exactly one well-formed frame with the call's nonce
+ * (checked one event-loop turn later, so stdout/stderr bytes written before the frame have been
+ * read): the interpreter's exit, the kill of the call's other processes and the sentinel are then
+ * off the reply's critical path. Until the end the call still owns the slot: bytes arriving after
+ * the reply are counted and dropped (never attributed to another call), output limits and the
+ * timeout still kill the slot, and the slot takes no other call. Anything unusual (no frame, two
+ * frames, a foreign nonce, bytes after the frame) waits for the end and is judged as before.
  */
 export class Slot {
   readonly ready: Promise<void>;
   lastUsed = Date.now();
   dead = false;
+  /** The slot's next child is confined, warmed and waiting for its job (a call now starts at once). */
+  childReady = false;
   python = '';
   private readonly proc: ChildProcess;
   private readonly ctrlIn: Writable;
@@ -100,6 +117,7 @@ export class Slot {
   private readyResolve!: () => void;
   private readyReject!: (e: Error) => void;
   private readonly exited: Promise<void>;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(readonly key: string, spawnSpec: SlotSpawn) {
     this.ready = new Promise((resolve, reject) => {
@@ -146,6 +164,12 @@ export class Slot {
     return this.current !== undefined;
   }
 
+  /** Resolves when no call holds the slot (after the sentinel of the current one, or its death). */
+  idle(): Promise<void> {
+    if (!this.current) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
   run(call: SlotCall, caller?: AbortSignal, closing?: AbortSignal): Promise<RunResult> {
     if (this.dead || this.current) return Promise.resolve(failed('spawn_failed', 'SpawnError', 'the sandbox slot is not available'));
     return new Promise((resolve) => {
@@ -157,20 +181,30 @@ export class Slot {
       const onClosing = (): void => this.stop({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
       caller?.addEventListener('abort', onCaller, { once: true });
       closing?.addEventListener('abort', onClosing, { once: true });
-      this.current = {
+      const state: CallState = {
         call,
         out: new SplitStream(call.stdoutBytes),
         err: new SplitStream(call.stderrBytes),
         res: new SplitStream(call.maxResultBytes),
         timer,
-        resolve: (r) => {
+        replied: false,
+        earlyScheduled: false,
+        reply: (r) => {
+          if (state.replied) return;
+          state.replied = true;
+          resolve(r);
+        },
+        finish: () => {
           clearTimeout(timer);
           caller?.removeEventListener('abort', onCaller);
           closing?.removeEventListener('abort', onClosing);
           this.lastUsed = Date.now();
-          resolve(r);
+          if (this.current === state) this.current = undefined;
+          for (const w of this.idleWaiters.splice(0)) w();
         },
       };
+      this.current = state;
+      this.childReady = false;
       this.ctrlIn.write(Buffer.concat([u32(call.job.length), call.job]));
     });
   }
@@ -209,6 +243,10 @@ export class Slot {
     }
     const s = c[stream];
     s.push(chunk);
+    if (stream === 'res' && !c.earlyScheduled && chunk.includes(10)) {
+      c.earlyScheduled = true;
+      setImmediate(() => this.maybeReplyEarly(c));
+    }
     if (stream === 'res' && s.capture.total > c.call.maxResultBytes + SENTINEL_LEN) {
       this.stop({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the result is larger than ${c.call.maxResultBytes} bytes` });
     } else if (stream !== 'res' && c.out.capture.total + c.err.capture.total > c.call.maxOutputBytes + 2 * SENTINEL_LEN) {
@@ -234,6 +272,8 @@ export class Slot {
       if (msg.ready === true) {
         this.python = String(msg.python ?? '');
         this.readyResolve();
+      } else if (msg.child === 'ready') {
+        this.childReady = true;
       } else if (this.current && typeof msg.sentinel === 'string') {
         this.current.sentinel = Buffer.from(msg.sentinel, 'ascii');
         this.current.exit = { exit: typeof msg.exit === 'number' ? msg.exit : null, signal: typeof msg.signal === 'string' ? msg.signal : null };
@@ -246,20 +286,38 @@ export class Slot {
     const c = this.current;
     if (!c?.sentinel || c.stop) return;
     if (!c.out.endsWith(c.sentinel) || !c.err.endsWith(c.sentinel) || !c.res.endsWith(c.sentinel)) return;
-    this.current = undefined;
-    const base = this.streams(c, true, c.exit!.exit, c.exit!.signal);
-    const res = c.res.toolBytes(true);
-    c.resolve(fromChannel(res.bytes, c.call.nonce, base));
+    if (!c.replied) {
+      const base = this.streams(c, true, c.exit!.exit, c.exit!.signal);
+      const res = c.res.toolBytes(true);
+      c.reply(fromChannel(res.bytes, c.call.nonce, base));
+    }
+    c.finish();
+  }
+
+  /**
+   * Replies from the result frame before the interpreter has exited, when the result channel holds
+   * exactly one line that is a well-formed frame of this call. Runs one event-loop turn after that
+   * line was read: every byte written to stdout/stderr before the frame was readable when the frame
+   * was, so it has been read in the same poll phase. The slot writes its control frame before any
+   * sentinel byte, so while `sentinel` is unknown no stream holds sentinel bytes; once it is known
+   * the end is moments away and the normal path replies.
+   */
+  private maybeReplyEarly(c: CallState): void {
+    if (this.current !== c || c.replied || c.stop || c.sentinel) return;
+    const raw = c.res.toolBytes(false).bytes;
+    if (raw.indexOf(10) !== raw.length - 1) return; // not exactly one line (yet): judged at the end
+    const r = fromChannel(raw, c.call.nonce, this.streams(c, false, null, null));
+    if (r.status === 'success' || r.error?.kind === 'exception') c.reply(r);
   }
 
   private onExit(): void {
     const c = this.current;
     if (!c) return;
-    this.current = undefined;
     const code = this.proc.exitCode;
     const sig = this.proc.signalCode;
     const stop = c.stop ?? { kind: 'crashed' as const, type: 'SandboxCrashed', message: `the sandbox ended (${sig ?? `exit ${code}`}) before the call finished` };
-    c.resolve({ status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') });
+    c.reply({ status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') });
+    c.finish();
   }
 
   private streams(c: CallState, ended: boolean, exitCode: number | null, signal: string | null): Omit<RunResult, 'status' | 'value' | 'error'> {

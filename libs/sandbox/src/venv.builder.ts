@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
-import { existsSync, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs, VENV_MOUNT } from './bwrap.args';
 import { environmentKey, failedPackage } from './requirements';
+import { BuildOnce, runBuild } from './build-process';
 
 export interface PipIndexOptions {
   indexUrl?: string;
@@ -34,7 +34,6 @@ export class DependencyInstallError extends Error {
   }
 }
 
-const READY = '.toolplane-ready';
 
 /**
  * Virtualenvs keyed by (python version, sorted requirements), built once per key: concurrent
@@ -44,10 +43,15 @@ const READY = '.toolplane-ready';
  * writable, mounted at VENV_MOUNT as the slots will see it. A finished venv carries a marker file; a half-built one is removed and rebuilt.
  */
 export class VenvBuilder {
-  private readonly building = new Map<string, Promise<string>>();
-  builds = 0;
+  private readonly once: BuildOnce;
 
-  constructor(private readonly o: VenvBuilderOptions) {}
+  get builds(): number {
+    return this.once.builds;
+  }
+
+  constructor(private readonly o: VenvBuilderOptions) {
+    this.once = new BuildOnce({ root: o.root, timeoutMs: o.timeoutMs });
+  }
 
   dirFor(specifiers: readonly string[]): string {
     return path.join(this.o.root, `py-${environmentKey(this.o.pythonVersion, specifiers)}`);
@@ -55,47 +59,11 @@ export class VenvBuilder {
 
   ensure(specifiers: readonly string[]): Promise<string> {
     const dir = this.dirFor(specifiers);
-    if (existsSync(path.join(dir, READY))) return Promise.resolve(dir);
-    let p = this.building.get(dir);
-    if (!p) {
-      p = this.buildLocked(dir, specifiers).finally(() => this.building.delete(dir));
-      this.building.set(dir, p);
-    }
-    return p;
-  }
-
-  private async buildLocked(dir: string, specifiers: readonly string[]): Promise<string> {
-    await fs.mkdir(this.o.root, { recursive: true, mode: 0o755 });
-    const lock = `${dir}.lock`;
-    const deadline = Date.now() + this.o.timeoutMs + 30_000;
-    for (;;) {
-      if (existsSync(path.join(dir, READY))) return dir;
-      try {
-        await (await fs.open(lock, 'wx')).close();
-        break;
-      } catch {
-        const age = Date.now() - (await fs.stat(lock).then((s) => s.mtimeMs).catch(() => Date.now()));
-        if (age > this.o.timeoutMs + 30_000 || Date.now() > deadline) await fs.rm(lock, { force: true });
-        else await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    try {
-      if (existsSync(path.join(dir, READY))) return dir;
-      await fs.rm(dir, { recursive: true, force: true });
-      await this.build(dir, specifiers);
-      await fs.writeFile(path.join(dir, READY), `${specifiers.join('\n')}\n`, { mode: 0o644 });
-      this.builds++;
-      return dir;
-    } catch (e) {
-      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
-      throw e;
-    } finally {
-      await fs.rm(lock, { force: true });
-    }
+    return this.once.ensure(dir, specifiers, (d) => this.build(d, specifiers));
   }
 
   private async build(dir: string, specifiers: readonly string[]): Promise<void> {
-    const made = await run(this.o.python, ['-I', '-m', 'venv', '--without-pip', dir], {}, 60_000);
+    const made = await runBuild(this.o.python, ['-I', '-m', 'venv', '--without-pip', dir], {}, 60_000);
     if (made.code !== 0) throw new DependencyInstallError(specifiers[0] ?? 'venv', `python -m venv failed: ${made.output.trim().slice(-2000)}`);
     if (this.o.uid !== undefined) await chownTree(dir, this.o.uid, this.o.gid ?? this.o.uid);
     const pip = ['/usr/bin/python3', '-I', '-m', 'pip', '--python', `${VENV_MOUNT}/bin/python3`, 'install', '--no-input', '--disable-pip-version-check', '--no-cache-dir', '--progress-bar', 'off'];
@@ -107,7 +75,7 @@ export class VenvBuilder {
     pip.push('--', ...specifiers);
     const localLinks = findLinks.filter((f) => f.startsWith('/'));
     const args = oneShotArgs({ supportDir: this.o.supportDir, network: !noIndex, writable: dir, writableAt: VENV_MOUNT, readable: localLinks, command: pip });
-    const r = await run(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs);
+    const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs);
     if (r.code !== 0) {
       const message = r.timedOut ? `pip did not finish within ${this.o.timeoutMs} ms` : pipMessage(r.output);
       throw new DependencyInstallError(failedPackage(r.output, specifiers), message);
@@ -129,29 +97,3 @@ async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   }
 }
 
-function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }, timeoutMs: number): Promise<{ code: number | null; output: string; timedOut: boolean }> {
-  return new Promise((resolve) => {
-    let output = '';
-    let timedOut = false;
-    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }, detached: true, ...(ids.uid !== undefined ? { uid: ids.uid, gid: ids.gid } : {}) });
-    const keep = (d: Buffer): void => void (output = (output + d.toString()).slice(-64_000));
-    p.stdout.on('data', keep);
-    p.stderr.on('data', keep);
-    const t = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-p.pid!, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }, timeoutMs);
-    p.once('error', (e) => {
-      clearTimeout(t);
-      resolve({ code: -1, output: e.message, timedOut });
-    });
-    p.once('close', (code) => {
-      clearTimeout(t);
-      resolve({ code, output, timedOut });
-    });
-  });
-}

@@ -1,3 +1,4 @@
+import type { DriverStats } from '@toolplane/sandbox';
 /** Cumulative Prometheus histogram (seconds). */
 class Histogram {
   private readonly counts: number[];
@@ -27,17 +28,8 @@ class Histogram {
 
 const BOUNDS = [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export interface PoolGauges {
-  slots: number;
-  idle: number;
-  busy: number;
-  environments: number;
-  warmHits: number;
-  warmMisses: number;
-  slotsStarted: number;
-  slotsKilled: number;
-  venvBuilds: number;
-}
+/** The pool figures /metrics shows: the sandbox driver's stats. */
+export type PoolGauges = DriverStats;
 
 /** The runner's metrics: pool size, warm hits/misses, queue wait, run time (Prometheus text on /metrics). */
 export class RunnerMetrics {

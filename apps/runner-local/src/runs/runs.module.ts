@@ -30,7 +30,9 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
       maxTotal: c.RUNNER_POOL_MAX_SLOTS,
       idleTtlMs: c.RUNNER_POOL_IDLE_TTL_MS,
       preload: c.RUNNER_POOL_PRELOAD,
+      warmEnvironments: c.RUNNER_POOL_WARM_ENVS.map((w) => ({ pipRequirements: w.pip_requirements, warm: w.warm, network: w.network })),
     },
+    onWarmFailure: (message) => log.error(`a warm environment (RUNNER_POOL_WARM_ENVS) could not be built: ${message}`),
     limits: {
       memoryBytes: c.RUNNER_LIMIT_MEMORY_MB * MB,
       cpuSeconds: c.RUNNER_LIMIT_CPU_SECONDS,
@@ -41,6 +43,10 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
     },
     pip: { indexUrl: c.PIP_INDEX_URL, extraIndexUrl: c.PIP_EXTRA_INDEX_URL, findLinks: c.RUNNER_PIP_FIND_LINKS, noIndex: c.RUNNER_PIP_NO_INDEX },
     pipTimeoutMs: c.RUNNER_PIP_TIMEOUT_MS,
+    nodePath: c.RUNNER_NODE,
+    npmDir: c.RUNNER_NPM_DIR,
+    npm: { registry: c.RUNNER_NPM_REGISTRY, localDirs: c.RUNNER_NPM_LOCAL_DIRS, offline: c.RUNNER_NPM_OFFLINE },
+    npmTimeoutMs: c.RUNNER_NPM_TIMEOUT_MS,
   });
   try {
     await driver.init();

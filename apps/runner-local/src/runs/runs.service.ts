@@ -22,6 +22,7 @@ const CODE_BY_KIND: Record<SandboxErrorKind, ErrorCode> = {
 
 /** First stderr entry of every result in the unsafe mode. */
 export const UNSAFE_NOTE = '[toolplane] WARNING: this runner has RUNNER_ISOLATION=unsafe: the tool ran without sandbox isolation.\n';
+export const NETWORK_REFUSED_NOTE = '[toolplane] the sandbox config asks for network, but this runner has RUNNER_ALLOW_NETWORK=false: the tool ran without network.\n';
 const MB = 1024 * 1024;
 
 const tracer = trace.getTracer('runner-local');
@@ -46,6 +47,7 @@ export class RunsService implements OnModuleDestroy {
     const release = await this.slots.acquire();
     try {
       const admitted = performance.now();
+      const networkRefused = req.sandbox?.network === true && !this.config.RUNNER_ALLOW_NETWORK;
       const outcome = await tracer.startActiveSpan('run sandbox', async (span) => {
         span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
         try {
@@ -68,9 +70,11 @@ export class RunsService implements OnModuleDestroy {
               stderrBytes: this.config.RUNNER_STDERR_LIMIT_BYTES,
               maxOutputBytes: Math.min(req.sandbox?.max_output_bytes ?? Infinity, this.config.RUNNER_MAX_OUTPUT_BYTES),
             },
-            isolation: isolationOf(req.sandbox),
-            network: req.sandbox?.network ?? this.config.RUNNER_NETWORK,
+            isolation: isolationOf(req.sandbox, this.config.RUNNER_MAX_MEMORY_MB),
+            network: networkRefused ? false : (req.sandbox?.network ?? this.config.RUNNER_NETWORK),
             pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
+            sourceType: req.source_type,
+            npmRequirements: req.npm_requirements?.map((r) => (r.version ? `${r.name}@${r.version}` : r.name)),
           });
           span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
           if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
@@ -80,6 +84,7 @@ export class RunsService implements OnModuleDestroy {
         }
       });
       const reply = this.toReply(req.function_name, outcome);
+      if (networkRefused) reply.stderr.unshift(NETWORK_REFUSED_NOTE);
       const queueSeconds = (admitted - received + (outcome.queueMs ?? 0)) / 1000;
       this.metrics.recordRun(reply.status, reply.error?.code, queueSeconds, outcome.durationMs / 1000);
       return reply;
@@ -110,10 +115,10 @@ export class RunsService implements OnModuleDestroy {
   }
 }
 
-function isolationOf(s: RunRequest['sandbox']): IsolationLimits | undefined {
+function isolationOf(s: RunRequest['sandbox'], maxMemoryMb: number): IsolationLimits | undefined {
   if (!s) return undefined;
   return {
-    memoryBytes: s.memory_mb !== undefined ? s.memory_mb * MB : undefined,
+    memoryBytes: s.memory_mb !== undefined ? Math.min(s.memory_mb, maxMemoryMb) * MB : undefined,
     cpuSeconds: s.cpu_seconds,
     processes: s.processes,
     openFiles: s.open_files,
