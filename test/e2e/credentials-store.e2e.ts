@@ -156,22 +156,26 @@ describe('credentials service (production profile)', () => {
   });
 
   it('re-encrypts everything under the new active key, and a missing key fails clearly', async () => {
+    const tokenRef = { org_id: orgA, server_id: 'mcp-rotation', issuer: 'https://issuer.example/token' };
+    const tokens = { access_token: 'at-rotated-5555', refresh_token: 'rt-rotated-5555', issued_at: Date.now(), expires_at: null, scope: null };
+    expect((await req('toolplane.internal.v1.mcp-oauth-tokens.store', { ...tokenRef, tokens })).stored).toBe(true);
     const run = await promisify(execFile)(process.execPath, [join(ROOT, 'dist/apps/credentials/src/database/rotate-keys.js')], {
       env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: `k1:${K1},k2:${K2}`, CREDENTIALS_ACTIVE_KEY: 'k2' },
     });
-    expect(run.stdout).toMatch(/re-encrypted 4 secret\(s\) and 1 webhook signing secret\(s\) under key 'k2'/);
-    expect(run.stdout + run.stderr).not.toContain('tok-agent-A-1111');
+    expect(run.stdout).toMatch(/re-encrypted 4 secret\(s\), 1 webhook signing secret\(s\) and 1 MCP OAuth token record\(s\) under key 'k2'/);
+    expect(run.stdout + run.stderr).not.toMatch(/tok-agent-A-1111|rotated-5555/);
 
     await restart(`k2:${K2}`); // k1 is gone: everything must open with k2 alone
     const a = await resolve(orgA, { agent_id: 'agent-1' });
     expect(a.env).toMatchObject({ API_TOKEN: 'tok-agent-A-1111', REGION: 'sandbox-region-local', FROM_HOOK: 'hook-value-B' });
     expect(hooks.received.at(-1)!.verified).toBe(true); // the signing secret survived rotation too
+    expect((await req('toolplane.internal.v1.mcp-oauth-tokens.fetch', tokenRef)).tokens).toEqual(tokens);
 
     await restart(`k3:${K3}`);
     const r = await resolve(orgA, { agent_id: 'agent-1' });
     expect(r.error.code).toBe('ENCRYPTION_KEY_MISSING');
     expect(r.error.message).toMatch(/sealed with key 'k2', which is not in the key ring/);
     expect(JSON.stringify(r)).not.toContain('tok-agent');
-    expect(app.output()).not.toMatch(/tok-agent-A-1111|sandbox-region|hook-value-B|whsec-/);
+    expect(app.output()).not.toMatch(/tok-agent-A-1111|sandbox-region|hook-value-B|whsec-|rotated-5555/);
   });
 });

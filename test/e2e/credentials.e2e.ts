@@ -149,11 +149,10 @@ describe('credentials in execution: precedence, webhook, masking, tenancy, no le
     ];
     for (const [path, message] of cases) {
       await webhook(hooks.url(path), { timeout_ms: 400, fail_mode: 'closed' });
-      const started = Date.now();
+      // The slow hook answers after 3 s: "did not answer within 400 ms" is the timeout firing, not the answer.
       const r = await execute(org, 'env_rev', { args: { names: 'X' } });
       expect([path, r.error?.code, r.error?.retryable]).toEqual([path, 'CREDENTIALS_UNAVAILABLE', true]);
       expect(r.error.message).toMatch(message);
-      expect(Date.now() - started).toBeLessThan(2500);
     }
   });
 
@@ -163,7 +162,9 @@ describe('credentials in execution: precedence, webhook, masking, tenancy, no le
     expect(r.status).toBe('success');
     expect(r.func_return.P_A).toBe(rev('sandbox-A-value'));
     expect(stack.apps.get('credentials')!.output()).toMatch(/credentials webhook of org \S+ failed \(the webhook answered HTTP 500\); fail_mode open/);
-    const spans = await receiver.waitFor(r.trace_id, (s) => s.some((x) => x.name === 'call credentials webhook'));
+    // Spans arrive in batches per service: wait for the credentials' and the executor's.
+    const wanted = ['call credentials webhook', 'resolve env', 'process toolplane.internal.v1.execution-env.resolve'];
+    const spans = await receiver.waitFor(r.trace_id, (s) => wanted.every((n) => s.some((x) => x.name === n)));
     const call = spans.find((s) => s.name === 'call credentials webhook')!;
     expect(call.service).toBe('credentials');
     expect(call.events).toEqual([{ name: 'credentials.webhook.failed', attributes: { 'toolplane.webhook.failure': 'http_status', 'toolplane.webhook.fail_mode': 'open' } }]);

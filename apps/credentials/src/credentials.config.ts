@@ -24,6 +24,9 @@ export const credentialsEnvShape = {
   CREDENTIALS_WEBHOOK_ALLOW_HTTP: boolEnv.default(false),
   CREDENTIALS_WEBHOOK_MAX_REPLY_BYTES: z.coerce.number().int().min(256).max(1024 * 1024).default(64 * 1024),
   CREDENTIALS_WEBHOOK_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(10_000),
+  /** How long an org's secrets, sandbox config and webhook row stay cached for env resolution (writes evict at once on this replica; 0 disables). */
+  CREDENTIALS_ENV_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+  CREDENTIALS_ENV_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(10_000),
 };
 export type CredentialsConfig = z.infer<z.ZodObject<typeof credentialsEnvShape>>;
 

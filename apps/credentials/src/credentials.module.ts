@@ -1,11 +1,14 @@
 import { Module } from '@nestjs/common';
+import { CredentialsCacheModule } from './cache/credentials-cache';
 import { CryptoModule } from './crypto/crypto.module';
 import { databaseModule } from '@toolplane/platform';
 import { CREDENTIALS_DB } from './database/data-source';
 import { EnvResolutionModule } from './env-resolution/env-resolution.module';
+import { OAuthTokensModule } from './oauth-tokens/oauth-tokens.module';
+import { OrgSecretsModule } from './org-secrets/org-secrets.module';
 import { SandboxConfigsModule } from './sandbox-configs/sandbox-configs.module';
 import { SecretsModule } from './secrets/secrets.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
-@Module({ imports: [CryptoModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule] })
+@Module({ imports: [CryptoModule, CredentialsCacheModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule, OrgSecretsModule, OAuthTokensModule] })
 export class CredentialsModule {}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { OrgId } from './common';
-import { defineRequest } from './descriptor';
+import { defineEvent, defineRequest } from './descriptor';
 import { PipRequirement, ToolId } from './tool';
 
 /** Sandbox providers a secret or a sandbox config can be bound to. */
@@ -122,6 +122,7 @@ export const SandboxSettings = z.strictObject({
   pip_requirements: z.array(PipRequirement).max(256).optional(),
   template: z.string().min(1).max(256).optional(),
 });
+export type SandboxSettings = z.infer<typeof SandboxSettings>;
 
 export const SandboxConfig = z.object({
   provider: Provider,
@@ -176,7 +177,27 @@ export const ExecutionEnvResolve = defineRequest({
     /** Names whose values the executor masks in stdout, stderr and the return value. */
     masked_keys: z.array(z.string()),
     sandbox_config_fingerprint: z.string().nullable(),
+    /** The org's settings for this provider (timeout, memory, network, pip requirements); null when it has none. */
+    sandbox_config: SandboxSettings.nullable(),
+    /**
+     * How long the executor may reuse this reply for the same request (0 or absent: not at all,
+     * e.g. when the org has a credentials webhook, which is asked per call). Reuse ends earlier on
+     * CredentialsChanged for the org.
+     */
+    cache_ttl_ms: z.number().int().min(0).optional(),
   }),
+});
+
+/**
+ * Internal core-NATS broadcast (no queue group: every replica of every subscriber gets it; no
+ * stream): the org's secrets, sandbox configs or webhook changed. Published by credentials before
+ * it answers the write, on the connection it answers on, so with one NATS server a subscriber sees
+ * it before any request sent after that answer. Subscribers drop what they cached for the org.
+ */
+export const CredentialsChanged = defineEvent({
+  subject: 'toolplane.internal.v1.events.credentials.changed',
+  summary: "The org's secrets, sandbox configs or webhook changed: drop anything cached from them.",
+  payload: z.object({ org_id: OrgId }),
 });
 
 /**
@@ -204,4 +225,59 @@ export const WebhookRequestBody = z.object({
 /** What the webhook must answer (other top-level fields are ignored). */
 export const WebhookReplyBody = z.object({
   env: z.record(EnvName, EnvValue).refine((e) => Object.keys(e).length <= 256, { message: 'at most 256 env vars' }),
+});
+
+/**
+ * Internal: the values of the org's secrets named in `{{VAR}}` templates (MCP server env, headers,
+ * tokens). An "org secret" is a `scope: "sandbox"` secret with no agent and no provider — the
+ * org-wide value set with `toolplane.v1.secrets.set {scope: "sandbox", key}`; agent secrets and
+ * provider-specific values never resolve here.
+ */
+export const OrgSecretsResolve = defineRequest({
+  subject: 'toolplane.internal.v1.org-secrets.resolve',
+  visibility: 'internal',
+  summary: "Decrypt the org-wide secrets (scope sandbox, no agent, no provider) of these names, for MCP server templates; names the org lacks come back in missing.",
+  request: z.strictObject({ org_id: OrgId, names: z.array(EnvName).min(1).max(256) }),
+  reply: z.object({ values: z.record(z.string(), z.string()), missing: z.array(z.string()) }),
+});
+
+/** An MCP server's OAuth tokens as mcp-sync uses them (internal only: never in a public reply). */
+export const OAuthTokenSet = z.object({
+  access_token: z.string().min(1).max(16_384),
+  refresh_token: z.string().min(1).max(16_384).nullable(),
+  /** Epoch milliseconds: when the issuer gave them, and when the access token expires (null: no lifetime given). */
+  issued_at: z.number().int(),
+  expires_at: z.number().int().nullable(),
+  scope: z.string().max(1024).nullable(),
+});
+export type OAuthTokenSet = z.infer<typeof OAuthTokenSet>;
+
+/** Tokens are bound to their issuer: one record per (org, MCP server, issuer = token endpoint URL). */
+const OAuthTokenRef = { org_id: OrgId, server_id: z.string().min(1).max(128), issuer: z.url({ protocol: /^https?$/ }).max(2048) };
+
+/** Internal: mcp-sync stores (or replaces) an MCP server's OAuth tokens, sealed like every secret. */
+export const McpOAuthTokensStore = defineRequest({
+  subject: 'toolplane.internal.v1.mcp-oauth-tokens.store',
+  visibility: 'internal',
+  summary: "Store (or replace) an MCP server's OAuth tokens for one issuer, encrypted (AES-256-GCM envelope).",
+  request: z.strictObject({ ...OAuthTokenRef, tokens: OAuthTokenSet }),
+  reply: z.object({ stored: z.literal(true) }),
+});
+
+/** Internal: mcp-sync reads an MCP server's OAuth tokens for one issuer (null when none are stored). */
+export const McpOAuthTokensFetch = defineRequest({
+  subject: 'toolplane.internal.v1.mcp-oauth-tokens.fetch',
+  visibility: 'internal',
+  summary: "An MCP server's stored OAuth tokens for one issuer, decrypted, or null.",
+  request: z.strictObject(OAuthTokenRef),
+  reply: z.object({ tokens: OAuthTokenSet.nullable() }),
+});
+
+/** Internal: forget every token of an MCP server (removed, or its auth changed). */
+export const McpOAuthTokensDelete = defineRequest({
+  subject: 'toolplane.internal.v1.mcp-oauth-tokens.delete',
+  visibility: 'internal',
+  summary: "Delete every stored OAuth token of an MCP server.",
+  request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128) }),
+  reply: z.object({ deleted: z.number().int() }),
 });

@@ -98,4 +98,5 @@ export const aad = {
   secret: (s: { orgId: string; scope: string; agentId: string; provider: string; key: string }) =>
     ['secret', s.orgId, s.scope, s.agentId, s.provider, s.key].join('\u0000'),
   webhook: (orgId: string) => ['webhook', orgId].join('\u0000'),
+  oauthToken: (t: { orgId: string; serverId: string; issuer: string }) => ['oauth-token', t.orgId, t.serverId, t.issuer].join('\u0000'),
 };

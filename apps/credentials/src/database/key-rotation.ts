@@ -5,6 +5,7 @@ export interface RotationReport {
   activeKeyId: string;
   secrets: number;
   webhooks: number;
+  oauthTokens: number;
   /** Rows that could not be opened (their key is missing or wrong); left as they were. */
   failed: Array<{ table: string; id: string; keyId: string; reason: string }>;
 }
@@ -15,7 +16,7 @@ export interface RotationReport {
  * a log). Idempotent: a second run finds nothing to do.
  */
 export async function rotateKeys(ds: DataSource, box: SecretBox): Promise<RotationReport> {
-  const report: RotationReport = { activeKeyId: box.activeKeyId, secrets: 0, webhooks: 0, failed: [] };
+  const report: RotationReport = { activeKeyId: box.activeKeyId, secrets: 0, webhooks: 0, oauthTokens: 0, failed: [] };
   await ds.transaction(async (m) => {
     const rows: Array<{ id: string; org_id: string; scope: string; agent_id: string; provider: string; key: string; key_id: string; ciphertext: Buffer }> =
       await m.query(`SELECT id, org_id, scope, agent_id, provider, key, key_id, ciphertext FROM credentials.secrets WHERE key_id <> $1 FOR UPDATE`, [box.activeKeyId]);
@@ -43,6 +44,22 @@ export async function rotateKeys(ds: DataSource, box: SecretBox): Promise<Rotati
         report.webhooks++;
       } catch (e) {
         report.failed.push({ table: 'webhooks', id: r.org_id, keyId: r.key_id, reason: (e as Error).message });
+      }
+    }
+  });
+  await ds.transaction(async (m) => {
+    const rows: Array<{ org_id: string; server_id: string; issuer: string; key_id: string; ciphertext: Buffer }> = await m.query(
+      `SELECT org_id, server_id, issuer, key_id, ciphertext FROM credentials.oauth_tokens WHERE key_id <> $1 FOR UPDATE`,
+      [box.activeKeyId],
+    );
+    for (const r of rows) {
+      const ad = aad.oauthToken({ orgId: r.org_id, serverId: r.server_id, issuer: r.issuer });
+      try {
+        const sealed = box.seal(box.open({ keyId: r.key_id, blob: r.ciphertext }, ad, `OAuth tokens of MCP server ${r.server_id}`), ad);
+        await m.query(`UPDATE credentials.oauth_tokens SET key_id = $1, ciphertext = $2 WHERE org_id = $3 AND server_id = $4 AND issuer = $5`, [sealed.keyId, sealed.blob, r.org_id, r.server_id, r.issuer]);
+        report.oauthTokens++;
+      } catch (e) {
+        report.failed.push({ table: 'oauth_tokens', id: `${r.org_id}/${r.server_id}`, keyId: r.key_id, reason: (e as Error).message });
       }
     }
   });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import type { ExecutionEnvResolve, ReplyOf, RequestOf } from '@toolplane/contracts';
+import { CredentialsCache } from '../cache/credentials-cache';
 import { SandboxConfigsService } from '../sandbox-configs/sandbox-configs.service';
 import { SecretsService } from '../secrets/secrets.service';
 import { WebhooksService } from '../webhooks/webhooks.service';
@@ -13,16 +14,21 @@ export class EnvResolutionService {
     private readonly secrets: SecretsService,
     private readonly webhooks: WebhooksService,
     private readonly sandboxConfigs: SandboxConfigsService,
+    private readonly cache: CredentialsCache,
   ) {}
 
   async resolve(req: RequestOf<typeof ExecutionEnvResolve>): Promise<ReplyOf<typeof ExecutionEnvResolve>> {
     const ctx = { orgId: req.org_id, agentId: req.agent_id, toolId: req.tool_id, toolName: req.tool_name, projectId: req.project_id };
-    const [sandbox, agent, webhook] = await Promise.all([
-      this.secrets.sandboxValues(req.org_id, req.provider),
-      req.agent_id ? this.secrets.agentValues(req.org_id, req.agent_id, req.provider) : new Map(),
+    // The org's stored state is cached (evicted on every write of it); the webhook is still asked per call.
+    const [{ sandbox, fingerprint, settings }, agent, webhook, hasWebhook] = await Promise.all([
+      this.cache.get(req.org_id, `sandbox\u0000${req.provider}`, async () => {
+        const sandbox = await this.secrets.sandboxValues(req.org_id, req.provider);
+        return { sandbox, ...(await this.sandboxConfigs.resolvedFor(req.org_id, req.provider, sandbox.rows)) };
+      }),
+      req.agent_id ? this.cache.get(req.org_id, `agent\u0000${req.agent_id}\u0000${req.provider}`, () => this.secrets.agentValues(req.org_id, req.agent_id!, req.provider)) : new Map(),
       this.webhooks.credentialsFor(ctx),
+      this.webhooks.configured(req.org_id),
     ]);
-    const fingerprint = await this.sandboxConfigs.fingerprintFor(req.org_id, req.provider, sandbox.rows);
     const { env, maskedKeys } = mergeEnv({
       sandbox: sandbox.values,
       webhook: plain(webhook, true),
@@ -37,6 +43,9 @@ export class EnvResolutionService {
       'toolplane.env.webhook_vars': Object.keys(webhook).length,
       'toolplane.env.masked': maskedKeys.length,
     });
-    return { env, masked_keys: maskedKeys, sandbox_config_fingerprint: fingerprint };
+    // Without a webhook the reply depends only on stored state, whose every write broadcasts
+    // CredentialsChanged: the executor may reuse it as long as this replica caches that state.
+    const cacheTtlMs = hasWebhook ? 0 : this.cache.ttl;
+    return { env, masked_keys: maskedKeys, sandbox_config_fingerprint: fingerprint, sandbox_config: settings, cache_ttl_ms: cacheTtlMs };
   }
 }

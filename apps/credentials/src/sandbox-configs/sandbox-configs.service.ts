@@ -9,6 +9,7 @@ import {
   type SandboxConfigsList,
   type SandboxConfigsUpsert,
 } from '@toolplane/contracts';
+import { CredentialsCache } from '../cache/credentials-cache';
 import { SecretsService } from '../secrets/secrets.service';
 import type { SandboxConfigEntity } from './sandbox-config.entity';
 import { SandboxConfigsRepository } from './sandbox-configs.repository';
@@ -21,10 +22,12 @@ export class SandboxConfigsService {
   constructor(
     private readonly configs: SandboxConfigsRepository,
     private readonly secrets: SecretsService,
+    private readonly cache: CredentialsCache,
   ) {}
 
   async upsert(req: RequestOf<typeof SandboxConfigsUpsert>): Promise<ReplyOf<typeof SandboxConfigsUpsert>> {
     const row = await this.configs.upsert(req.org_id, req.provider, req.config);
+    this.cache.invalidate(req.org_id);
     this.log.log(`upserted ${req.provider} sandbox config of org ${req.org_id}`);
     return { sandbox_config: await this.toWire(row) };
   }
@@ -40,11 +43,19 @@ export class SandboxConfigsService {
     return { sandbox_configs: await Promise.all(rows.map((r) => this.toWire(r))) };
   }
 
-  /** The fingerprint of the org's config for a provider; null when it has neither settings nor env vars. */
-  async fingerprintFor(orgId: string, provider: string, envRows?: Array<{ key: string; provider: string; updatedAt: Date }>): Promise<string | null> {
+  /**
+   * The org's settings for a provider and their fingerprint (over the settings and the env vars'
+   * keys and versions); the fingerprint is null when there are neither settings nor env vars.
+   */
+  async resolvedFor(
+    orgId: string,
+    provider: string,
+    envRows?: Array<{ key: string; provider: string; updatedAt: Date }>,
+  ): Promise<{ fingerprint: string | null; settings: SandboxConfig['config'] | null }> {
     const [row, env] = await Promise.all([this.configs.find(orgId, provider), envRows ?? this.secrets.sandboxRows(orgId, provider)]);
-    if (!row && env.length === 0) return null;
-    return sandboxFingerprint(provider, row?.config ?? null, env);
+    const settings = (row?.config as SandboxConfig['config'] | undefined) ?? null;
+    if (!row && env.length === 0) return { fingerprint: null, settings };
+    return { fingerprint: sandboxFingerprint(provider, row?.config ?? null, env), settings };
   }
 
   private async toWire(row: SandboxConfigEntity): Promise<SandboxConfig> {

@@ -2,15 +2,25 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { SecretsDelete, SecretsList, SecretsSet, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
+import { CredentialsCache } from '../cache/credentials-cache';
 import { SecretsService } from './secrets.service';
 
 @Controller()
 export class SecretsController {
-  constructor(private readonly secrets: SecretsService) {}
+  constructor(
+    private readonly secrets: SecretsService,
+    private readonly cache: CredentialsCache,
+  ) {}
 
   @Handles(SecretsSet)
-  set(@Payload() req: RequestOf<typeof SecretsSet>): Promise<ReplyOf<typeof SecretsSet>> {
-    return this.secrets.set(req);
+  async set(@Payload() req: RequestOf<typeof SecretsSet>): Promise<ReplyOf<typeof SecretsSet>> {
+    // Evict before and after: a resolve that overlaps the write cannot keep the old value cached.
+    this.cache.invalidate(req.org_id);
+    try {
+      return await this.secrets.set(req);
+    } finally {
+      this.cache.invalidate(req.org_id);
+    }
   }
 
   @Handles(SecretsList)
@@ -19,7 +29,11 @@ export class SecretsController {
   }
 
   @Handles(SecretsDelete)
-  delete(@Payload() req: RequestOf<typeof SecretsDelete>): Promise<ReplyOf<typeof SecretsDelete>> {
-    return this.secrets.delete(req);
+  async delete(@Payload() req: RequestOf<typeof SecretsDelete>): Promise<ReplyOf<typeof SecretsDelete>> {
+    try {
+      return await this.secrets.delete(req);
+    } finally {
+      this.cache.invalidate(req.org_id);
+    }
   }
 }

@@ -48,4 +48,9 @@ export class SecretsRepository {
   agentFor(orgId: string, agentId: string, provider: string): Promise<SecretEntity[]> {
     return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'agent', agentId, provider: In(['', provider]) });
   }
+
+  /** Org-wide secrets (scope sandbox, no agent, no provider) of these keys. */
+  orgWide(orgId: string, keys: string[]): Promise<SecretEntity[]> {
+    return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'sandbox', agentId: '', provider: '', key: In(keys) });
+  }
 }

@@ -59,6 +59,13 @@ export class SecretsService {
     return this.open(await this.secrets.agentFor(orgId, agentId, provider));
   }
 
+  /** Decrypted org-wide values (scope sandbox, no agent, no provider) of these names; the rest are missing. Values are never logged. */
+  async orgValues(orgId: string, names: string[]): Promise<{ values: Record<string, string>; missing: string[] }> {
+    const opened = this.open(await this.secrets.orgWide(orgId, [...new Set(names)]));
+    const values = Object.fromEntries([...opened].map(([k, v]) => [k, v.value]));
+    return { values, missing: names.filter((n) => !Object.hasOwn(values, n)) };
+  }
+
   /** Sandbox-scope rows only (no decryption): what a sandbox config's fingerprint covers. */
   sandboxRows(orgId: string, provider: string): Promise<SecretEntity[]> {
     return this.secrets.sandboxFor(orgId, provider);

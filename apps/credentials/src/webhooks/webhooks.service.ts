@@ -11,6 +11,7 @@ import {
   type WebhooksSet,
 } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
+import { CredentialsCache } from '../cache/credentials-cache';
 import type { CredentialsConfig } from '../credentials.config';
 import { aad, SecretBox } from '../crypto/secret-box';
 import { AddressRefused, UrlGuard } from './url-guard';
@@ -40,6 +41,7 @@ export class WebhooksService {
     private readonly webhooks: WebhooksRepository,
     private readonly box: SecretBox,
     @Inject(APP_CONFIG) config: CredentialsConfig,
+    private readonly stored: CredentialsCache,
   ) {
     this.guard = new UrlGuard({
       profile: config.TOOLPLANE_PROFILE,
@@ -69,6 +71,7 @@ export class WebhooksService {
       signingSecret: sealed.blob,
     });
     this.cache.clearOrg(req.org_id);
+    this.stored.invalidate(req.org_id);
     this.log.log(`set the credentials webhook of org ${req.org_id} (host ${url.hostname}, fail_mode ${req.fail_mode})`);
     return { webhook: toWire(row) };
   }
@@ -82,8 +85,14 @@ export class WebhooksService {
   async delete(req: RequestOf<typeof WebhooksDelete>): Promise<ReplyOf<typeof WebhooksDelete>> {
     if (!(await this.webhooks.delete(req.org_id))) throw notFound();
     this.cache.clearOrg(req.org_id);
+    this.stored.invalidate(req.org_id);
     this.log.log(`deleted the credentials webhook of org ${req.org_id}`);
     return { deleted: true };
+  }
+
+  /** Whether the org has a credentials webhook (asked per call: env replies are then never reused). */
+  async configured(orgId: string): Promise<boolean> {
+    return (await this.stored.get(orgId, 'webhook', () => this.webhooks.find(orgId))) !== null;
   }
 
   /**
@@ -91,7 +100,7 @@ export class WebhooksService {
    * {} with a warning and a span event; closed → CREDENTIALS_UNAVAILABLE.
    */
   async credentialsFor(ctx: CallContext): Promise<Record<string, string>> {
-    const row = await this.webhooks.find(ctx.orgId);
+    const row = await this.stored.get(ctx.orgId, 'webhook', () => this.webhooks.find(ctx.orgId));
     if (!row) return {};
     const cacheKey = WebhookCache.key(ctx.orgId, ctx.agentId, ctx.toolId);
     const cached = this.cache.get(cacheKey);

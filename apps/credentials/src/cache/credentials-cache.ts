@@ -1,0 +1,107 @@
+import { Global, Inject, Injectable, Logger, Module, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { CredentialsChanged } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG } from '@toolplane/platform';
+import type { CredentialsConfig } from '../credentials.config';
+
+interface Entry {
+  value: unknown;
+  expires: number;
+}
+
+/**
+ * What the per-call env resolution reads from Postgres (an org's secrets, sandbox config,
+ * webhook row), cached per org on this replica. Every write of the org's secrets, sandbox configs
+ * or webhook calls `invalidate(org)`, which drops the org's entries and bumps its version: a load
+ * that began before the write is then not stored. Entries never cross orgs (one map per org) and
+ * live at most CREDENTIALS_ENV_CACHE_TTL_MS (0 disables).
+ *
+ * `invalidate(org)` also broadcasts CredentialsChanged (core NATS, every replica): other
+ * credentials replicas drop the org here too, and executors drop the env replies they reuse. The
+ * broadcast leaves on the connection the write's reply leaves on, before it.
+ */
+@Injectable()
+export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
+  private readonly log = new Logger(CredentialsCache.name);
+  private readonly orgs = new Map<string, Map<string, Entry>>();
+  private readonly versions = new Map<string, number>();
+  private size = 0;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private sub?: { unsubscribe(): void };
+
+  constructor(
+    @Inject(APP_CONFIG) config: Pick<CredentialsConfig, 'CREDENTIALS_ENV_CACHE_TTL_MS' | 'CREDENTIALS_ENV_CACHE_MAX_ENTRIES'>,
+    @Optional() private readonly messaging?: MessagingClient,
+  ) {
+    this.ttlMs = config.CREDENTIALS_ENV_CACHE_TTL_MS ?? 0;
+    this.maxEntries = config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES ?? 10_000;
+  }
+
+  /** How long an entry lives (0: no caching). */
+  get ttl(): number {
+    return this.ttlMs;
+  }
+
+  onModuleInit(): void {
+    // Writes on other replicas (ours come back too: dropping twice is harmless).
+    this.sub = this.messaging?.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
+      const orgId = (payload as { org_id?: unknown }).org_id;
+      if (typeof orgId === 'string') this.forget(orgId);
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.sub?.unsubscribe();
+  }
+
+  /** The cached value of (org, key), or the loaded one (stored unless the org changed meanwhile). */
+  async get<T>(orgId: string, key: string, load: () => Promise<T>): Promise<T> {
+    if (this.ttlMs <= 0) return load();
+    const entries = this.orgs.get(orgId);
+    const hit = entries?.get(key);
+    if (hit && hit.expires > Date.now()) return hit.value as T;
+    const version = this.versions.get(orgId) ?? 0;
+    const value = await load();
+    if ((this.versions.get(orgId) ?? 0) === version) this.put(orgId, key, value);
+    return value;
+  }
+
+  /** The org's secrets, sandbox configs or webhook changed: forget everything cached for it, everywhere. */
+  invalidate(orgId: string): void {
+    this.forget(orgId);
+    try {
+      this.messaging?.broadcast(CredentialsChanged, { org_id: orgId });
+    } catch (e) {
+      // The connection is closing: replicas and executors still expire what they hold by TTL.
+      this.log.warn(`could not broadcast the change of org ${orgId}'s credentials: ${(e as Error).message}`);
+    }
+  }
+
+  private forget(orgId: string): void {
+    this.versions.set(orgId, (this.versions.get(orgId) ?? 0) + 1);
+    const entries = this.orgs.get(orgId);
+    if (entries) {
+      this.size -= entries.size;
+      this.orgs.delete(orgId);
+    }
+  }
+
+  private put(orgId: string, key: string, value: unknown): void {
+    if (this.size >= this.maxEntries) {
+      this.orgs.clear();
+      this.size = 0;
+    }
+    let entries = this.orgs.get(orgId);
+    if (!entries) {
+      entries = new Map();
+      this.orgs.set(orgId, entries);
+    }
+    if (!entries.has(key)) this.size++;
+    entries.set(key, { value, expires: Date.now() + this.ttlMs });
+  }
+}
+
+@Global()
+@Module({ providers: [CredentialsCache], exports: [CredentialsCache] })
+export class CredentialsCacheModule {}
