@@ -11,6 +11,12 @@ export const executorEnvShape = {
   REGISTRY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
   /** Bound on the credentials service's answer (it may call the org's webhook, up to 10 s). */
   CREDENTIALS_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  /**
+   * Upper bound on reusing an env reply that credentials marks reusable (orgs without a webhook);
+   * CredentialsChanged broadcasts end reuse at once. 0: ask credentials on every call.
+   */
+  CREDENTIALS_ENV_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+  CREDENTIALS_ENV_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(10_000),
   /** Extra time the executor waits for a runner beyond the tool's own timeout. */
   RUNNER_REPLY_MARGIN_MS: z.coerce.number().int().min(100).default(3000),
 };

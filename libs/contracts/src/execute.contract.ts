@@ -1,13 +1,25 @@
 import { z } from 'zod';
 import { JsonObject, OrgId } from './common';
 import { defineRequest } from './descriptor';
-import { PipRequirement, ToolId } from './tool';
+import { NpmRequirement, PipRequirement, ToolId } from './tool';
 
 const EnvVars = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _'), z.string().max(32_768))
   .refine((env) => Object.keys(env).length <= 256, { message: 'at most 256 env vars' });
 
 export const ExecutionStatus = z.enum(['success', 'error']);
+
+/** What a provider (runner-local, mcp-sync) answers the executor for one call; the executor masks, truncates and times it. */
+export const ProviderRunReply = z.object({
+  status: ExecutionStatus,
+  func_return: z.unknown(),
+  stdout: z.array(z.string()),
+  stderr: z.array(z.string()),
+  duration_ms: z.number(),
+  provider: z.string(),
+  sandbox_config_fingerprint: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
 
 export const ToolExecutionResult = z.object({
   status: ExecutionStatus,
@@ -65,6 +77,8 @@ export const LocalRunnerRun = defineRequest({
     timeout_ms: z.number().int().min(1),
     /** The tool's pip requirements plus the sandbox config's: the call runs in their virtualenv. */
     pip_requirements: z.array(PipRequirement).optional(),
+    /** TypeScript/JavaScript tools (`source_type` typescript/javascript): the call runs with their node_modules tree. */
+    npm_requirements: z.array(NpmRequirement).optional(),
     /** Sandbox-config overrides of the runner's default limits. */
     sandbox: z
       .strictObject({
@@ -79,14 +93,5 @@ export const LocalRunnerRun = defineRequest({
       })
       .optional(),
   }),
-  reply: z.object({
-    status: ExecutionStatus,
-    func_return: z.unknown(),
-    stdout: z.array(z.string()),
-    stderr: z.array(z.string()),
-    duration_ms: z.number(),
-    provider: z.string(),
-    sandbox_config_fingerprint: z.string().nullable(),
-    error: z.object({ code: z.string(), message: z.string() }).optional(),
-  }),
+  reply: ProviderRunReply,
 });

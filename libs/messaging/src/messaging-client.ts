@@ -85,6 +85,16 @@ export class MessagingClient {
     });
   }
 
+  /**
+   * Core-NATS publish (no JetStream, no ack) of an internal broadcast event: every subscriber
+   * replica gets it, nobody stores it. Queued on this connection in order with what it sends next
+   * (e.g. the reply to the request that caused it).
+   */
+  broadcast<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
+    const body = parseContract(e.payload, payload, `Event ${e.subject}`);
+    this.nc.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { headers: injectTraceContext() });
+  }
+
   /** Core-NATS subscription to events (every replica receives them; no queue group). */
   subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void): { unsubscribe(): void } {
     const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {

@@ -38,6 +38,9 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     timeout: 5000,
+    // No eager Error objects (stack captures) per request: ~0.5 ms of CPU per request otherwise.
+    // Timeouts and no-responders still arrive as TimeoutError / RequestError, just without the caller's stack.
+    noAsyncTraces: true,
   });
   const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX);
   const health = new HealthRegistry();

@@ -1,5 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, ExecutionEnvResolve, ToolplaneError, type Provider, type ReplyOf, type Tool } from '@toolplane/contracts';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { trace } from '@opentelemetry/api';
+import { CredentialsChanged, ErrorCode, ExecutionEnvResolve, ToolplaneError, type Provider, type ReplyOf, type RequestIn, type Tool } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -10,35 +11,135 @@ export interface CallRef {
   env?: Record<string, string>;
 }
 
-/** Asks the credentials service, once per call and within a bounded time, for the call's env. */
+type EnvReply = ReplyOf<typeof ExecutionEnvResolve>;
+
+interface Entry {
+  reply: EnvReply;
+  expires: number;
+}
+
+/**
+ * Asks the credentials service, once per call and within a bounded time, for the call's env.
+ *
+ * A reply the credentials service marks reusable (`cache_ttl_ms` > 0: the org has no webhook, so
+ * the env depends only on stored secrets and configs) is reused for the identical request — same
+ * org, agent, tool, provider and per-call env — until the earliest of: its TTL, this executor's
+ * CREDENTIALS_ENV_CACHE_TTL_MS, a CredentialsChanged broadcast for the org (sent by credentials on
+ * every write of secrets, sandbox configs and webhooks, before it answers the write), or any
+ * interruption of the NATS connection (a broadcast may have been missed). A reply whose request
+ * overlapped a change of the org is used once and not kept. Values stay in memory only: never
+ * logged, never on a span.
+ */
 @Injectable()
-export class CredentialsClient {
+export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
+  private readonly log = new Logger(CredentialsClient.name);
+  private readonly orgs = new Map<string, Map<string, Entry>>();
+  /** Bumped per org on each change, and for all orgs (epoch) on each connection interruption. */
+  private readonly versions = new Map<string, number>();
+  private epoch = 0;
+  private size = 0;
+  private sub?: { unsubscribe(): void };
+  private stopped = false;
+
   constructor(
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: ExecutorConfig,
   ) {}
 
-  async resolveEnv(call: CallRef, tool: Tool, provider: Provider): Promise<ReplyOf<typeof ExecutionEnvResolve>> {
+  onModuleInit(): void {
+    if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return;
+    this.sub = this.messaging.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
+      const orgId = (payload as { org_id?: unknown }).org_id;
+      if (typeof orgId === 'string') this.forget(orgId);
+    });
+    void this.watchConnection();
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+    this.sub?.unsubscribe();
+    this.clear();
+  }
+
+  async resolveEnv(call: CallRef, tool: Tool, provider: Provider): Promise<EnvReply> {
+    const req: RequestIn<typeof ExecutionEnvResolve> = {
+      org_id: call.org_id,
+      ...(call.agent_id ? { agent_id: call.agent_id } : {}),
+      tool_id: tool.id,
+      tool_name: tool.name,
+      project_id: tool.project_id,
+      provider,
+      ...(call.env ? { env: call.env } : {}),
+    };
+    if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return this.ask(req);
+    const key = JSON.stringify([req.agent_id ?? null, req.tool_id, req.tool_name, req.project_id, provider, req.env ?? null]);
+    const hit = this.orgs.get(call.org_id)?.get(key);
+    const span = trace.getActiveSpan();
+    if (hit && hit.expires > Date.now()) {
+      span?.setAttribute('toolplane.cache.hit', true);
+      return hit.reply;
+    }
+    span?.setAttribute('toolplane.cache.hit', false);
+    const version = this.versionOf(call.org_id);
+    const reply = await this.ask(req);
+    const ttl = Math.min(reply.cache_ttl_ms ?? 0, this.config.CREDENTIALS_ENV_CACHE_TTL_MS);
+    if (ttl > 0 && this.versionOf(call.org_id) === version) this.put(call.org_id, key, reply, ttl);
+    return reply;
+  }
+
+  private async ask(req: RequestIn<typeof ExecutionEnvResolve>): Promise<EnvReply> {
     try {
-      return await this.messaging.request(
-        ExecutionEnvResolve,
-        {
-          org_id: call.org_id,
-          ...(call.agent_id ? { agent_id: call.agent_id } : {}),
-          tool_id: tool.id,
-          tool_name: tool.name,
-          project_id: tool.project_id,
-          provider,
-          ...(call.env ? { env: call.env } : {}),
-        },
-        { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS },
-      );
+      return await this.messaging.request(ExecutionEnvResolve, req, { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS });
     } catch (e) {
       // Without its credentials a call must not run: a silent empty env is the bug this prevents.
       if (e instanceof ToolplaneError && (e.code === ErrorCode.SERVICE_UNAVAILABLE || e.code === ErrorCode.REQUEST_TIMEOUT)) {
         throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not resolve the env: ${e.message}`, e.details);
       }
       throw e;
+    }
+  }
+
+  private versionOf(orgId: string): string {
+    return `${this.epoch}:${this.versions.get(orgId) ?? 0}`;
+  }
+
+  private put(orgId: string, key: string, reply: EnvReply, ttlMs: number): void {
+    if (this.size >= this.config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES) this.clear();
+    let entries = this.orgs.get(orgId);
+    if (!entries) {
+      entries = new Map();
+      this.orgs.set(orgId, entries);
+    }
+    if (!entries.has(key)) this.size++;
+    entries.set(key, { reply, expires: Date.now() + ttlMs });
+  }
+
+  private forget(orgId: string): void {
+    this.versions.set(orgId, (this.versions.get(orgId) ?? 0) + 1);
+    const entries = this.orgs.get(orgId);
+    if (!entries) return;
+    this.size -= entries.size;
+    this.orgs.delete(orgId);
+  }
+
+  private clear(): void {
+    this.epoch++;
+    this.orgs.clear();
+    this.size = 0;
+  }
+
+  /** A disconnect may lose broadcasts: forget every reply, and keep nothing asked across it. */
+  private async watchConnection(): Promise<void> {
+    try {
+      for await (const s of this.messaging.nc.status()) {
+        if (this.stopped) return;
+        if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'staleConnection' || s.type === 'slowConsumer') {
+          this.clear();
+          this.log.warn(`NATS connection ${s.type}: dropped the cached env replies`);
+        }
+      }
+    } catch {
+      // the connection closed
     }
   }
 }

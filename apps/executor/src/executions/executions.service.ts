@@ -2,12 +2,14 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import {
   ErrorCode,
+  type ExecutionEnvResolve,
   LocalRunnerRun,
   McpToolMetadata,
   McpToolsCall,
   ToolplaneError,
   type ReplyOf,
   type RequestOf,
+  type SandboxSettings,
   type Tool,
   type ToolExecutionResult,
   type ToolsExecute,
@@ -21,8 +23,11 @@ import { SecretMasker } from './masking';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
 
+/** Custom tool sources runner-local can run: Python, and TypeScript/JavaScript on Node. */
+const RUNNABLE_SOURCE_TYPES = new Set(['python', 'typescript', 'javascript']);
+
 const tracer = trace.getTracer('executor');
-const NO_ENV = { env: {} as Record<string, string>, masked_keys: [] as string[], sandbox_config_fingerprint: null };
+const NO_ENV: ReplyOf<typeof ExecutionEnvResolve> = { env: {}, masked_keys: [], sandbox_config_fingerprint: null, sandbox_config: null };
 
 /** One function per lifecycle step, one span per step. */
 async function step<T>(name: string, fn: (span: Span) => Promise<T> | T): Promise<T> {
@@ -53,8 +58,6 @@ export class ExecutionsService {
   async execute(req: RequestOf<typeof ToolsExecute>): Promise<ReplyOf<typeof ToolsExecute>> {
     const started = performance.now();
     const traceId = trace.getActiveSpan()?.spanContext().traceId ?? '';
-    const timeoutMs = Math.min(req.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS);
-
     const tool = await step('lookup tool', async (span) => {
       const { tool, cached } = await this.catalog.find(req.org_id, { id: req.tool_id, name: req.tool_name });
       span.setAttributes({ 'toolplane.tool.id': tool.id, 'toolplane.tool.name': tool.name ?? '', 'toolplane.cache.hit': cached });
@@ -66,10 +69,12 @@ export class ExecutionsService {
     if (!mcp) this.assertExecutable(tool);
     // Once per call, before dispatch: sandbox vars < webhook < agent secrets < req.env < reserved ids.
     const resolved = mcp ? NO_ENV : await step('resolve env', () => this.credentials.resolveEnv(req, tool, 'local'));
+    // The org's sandbox config sets the default timeout; the request's own timeout_ms wins.
+    const timeoutMs = Math.min(req.timeout_ms ?? resolved.sandbox_config?.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS);
     const masker = new SecretMasker(resolved.masked_keys.map((k) => resolved.env[k]!).filter((v) => v !== undefined));
     const run = await step('dispatch', async (span) => {
       span.setAttributes({ 'toolplane.provider': mcp ? 'mcp' : 'local', 'toolplane.timeout_ms': timeoutMs });
-      return mcp ? this.dispatchMcp(tool, req, timeoutMs) : this.dispatch(tool, req, resolved.env, timeoutMs);
+      return mcp ? this.dispatchMcp(tool, req, timeoutMs) : this.dispatch(tool, req, resolved.env, timeoutMs, resolved.sandbox_config);
     });
     return step('serialize result', (span) => {
       // Mask before truncating, so a cut can never leave half a secret visible.
@@ -91,7 +96,7 @@ export class ExecutionsService {
   }
 
   private assertExecutable(tool: Tool): void {
-    if (tool.tool_type !== 'custom' || (tool.source_type ?? 'python') !== 'python' || !tool.source_code) {
+    if (tool.tool_type !== 'custom' || !RUNNABLE_SOURCE_TYPES.has(tool.source_type ?? 'python') || !tool.source_code) {
       throw new ToolplaneError(
         ErrorCode.UNSUPPORTED_TOOL,
         `Tool ${tool.name} (type ${tool.tool_type}, source ${tool.source_type ?? 'none'}) has no executor yet`,
@@ -117,6 +122,7 @@ export class ExecutionsService {
     req: RequestOf<typeof ToolsExecute>,
     resolvedEnv: Record<string, string>,
     timeoutMs: number,
+    settings: SandboxSettings | null,
   ): Promise<ReplyOf<typeof LocalRunnerRun>> {
     const functionName = (typeof tool.json_schema?.name === 'string' ? tool.json_schema.name : undefined) ?? tool.name!;
     // Reserved variables come last (credentials already put them last; this keeps it so here too).
@@ -126,6 +132,8 @@ export class ExecutionsService {
       TOOLPLANE_TOOL_ID: tool.id,
       ...(req.agent_id ? { TOOLPLANE_AGENT_ID: req.agent_id } : {}),
     };
+    const pip = mergePipRequirements(tool.pip_requirements ?? [], settings?.pip_requirements ?? []);
+    const sandbox = sandboxOverrides(settings);
     return this.messaging.request(
       LocalRunnerRun,
       {
@@ -138,9 +146,33 @@ export class ExecutionsService {
         ...(req.agent_id ? { agent_id: req.agent_id } : {}),
         env,
         timeout_ms: timeoutMs,
-        ...(tool.pip_requirements?.length ? { pip_requirements: tool.pip_requirements } : {}),
+        ...(pip.length && (tool.source_type ?? 'python') === 'python' ? { pip_requirements: pip } : {}),
+        ...(sandbox ? { sandbox } : {}),
+        ...(tool.npm_requirements?.length ? { npm_requirements: tool.npm_requirements } : {}),
       },
       { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.RUNNER_UNAVAILABLE },
     );
   }
+}
+
+type PipRequirements = NonNullable<Tool['pip_requirements']>;
+
+/**
+ * The tool's pip requirements plus the sandbox config's; a package named by both takes the
+ * tool's version (names compared as pip does: case-insensitive, `-`/`_`/`.` alike).
+ */
+export function mergePipRequirements(fromTool: PipRequirements, fromConfig: PipRequirements): PipRequirements {
+  const key = (n: string) => n.toLowerCase().replace(/[-_.]+/g, '-');
+  const byName = new Map(fromConfig.map((r) => [key(r.name), r]));
+  for (const r of fromTool) byName.set(key(r.name), r);
+  return [...byName.values()];
+}
+
+/** The sandbox config's settings the local runner applies per call (`cpu` and `template` are for cloud providers). */
+export function sandboxOverrides(settings: SandboxSettings | null): RequestOf<typeof LocalRunnerRun>['sandbox'] | undefined {
+  if (!settings) return undefined;
+  const out: NonNullable<RequestOf<typeof LocalRunnerRun>['sandbox']> = {};
+  if (settings.memory_mb !== undefined) out.memory_mb = settings.memory_mb;
+  if (settings.network !== undefined) out.network = settings.network === 'egress';
+  return Object.keys(out).length ? out : undefined;
 }
