@@ -1,4 +1,5 @@
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Client } from 'pg';
 import { ErrorCode } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { ToolsUpsert, ToolplaneError } from '@toolplane/contracts';
@@ -90,12 +91,41 @@ describe('a service limit and a missing runner', () => {
   });
 
   // Last in this block: it removes the stack's event stream.
-  it('stores nothing when the event cannot be published', async () => {
+  it('keeps a change whose event cannot be published yet, and publishes the event once JetStream can take it', async () => {
     const org = uniqueOrg();
     const jsm = await jetstreamManager(client.nc);
-    await jsm.streams.delete(`${prefix}_TOOLPLANE_EVENTS`);
+    const stream = `${prefix}_TOOLPLANE_EVENTS`;
+    await jsm.streams.delete(stream);
     const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
-    expect(r.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
-    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
+    expect(r.error).toBeUndefined();
+    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools.map((t: { id: string }) => t.id)).toEqual([r.tool.id]);
+
+    // The outbox relay re-creates the stream and publishes the event, once.
+    const eventsOf = async (): Promise<Array<{ subject: string; tool_id: string }>> => {
+      const info = await jsm.streams.info(stream).catch(() => null);
+      if (!info) return [];
+      const found: Array<{ subject: string; tool_id: string }> = [];
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
+        const p = m?.json<{ org_id: string; tool_id: string }>();
+        if (m && p?.org_id === org) found.push({ subject: m.subject.split('.').pop()!, tool_id: p.tool_id });
+      }
+      return found;
+    };
+    const deadline = Date.now() + 30_000;
+    let events = await eventsOf();
+    while (events.length === 0 && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 250));
+      events = await eventsOf();
+    }
+    expect(events).toEqual([{ subject: 'created', tool_id: r.tool.id }]);
+    const pg = new Client({ connectionString: testDatabaseUrl() });
+    await pg.connect();
+    try {
+      const { rows } = await pg.query('SELECT count(*)::int AS n FROM registry.event_outbox WHERE org_id = $1', [org]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await pg.end();
+    }
   });
 });

@@ -6,6 +6,10 @@ export const registryEnvShape = {
   HEALTH_PORT: baseEnvShape.HEALTH_PORT.default(8081),
   ...databaseEnvShape,
   SCHEMA_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+  /** How often every replica looks for tool events left in the outbox (JetStream was down, a replica died). */
+  REGISTRY_OUTBOX_RELAY_MS: z.coerce.number().int().min(50).default(1000),
+  /** An event this old is the relay's (younger ones are still being published by their writer). */
+  REGISTRY_OUTBOX_RELAY_AFTER_MS: z.coerce.number().int().min(0).default(2000),
 };
 export type RegistryConfig = z.infer<z.ZodObject<typeof registryEnvShape>>;
 

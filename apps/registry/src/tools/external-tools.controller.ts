@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { ExternalToolsSync, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { ExternalToolsStage, ExternalToolsSync, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { ExternalToolsService } from './external-tools.service';
 
@@ -12,5 +12,10 @@ export class ExternalToolsController {
   @Handles(ExternalToolsSync)
   sync(@Payload() req: RequestOf<typeof ExternalToolsSync>): Promise<ReplyOf<typeof ExternalToolsSync>> {
     return this.external.sync(req);
+  }
+
+  @Handles(ExternalToolsStage)
+  stage(@Payload() req: RequestOf<typeof ExternalToolsStage>): Promise<ReplyOf<typeof ExternalToolsStage>> {
+    return this.external.stage(req);
   }
 }

@@ -1,28 +1,28 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
-  ToolCreated,
-  ToolDeleted,
-  ToolUpdated,
+  ErrorCode,
+  ToolplaneError,
   type ExternalToolInput,
+  type ExternalToolsStage,
   type ExternalToolsSync,
   type ReplyOf,
   type RequestOf,
 } from '@toolplane/contracts';
-import { MessagingClient } from '@toolplane/messaging';
-import { randomUUID } from 'node:crypto';
+import { EventOutbox } from '../events/event-outbox';
+import { toolEvent } from '../events/tool-events';
 import type { ToolEntity } from './tool.entity';
-import { toWireTool } from './tool.mapper';
+import { ExternalToolPagesRepository, type PageRef } from './external-tool-pages.repository';
 import { ToolsRepository, type ToolFields } from './tools.repository';
 
 type Reply = ReplyOf<typeof ExternalToolsSync>;
-const PUBLISH_CONCURRENCY = 64;
 
 /**
  * Applies an external source's full tool set (an MCP server's) in one transaction: new names are
  * added, changed ones updated, and — when the listing was complete — the source's tools missing
  * from it removed. A name held by a custom tool or by another source's tool is never overwritten:
- * it comes back as a collision. Tool events are published inside the transaction, as for upserts.
+ * it comes back as a collision. Tool events are staged in the outbox inside the transaction and
+ * published after it, as for upserts.
  */
 @Injectable()
 export class ExternalToolsService {
@@ -30,13 +30,22 @@ export class ExternalToolsService {
 
   constructor(
     private readonly tools: ToolsRepository,
-    private readonly messaging: MessagingClient,
+    private readonly outbox: EventOutbox,
+    private readonly pages: ExternalToolPagesRepository,
   ) {}
 
+  /** One page of a tool set too large for one message; applied only by the sync naming its sync_id. */
+  async stage(req: RequestOf<typeof ExternalToolsStage>): Promise<ReplyOf<typeof ExternalToolsStage>> {
+    await this.pages.stage({ orgId: req.org_id, sourceId: req.source_id, syncId: req.sync_id }, req.page, req.tools);
+    return { staged: req.tools.length };
+  }
+
   async sync(req: RequestOf<typeof ExternalToolsSync>): Promise<Reply> {
-    const desired = dedupe(req.tools);
-    const reply = await this.tools.inExternalSource(req.org_id, req.tool_type, req.source_id, [...desired.keys()], async ({ owned, named }, w) => {
-      const out: Reply = { added: [], updated: [], removed: [], unchanged: 0, collisions: [] };
+    const staged = req.staged ? { orgId: req.org_id, sourceId: req.source_id, syncId: req.staged.sync_id } : undefined;
+    const desired = dedupe([...(staged ? await this.stagedTools(staged, req.staged!.pages) : []), ...req.tools]);
+    const keep = new Set(req.keep ?? []);
+    const reply = await this.tools.inExternalSource(req.org_id, req.tool_type, req.source_id, [...desired.keys()], async ({ owned, named }, w, m) => {
+      const out: Reply = { added: [], updated: [], removed: [], unchanged: 0, kept: 0, collisions: [] };
       const ownedByName = new Map(owned.map((t) => [t.name, t]));
       const inserts: Array<ToolFields & { name: string }> = [];
       const updated: ToolEntity[] = [];
@@ -64,32 +73,40 @@ export class ExternalToolsService {
       }
       const added = await w.insert(inserts);
       out.added.push(...added.map((t) => t.name));
-      const gone = req.complete ? owned.filter((t) => !desired.has(t.name)) : [];
+      // Named in keep: still listed by the source, just not sent (too large); never removed for that.
+      const missing = owned.filter((t) => !desired.has(t.name));
+      out.kept = missing.filter((t) => keep.has(t.name)).length;
+      const gone = req.complete ? missing.filter((t) => !keep.has(t.name)) : [];
       await w.delete(gone.map((t) => t.id));
       out.removed.push(...gone.map((t) => t.name));
-      await this.publishAll([
-        ...added.map((t) => () => this.publish('created', t)),
-        ...updated.map((t) => () => this.publish('updated', t)),
-        ...gone.map((t) => () => this.publish('deleted', t)),
+      await this.outbox.stage(m, [
+        ...added.map((t) => toolEvent('created', t)),
+        ...updated.map((t) => toolEvent('updated', t)),
+        ...gone.map((t) => toolEvent('deleted', t)),
       ]);
       return out;
     });
+    await this.outbox.drain(req.org_id);
+    if (staged) await this.pages.drop(staged);
     this.log.log(
-      `external tools of ${req.source_id} in org ${req.org_id}: +${reply.added.length} ~${reply.updated.length} -${reply.removed.length} =${reply.unchanged} collisions ${reply.collisions.length}`,
+      `external tools of ${req.source_id} in org ${req.org_id}: +${reply.added.length} ~${reply.updated.length} -${reply.removed.length} =${reply.unchanged} kept ${reply.kept} collisions ${reply.collisions.length}`,
     );
     return reply;
   }
 
-  private async publishAll(jobs: Array<() => Promise<void>>): Promise<void> {
-    for (let i = 0; i < jobs.length; i += PUBLISH_CONCURRENCY) await Promise.all(jobs.slice(i, i + PUBLISH_CONCURRENCY).map((j) => j()));
+  /** Every staged page 0..pages-1, or CONTRACT_VIOLATION naming the missing ones (nothing is applied). */
+  private async stagedTools(ref: PageRef, pages: number): Promise<ExternalToolInput[]> {
+    const rows = await this.pages.load(ref);
+    const have = new Set(rows.map((r) => r.page));
+    const missing = Array.from({ length: pages }, (_, i) => i).filter((i) => !have.has(i));
+    if (missing.length || rows.length !== pages) {
+      throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `Staged sync ${ref.syncId} is incomplete: ${missing.length ? `page(s) ${missing.slice(0, 10).join(', ')} missing` : 'unexpected pages'}`, {
+        missing_pages: missing.slice(0, 100),
+      });
+    }
+    return rows.flatMap((r) => r.tools);
   }
 
-  private async publish(kind: 'created' | 'updated' | 'deleted', t: ToolEntity): Promise<void> {
-    const eventId = randomUUID();
-    const base = { event_id: eventId, occurred_at: new Date().toISOString(), org_id: t.orgId, tool_id: t.id, tool_name: t.name };
-    if (kind === 'deleted') return this.messaging.publish(ToolDeleted, base, eventId);
-    return this.messaging.publish(kind === 'created' ? ToolCreated : ToolUpdated, { ...base, tool: toWireTool(t) }, eventId);
-  }
 }
 
 /** The last occurrence of a name wins (a server listing one name twice). */

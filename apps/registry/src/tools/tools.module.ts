@@ -1,12 +1,14 @@
 import { Module, type OnApplicationBootstrap } from '@nestjs/common';
 import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
+import { EventOutbox } from '../events/event-outbox';
+import { ExternalToolPagesRepository } from './external-tool-pages.repository';
 import { ExternalToolsController } from './external-tools.controller';
 import { ExternalToolsService } from './external-tools.service';
 import { ToolsController } from './tools.controller';
 import { ToolsRepository } from './tools.repository';
 import { ToolsService } from './tools.service';
 
-@Module({ controllers: [ToolsController, ExternalToolsController], providers: [ToolsService, ToolsRepository, ExternalToolsService] })
+@Module({ controllers: [ToolsController, ExternalToolsController], providers: [ToolsService, ToolsRepository, ExternalToolsService, ExternalToolPagesRepository, EventOutbox] })
 export class ToolsModule implements OnApplicationBootstrap {
   constructor(private readonly messaging: MessagingClient) {}
 

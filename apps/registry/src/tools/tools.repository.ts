@@ -45,14 +45,16 @@ export class ToolsRepository {
 
   /**
    * Insert the tool, or update the org's tool of that name, in one transaction that also runs
-   * `afterWrite` (the event publication): if it fails, nothing is stored.
+   * `afterWrite` (staging the event in the outbox): if it fails, nothing is stored.
    */
   async upsertByName(
     orgId: string,
     name: string,
     onCreate: ToolFields,
     onUpdate: ToolFields,
-    afterWrite: (tool: ToolEntity, created: boolean) => Promise<void>,
+    afterWrite: (tool: ToolEntity, created: boolean, m: EntityManager) => Promise<void>,
+    /** Runs on the locked existing row before the update; throws to refuse it. */
+    checkExisting?: (existing: ToolEntity) => void,
   ): Promise<{ tool: ToolEntity; created: boolean }> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -65,6 +67,7 @@ export class ToolsRepository {
             .getOne();
           let id: string;
           if (existing) {
+            checkExisting?.(existing);
             id = existing.id;
             await m.getRepository(ToolEntity).update({ id }, { ...onUpdate, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
           } else {
@@ -72,7 +75,7 @@ export class ToolsRepository {
             await m.getRepository(ToolEntity).insert({ ...onCreate, id, orgId, name } as QueryDeepPartialEntity<ToolEntity>);
           }
           const tool = await m.getRepository(ToolEntity).findOneByOrFail({ id });
-          await afterWrite(tool, !existing);
+          await afterWrite(tool, !existing, m);
           return { tool, created: !existing };
         });
       } catch (e) {
@@ -93,7 +96,7 @@ export class ToolsRepository {
     toolType: string,
     sourceId: string,
     names: string[],
-    fn: (current: { owned: ToolEntity[]; named: ToolEntity[] }, w: ExternalSourceWriter) => Promise<T>,
+    fn: (current: { owned: ToolEntity[]; named: ToolEntity[] }, w: ExternalSourceWriter, m: EntityManager) => Promise<T>,
   ): Promise<T> {
     return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`registry.external.${orgId}.${sourceId}`]);
@@ -121,17 +124,17 @@ export class ToolsRepository {
           if (ids.length) await repo.createQueryBuilder().delete().from(ToolEntity).where('id IN (:...ids)', { ids }).execute();
         },
       };
-      return fn({ owned, named }, w);
+      return fn({ owned, named }, w, m);
     });
   }
 
   /** Delete in one transaction with `afterWrite`; null when the org has no such tool. */
-  deleteById(orgId: string, id: string, afterWrite: (tool: ToolEntity) => Promise<void>): Promise<ToolEntity | null> {
+  deleteById(orgId: string, id: string, afterWrite: (tool: ToolEntity, m: EntityManager) => Promise<void>): Promise<ToolEntity | null> {
     return this.ds.transaction(async (m: EntityManager) => {
       const tool = await m.getRepository(ToolEntity).createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.id = :id', { orgId, id }).getOne();
       if (!tool) return null;
       await m.getRepository(ToolEntity).delete({ id });
-      await afterWrite(tool);
+      await afterWrite(tool, m);
       return tool;
     });
   }

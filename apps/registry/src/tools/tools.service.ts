@@ -3,10 +3,7 @@ import {
   DEFAULT_RETURN_CHAR_LIMIT,
   ErrorCode,
   SchemasGenerate,
-  ToolCreated,
-  ToolDeleted,
   ToolplaneError,
-  ToolUpdated,
   type ReplyOf,
   type RequestOf,
   type ToolsDelete,
@@ -17,7 +14,8 @@ import {
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
-import { randomUUID } from 'node:crypto';
+import { EventOutbox } from '../events/event-outbox';
+import { toolEvent } from '../events/tool-events';
 import type { RegistryConfig } from '../registry.config';
 import type { ToolEntity } from './tool.entity';
 import { toWireTool } from './tool.mapper';
@@ -30,6 +28,7 @@ export class ToolsService {
   constructor(
     private readonly tools: ToolsRepository,
     private readonly messaging: MessagingClient,
+    private readonly outbox: EventOutbox,
     @Inject(APP_CONFIG) private readonly config: RegistryConfig,
   ) {}
 
@@ -68,9 +67,15 @@ export class ToolsService {
       ...given,
       ...always,
     };
-    const { tool, created } = await this.tools.upsertByName(req.org_id, name, onCreate, { ...given, ...always }, (t, isNew) =>
-      this.publish(isNew ? 'created' : 'updated', t),
+    const { tool, created } = await this.tools.upsertByName(
+      req.org_id,
+      name,
+      onCreate,
+      { ...given, ...always },
+      (t, isNew, m) => this.outbox.stage(m, [toolEvent(isNew ? 'created' : 'updated', t)]),
+      refuseExternal,
     );
+    await this.outbox.drain(req.org_id);
     this.log.log(`${created ? 'created' : 'updated'} tool ${tool.id} (${tool.name}) in org ${req.org_id}`);
     return { tool: toWireTool(tool) };
   }
@@ -90,8 +95,9 @@ export class ToolsService {
   }
 
   async delete(req: RequestOf<typeof ToolsDelete>): Promise<ReplyOf<typeof ToolsDelete>> {
-    const deleted = await this.tools.deleteById(req.org_id, req.id, (t) => this.publish('deleted', t));
+    const deleted = await this.tools.deleteById(req.org_id, req.id, (t, m) => this.outbox.stage(m, [toolEvent('deleted', t)]));
     if (!deleted) throw notFound(req.id);
+    await this.outbox.drain(req.org_id);
     this.log.log(`deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}`);
     return { deleted: true };
   }
@@ -110,11 +116,16 @@ export class ToolsService {
     return reply.json_schema;
   }
 
-  private async publish(kind: 'created' | 'updated' | 'deleted', t: ToolEntity): Promise<void> {
-    const eventId = randomUUID();
-    const base = { event_id: eventId, occurred_at: new Date().toISOString(), org_id: t.orgId, tool_id: t.id, tool_name: t.name };
-    if (kind === 'deleted') return this.messaging.publish(ToolDeleted, base, eventId);
-    return this.messaging.publish(kind === 'created' ? ToolCreated : ToolUpdated, { ...base, tool: toWireTool(t) }, eventId);
+}
+
+/** A custom upsert never overwrites a tool an external source (an MCP server) owns. */
+function refuseExternal(existing: ToolEntity): void {
+  if (existing.toolType.startsWith('external_')) {
+    throw new ToolplaneError(
+      ErrorCode.TOOL_NAME_CONFLICT,
+      `The org's tool ${existing.name} is a ${existing.toolType} tool owned by an external source; choose another name (or remove or prefix the source)`,
+      { tool: existing.name, tool_id: existing.id, tool_type: existing.toolType },
+    );
   }
 }
 
