@@ -158,7 +158,11 @@ describe('MCP sync and execution (in-process servers)', () => {
       (n) => n.includes('delta:Echo for delta.') && !n.some((x) => x.startsWith('gamma')),
     );
     expect(names).toEqual(['alpha:Echo for alpha.', 'beta:Beta, reworded.', 'delta:Echo for delta.']);
-    const { server } = ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'moving' }));
+    // The sync state is recorded just after the registry write the wait above saw.
+    const { server } = await waitFor(
+      async () => ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'moving' })),
+      (r) => r.server.last_sync?.trigger === 'list_changed',
+    );
     expect(server.last_sync).toMatchObject({ trigger: 'list_changed', ok: true, report: { added: 1, updated: 1, removed: 1, pages: 2 } });
   });
 
@@ -178,6 +182,17 @@ describe('MCP sync and execution (in-process servers)', () => {
     expect((await execute(org, { tool_name: 'shared', args: { text: 'x' } })).func_return).toBe('x');
   });
 
+  it('refuses a custom tools.upsert over an MCP tool of the same name (TOOL_NAME_CONFLICT)', async () => {
+    const org = uniqueOrg('mcp-conflict');
+    const f = await fake((s) => (s.tools = [echoTool('remote_only')]));
+    const added = ok(await add(org, { name: 'owner', transport: 'streamable_http', url: f.url }));
+    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('remote_only', 'return "custom"') } });
+    expect(r.error).toMatchObject({ code: 'TOOL_NAME_CONFLICT', retryable: false, details: { tool: 'remote_only', tool_type: 'external_mcp' } });
+    const [tool] = await toolsOf(org, 'mcp:owner');
+    expect(tool).toMatchObject({ name: 'remote_only', tool_type: 'external_mcp', metadata_: { mcp: { server_id: added.server.id } } });
+    expect((await execute(org, { tool_name: 'remote_only', args: { text: 'still mcp' } })).func_return).toBe('still mcp');
+  });
+
   it('rebuilds an expired Streamable HTTP session (404) and retries the call', async () => {
     const org = uniqueOrg('mcp-404');
     const f = await fake((s) => (s.tools = [echoTool('ping')]));
@@ -187,6 +202,16 @@ describe('MCP sync and execution (in-process servers)', () => {
     f.forgetSessions();
     expect((await execute(org, { tool_name: 'ping', args: { text: '2' } })).func_return).toBe('2');
     expect(f.observed.sessions).toBe(before + 1);
+  });
+
+  it('reaches a server by host name (localhost, development profile): calls go to the vetted address with the name as Host', async () => {
+    const org = uniqueOrg('mcp-byname');
+    const f = await fake((s) => (s.tools = [echoTool('named')]));
+    const url = `http://localhost:${f.port}/mcp`;
+    expect(ok(await add(org, { name: 'byname', transport: 'streamable_http', url })).sync).toMatchObject({ added: 1, complete: true });
+    for (const text of ['a', 'b', 'c']) expect((await execute(org, { tool_name: 'named', args: { text } })).func_return).toBe(text);
+    expect(f.observed.calls).toEqual(['named', 'named', 'named']);
+    expect(f.observed.headers.host).toBe(`localhost:${f.port}`);
   });
 
   it('get, list, remove (with its tools), and refuses what it must', async () => {

@@ -7,7 +7,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { ROOT } from './env';
@@ -27,14 +27,20 @@ export interface Observed {
   cancelled: string[];
   calls: string[];
   sessions: number;
+  /** The headers of the latest HTTP request. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export class FakeMcpServer {
   tools: FakeTool[] = [];
   pageSize = 0;
+  /** Each tools/list page answers after this long (a slow listing). */
+  listDelayMs = 0;
   /** When set, every request must carry exactly this Authorization header (else 401). */
   requireAuthorization?: string;
-  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0 };
+  /** When set, decides which Authorization headers are accepted (else 401). */
+  acceptAuthorization?: (header: string | undefined) => boolean;
+  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {} };
   private http?: HttpServer;
   private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
   port = 0;
@@ -69,7 +75,9 @@ export class FakeMcpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization) {
+    this.observed.headers = { ...req.headers };
+    const refused = this.acceptAuthorization ? !this.acceptAuthorization(req.headers.authorization) : this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization;
+    if (refused) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_token' }));
       return;
     }
@@ -99,6 +107,7 @@ export class FakeMcpServer {
     const server = new Server({ name: 'fake', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler(ListToolsRequestSchema, async (req) => {
       this.observed.listCalls += 1;
+      if (this.listDelayMs) await sleep(this.listDelayMs);
       const all = this.tools.map((t) => t.def);
       if (!this.pageSize) return { tools: all } as never;
       const offset = Number(req.params?.cursor ?? 0);
@@ -160,6 +169,69 @@ export async function startTokenServer(clientId: string, clientSecret: string, t
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
   const port = (http.address() as { port: number }).port;
   return { url: `http://127.0.0.1:${port}/token`, requests: () => requests, stop: () => new Promise((r) => http.close(() => r())) };
+}
+
+/**
+ * A minimal OAuth 2.1 authorization server for a public client: `/authorize` (PKCE S256 required)
+ * redirects to the redirect URI with a code; `/token` takes authorization_code (checking the
+ * verifier) and refresh_token grants, issuing at-<n> / rt-<n> that expire after `expiresIn` s.
+ */
+export async function startAuthorizationServer(clientId: string, expiresIn: number) {
+  const codes = new Map<string, { challenge: string; redirectUri: string }>();
+  const refresh = new Set<string>();
+  const access = new Map<string, number>();
+  const grants: string[] = [];
+  let n = 0;
+  const issue = () => {
+    n += 1;
+    access.set(`at-${n}`, Date.now() + expiresIn * 1000);
+    refresh.add(`rt-${n}`);
+    return { access_token: `at-${n}`, refresh_token: `rt-${n}`, token_type: 'Bearer', expires_in: expiresIn };
+  };
+  const http = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.method === 'GET' && url.pathname === '/authorize') {
+      const q = url.searchParams;
+      if (q.get('response_type') !== 'code' || q.get('client_id') !== clientId || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge') || !q.get('state')) return json(400, { error: 'invalid_request' });
+      const code = randomUUID();
+      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')! });
+      const to = new URL(q.get('redirect_uri')!);
+      to.searchParams.set('code', code);
+      to.searchParams.set('state', q.get('state')!);
+      res.writeHead(302, { location: to.href }).end();
+      return;
+    }
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const form = new URLSearchParams(body);
+      const grant = form.get('grant_type') ?? '';
+      grants.push(grant);
+      if (form.get('client_id') !== clientId) return json(401, { error: 'invalid_client' });
+      if (grant === 'authorization_code') {
+        const c = codes.get(form.get('code') ?? '');
+        codes.delete(form.get('code') ?? '');
+        const verified = c && createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url') === c.challenge && form.get('redirect_uri') === c.redirectUri;
+        return verified ? json(200, issue()) : json(400, { error: 'invalid_grant' });
+      }
+      if (grant === 'refresh_token' && refresh.delete(form.get('refresh_token') ?? '')) return json(200, issue());
+      return json(400, { error: 'invalid_grant' });
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
+  const base = `http://127.0.0.1:${(http.address() as { port: number }).port}`;
+  return {
+    authorizeUrl: `${base}/authorize`,
+    tokenUrl: `${base}/token`,
+    grants,
+    /** An unexpired access token this server issued. */
+    accepts: (header: string | undefined) => {
+      const exp = access.get((header ?? '').replace(/^Bearer /, ''));
+      return exp !== undefined && exp > Date.now();
+    },
+    stop: () => new Promise<void>((r) => http.close(() => r())),
+  };
 }
 
 const EVERYTHING = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');

@@ -2,13 +2,16 @@
  * `npm run bench:mcp`: (1) sync of an in-process MCP server with 1,000 tools (10 pages) through
  * toolplane.v1.mcp.servers.add — wall time and tools lost (goal ≤ 2 s, 0 lost) — then a no-change
  * resync and a resync with 100 changed tools; (2) one MCP tool call through Toolplane
- * (agent → executor → mcp-sync → server) against a direct SDK call to the same server, same run.
+ * (agent → executor → mcp-sync → server) against a direct SDK call to the same server, same run,
+ * sequentially and at concurrency 8 and 16 (throughput in calls/s for both paths).
  * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
  * BENCH_N (default 300) calls per case.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createDatabase, dropDatabase } from '../../test/support/database';
 import { databaseUrlFor } from '../../test/support/env';
 import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
@@ -20,6 +23,29 @@ import { HEADER, measure, row } from './stats';
 const N = Number(process.env.BENCH_N ?? 300);
 const TOOLS = 1000;
 const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** CPU time (user + system, ms) of each process so far, from /proc (Linux); {} elsewhere. */
+function cpuMs(pids: Record<string, number[]>): Record<string, number> {
+  if (!existsSync('/proc/self/stat')) return {};
+  const ticks = (pid: number) => {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return Number(f[11]) + Number(f[12]);
+    } catch {
+      return 0;
+    }
+  };
+  // Clock ticks are 10 ms on Linux (USER_HZ 100).
+  return Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((a, p) => a + ticks(p) * 10, 0)]));
+}
+
+function pidsOf(name: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
 
 async function countTools(client: RawClient, org: string, tag: string): Promise<number> {
   let n = 0;
@@ -37,7 +63,10 @@ async function main(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' } });
+  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' },
+    // MCP_SERVER_CACHE_TTL_MS=0 gives the per-call server read of before, for an A/B in one sitting.
+    appEnv: process.env.MCP_SERVER_CACHE_TTL_MS ? { 'mcp-sync': { MCP_SERVER_CACHE_TTL_MS: process.env.MCP_SERVER_CACHE_TTL_MS } } : {},
+  });
   const server = new FakeMcpServer();
   server.tools = Array.from({ length: TOOLS }, (_, i) => echoTool(`tool_${String(i).padStart(4, '0')}`));
   server.pageSize = 100;
@@ -75,14 +104,26 @@ async function main(): Promise<void> {
       if (r.status !== 'success') throw new Error(`call failed: ${JSON.stringify(r.error)}`);
     };
     for (let i = 0; i < 20; i++) await Promise.all([directCall(), viaToolplane()]); // warm up
+    const pids: Record<string, number[]> = { 'bench (client + server)': [process.pid], 'nats-server': pidsOf('nats-server'), postgres: pidsOf('postgres') };
+    for (const [name, app] of stack.apps) pids[name] = [app.proc.pid!];
     const d = await measure(N, 1, directCall);
+    const cpu0 = cpuMs(pids);
     const t = await measure(N, 1, viaToolplane);
+    const cpu1 = cpuMs(pids);
     say(row('direct SDK client.callTool', d));
     say(row('toolplane.v1.tools.execute (NATS, 2 hops)', t));
     say(`overhead p50 ${(t.p50 - d.p50).toFixed(2)} ms, p99 ${(t.p99 - d.p99).toFixed(2)} ms`);
-    say(row('direct SDK client.callTool, concurrency 8', await measure(N, 8, directCall)));
-    const t8 = await measure(N, 8, viaToolplane);
-    say(row('toolplane.v1.tools.execute, concurrency 8', t8));
+    // CPU per call is steadier than latency on a shared machine (postgres counts every database here).
+    if (Object.keys(cpu1).length) say(`CPU ms per Toolplane call: ${Object.keys(cpu1).map((k) => `${k} ${((cpu1[k]! - cpu0[k]!) / N).toFixed(2)}`).join(', ')}`);
+    const throughput: string[] = [`throughput (calls/s)     direct ${d.perSecond.toFixed(0)}, toolplane ${t.perSecond.toFixed(0)} at concurrency 1`];
+    for (const c of [8, 16]) {
+      const dc = await measure(N, c, directCall);
+      say(row(`direct SDK client.callTool, concurrency ${c}`, dc));
+      const tc = await measure(N, c, viaToolplane);
+      say(row(`toolplane.v1.tools.execute, concurrency ${c}`, tc));
+      throughput.push(`${' '.repeat(24)} direct ${dc.perSecond.toFixed(0)}, toolplane ${tc.perSecond.toFixed(0)} at concurrency ${c}`);
+    }
+    say(throughput.join('\n'));
   } finally {
     await direct.close().catch(() => undefined);
     await client.close();

@@ -14,4 +14,13 @@ describe('mcp-sync config', () => {
     expect(() => loadMcpSyncConfig({ MCP_ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(/32 bytes/);
     expect(loadMcpSyncConfig({ MCP_ENCRYPTION_KEY_FILE: '/run/key', MCP_ALLOWED_HOSTS: 'mcp.internal, 10.0.0.0/8' })).toMatchObject({ MCP_ALLOWED_HOSTS: ['mcp.internal', '10.0.0.0/8'] });
   });
+
+  it('bounds the registry message size and the server cache TTL', () => {
+    const dev = { TOOLPLANE_PROFILE: 'development' };
+    expect(loadMcpSyncConfig(dev)).toMatchObject({ MCP_SYNC_MESSAGE_BYTES: 512 * 1024, MCP_SERVER_CACHE_TTL_MS: 2000 });
+    expect(loadMcpSyncConfig({ ...dev, MCP_SYNC_MESSAGE_BYTES: '65536', MCP_SERVER_CACHE_TTL_MS: '0' })).toMatchObject({ MCP_SYNC_MESSAGE_BYTES: 65536, MCP_SERVER_CACHE_TTL_MS: 0 });
+    expect(() => loadMcpSyncConfig({ ...dev, MCP_SYNC_MESSAGE_BYTES: '1000' })).toThrow(/MCP_SYNC_MESSAGE_BYTES/);
+    expect(() => loadMcpSyncConfig({ ...dev, MCP_SYNC_MESSAGE_BYTES: String(128 * 1024 * 1024) })).toThrow(/MCP_SYNC_MESSAGE_BYTES/);
+    expect(() => loadMcpSyncConfig({ ...dev, MCP_SERVER_CACHE_TTL_MS: '-1' })).toThrow(/MCP_SERVER_CACHE_TTL_MS/);
+  });
 });

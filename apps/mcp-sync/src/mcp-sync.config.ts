@@ -40,7 +40,21 @@ export const mcpSyncEnvShape = {
   MCP_ENCRYPTION_KEY_FILE: z.string().startsWith('/', 'an absolute path').optional(),
   /** Development profile only: where a generated key is kept. */
   MCP_DEV_KEY_FILE: z.string().default('.toolplane/mcp-sync-dev.key'),
+  /**
+   * A tool call finds its server (and opened secrets) in memory this long at most; updates and
+   * removals (sync/removal events from any replica) evict it at once. 0: read it on every call.
+   */
+  MCP_SERVER_CACHE_TTL_MS: z.coerce.number().int().min(0).max(600_000).default(2000),
   REGISTRY_REQUEST_TIMEOUT_MS: ms(30_000),
+  /**
+   * Largest registry message a sync sends (serialized JSON): a bigger tool set is staged in pages
+   * under it, then applied at once. Also capped by the NATS server's max_payload (less 4 KiB).
+   */
+  MCP_SYNC_MESSAGE_BYTES: z.coerce.number().int().min(16 * 1024, 'at least 16384 (16 KiB)').max(64 * 1024 * 1024, 'at most 67108864 (64 MiB, the NATS limit)').default(512 * 1024),
+  /** Resolving a server's `{{VAR}}` templates from the org's secrets (credentials service). */
+  CREDENTIALS_REQUEST_TIMEOUT_MS: ms(5_000),
+  /** How long an OAuth authorization URL (its state and PKCE verifier) stays valid. */
+  MCP_OAUTH_STATE_TTL_MS: ms(600_000, 1000),
 };
 export type McpSyncConfig = Omit<z.infer<z.ZodObject<typeof mcpSyncEnvShape>>, 'MCP_STDIO_ENABLED'> & { MCP_STDIO_ENABLED: boolean };
 

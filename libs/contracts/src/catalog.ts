@@ -1,5 +1,9 @@
 import {
   ExecutionEnvResolve,
+  McpOAuthTokensDelete,
+  McpOAuthTokensFetch,
+  McpOAuthTokensStore,
+  OrgSecretsResolve,
   SandboxConfigsGet,
   SandboxConfigsList,
   SandboxConfigsUpsert,
@@ -13,6 +17,7 @@ import {
 import type { EventDescriptor, RequestDescriptor } from './descriptor';
 import { LocalRunnerRun, ToolsExecute } from './execute.contract';
 import {
+  ExternalToolsStage,
   ExternalToolsSync,
   McpServerRemoved,
   McpServersAdd,
@@ -22,6 +27,7 @@ import {
   McpServersSync,
   McpServersUpdate,
   McpServerSynced,
+  McpOAuthComplete,
   McpToolsCall,
 } from './mcp.contract';
 import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate } from './schemas.contract';
@@ -49,13 +55,19 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   SandboxConfigsGet,
   SandboxConfigsList,
   ExecutionEnvResolve,
+  OrgSecretsResolve,
+  McpOAuthTokensStore,
+  McpOAuthTokensFetch,
+  McpOAuthTokensDelete,
   McpServersAdd,
   McpServersGet,
   McpServersList,
   McpServersUpdate,
   McpServersRemove,
   McpServersSync,
+  McpOAuthComplete,
   McpToolsCall,
+  ExternalToolsStage,
   ExternalToolsSync,
 ];
 

@@ -27,7 +27,8 @@ export type ReplyIn<D extends RequestDescriptor> = z.input<D['reply']>;
 export type EventOf<D extends EventDescriptor> = z.output<D['payload']>;
 
 const REQUEST_SUBJECT = /^toolplane\.(internal\.)?v[0-9]+\.[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z0-9-]+$/;
-const EVENT_SUBJECT = /^toolplane\.v[0-9]+\.events\.[a-z0-9-]+\.[a-z]+$/;
+/** `toolplane.internal.…` events are core-NATS broadcasts between services (no stream, never public). */
+const EVENT_SUBJECT = /^toolplane\.(internal\.)?v[0-9]+\.events\.[a-z0-9-]+\.[a-z]+$/;
 
 export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
   d: Omit<RequestDescriptor<Req, Rep>, 'kind'>,

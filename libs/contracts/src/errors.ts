@@ -6,6 +6,8 @@ export enum ErrorCode {
   CONTRACT_VIOLATION = 'CONTRACT_VIOLATION',
   PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
   TOOL_NOT_FOUND = 'TOOL_NOT_FOUND',
+  /** A custom tools.upsert named a tool an external source (an MCP server) owns. */
+  TOOL_NAME_CONFLICT = 'TOOL_NAME_CONFLICT',
   SCHEMA_GENERATION_FAILED = 'SCHEMA_GENERATION_FAILED',
   SCHEMA_INVALID = 'SCHEMA_INVALID',
   INVALID_ARGUMENTS = 'INVALID_ARGUMENTS',
@@ -27,6 +29,10 @@ export enum ErrorCode {
   MCP_URL_REFUSED = 'MCP_URL_REFUSED',
   MCP_CONNECTION_FAILED = 'MCP_CONNECTION_FAILED',
   MCP_TOOL_UNAVAILABLE = 'MCP_TOOL_UNAVAILABLE',
+  /** The OAuth authorization (state) is unknown, used or expired, or the issuer refused the code. */
+  MCP_OAUTH_FAILED = 'MCP_OAUTH_FAILED',
+  /** The server's OAuth tokens are gone or can no longer be refreshed: authorize it again. */
+  MCP_OAUTH_REAUTHORIZE = 'MCP_OAUTH_REAUTHORIZE',
   // Execution outcomes (carried in ToolExecutionResult.error, not in the envelope)
   TOOL_EXCEPTION = 'TOOL_EXCEPTION',
   EXECUTION_TIMEOUT = 'EXECUTION_TIMEOUT',

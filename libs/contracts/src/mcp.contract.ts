@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, OrgId } from './common';
 import { defineEvent, defineRequest } from './descriptor';
-import { ExecutionStatus } from './execute.contract';
+import { ProviderRunReply } from './execute.contract';
 import { SchemaHealth } from './schemas.contract';
 import { ToolId } from './tool';
 
@@ -21,16 +21,29 @@ const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: l
 /** Values may hold `{{VAR}}` / `{{VAR | default}}` templates, resolved from the org's secrets when connecting. */
 const TemplatedValue = z.string().max(8192);
 
-export const McpAuthInput = z.discriminatedUnion('type', [
+const OAuthClient = {
+  type: z.literal('oauth'),
+  /** The issuer's token endpoint: tokens are bound to it (never sent to another issuer's server). */
+  token_url: z.url({ protocol: /^https?$/ }).max(2048),
+  client_id: z.string().min(1).max(512),
+  scope: z.string().max(1024).optional(),
+};
+
+export const McpAuthInput = z.union([
   z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }),
+  /** OAuth 2.1 client-credentials grant against the issuer's token endpoint. */
+  z.strictObject({ ...OAuthClient, grant_type: z.literal('client_credentials'), client_secret: TemplatedValue.min(1) }),
+  /**
+   * OAuth 2.1 authorization code with PKCE (S256): `servers.add` answers with the authorization
+   * URL to open; `toolplane.v1.mcp.oauth.complete` takes the code the redirect received.
+   * client_secret only for confidential clients.
+   */
   z.strictObject({
-    type: z.literal('oauth'),
-    /** OAuth 2.1 client-credentials grant against the issuer's token endpoint. */
-    grant_type: z.literal('client_credentials'),
-    token_url: z.url({ protocol: /^https?$/ }).max(2048),
-    client_id: z.string().min(1).max(512),
-    client_secret: TemplatedValue.min(1),
-    scope: z.string().max(1024).optional(),
+    ...OAuthClient,
+    grant_type: z.literal('authorization_code'),
+    authorization_url: z.url({ protocol: /^https?$/ }).max(2048),
+    redirect_uri: z.url().max(2048),
+    client_secret: TemplatedValue.min(1).optional(),
   }),
 ]);
 export type McpAuthInput = z.infer<typeof McpAuthInput>;
@@ -64,7 +77,7 @@ export const McpSyncReport = z.object({
   /** How many tools the server listed (every page). */
   listed: z.number().int(),
   pages: z.number().int(),
-  /** Per-tool or per-step problems: collisions, unnamed tools, pages that failed. */
+  /** Per-tool or per-step problems: collisions, unnamed tools, pages that failed (codes: McpSyncErrorCode). */
   errors: z.array(z.object({ code: z.string(), message: z.string(), tool: z.string().optional() })),
   invalid_tools: z.array(z.object({ name: z.string(), reasons: z.array(z.string()) })),
   /** false when the listing stopped early: nothing was removed then. */
@@ -72,6 +85,27 @@ export const McpSyncReport = z.object({
   duration_ms: z.number(),
 });
 export type McpSyncReport = z.infer<typeof McpSyncReport>;
+
+/** The codes of a sync report's `errors`: what happened to one tool or one step of a sync. */
+export enum McpSyncErrorCode {
+  /** A name held by a custom tool or another server's tool: not written (see tool_prefix). */
+  TOOL_NAME_COLLISION = 'TOOL_NAME_COLLISION',
+  /** A tool whose definition does not fit in one registry message: not written, the stored version kept. */
+  TOOL_TOO_LARGE = 'TOOL_TOO_LARGE',
+  /** A tool whose name or description exceeds the registry's limits: not written, the stored version kept. */
+  MCP_TOOL_REJECTED = 'MCP_TOOL_REJECTED',
+  /** A listed tool without a usable name. */
+  MCP_TOOL_MALFORMED = 'MCP_TOOL_MALFORMED',
+  /** The server listed a name more than once (the first is kept). */
+  MCP_TOOL_DUPLICATE = 'MCP_TOOL_DUPLICATE',
+  /** A page of tools/list failed: the listing is partial, nothing is removed. */
+  MCP_LIST_FAILED = 'MCP_LIST_FAILED',
+  /** The listing stopped early (page or tool limit, a repeated cursor): nothing is removed. */
+  MCP_LIST_INCOMPLETE = 'MCP_LIST_INCOMPLETE',
+}
+
+/** Every mcp-server event (synced, removed), for subscribers such as the per-call server cache. */
+export const MCP_SERVER_EVENTS_SUBJECTS = 'toolplane.v1.events.mcp-server.*';
 
 export const McpSyncTrigger = z.enum(['add', 'update', 'manual', 'list_changed', 'periodic']);
 
@@ -96,6 +130,15 @@ export const McpServer = z.object({
 });
 export type McpServer = z.infer<typeof McpServer>;
 
+/** What servers.add answers for an OAuth authorization-code server: the URL to open (state + S256 challenge in it). */
+export const McpAuthorizationRequest = z.object({
+  authorization_url: z.string(),
+  state: z.string(),
+  server_name: z.string(),
+  expires_at: z.string(),
+});
+export type McpAuthorizationRequest = z.infer<typeof McpAuthorizationRequest>;
+
 const ServerRef = { org_id: OrgId, id: McpServerId.optional(), name: McpServerName.optional() };
 const oneRef = (r: { id?: string; name?: string }): boolean => (r.id === undefined) !== (r.name === undefined);
 const oneRefMessage = { message: 'give exactly one of id or name' };
@@ -105,6 +148,15 @@ export const McpServersAdd = defineRequest({
   visibility: 'public',
   summary: "Register an MCP server for the org: connect, list every page of its tools, store them as external_mcp tools and report what happened. Secrets are stored encrypted and never returned.",
   request: z.strictObject({ org_id: OrgId, server: McpServerInput }),
+  /** With OAuth authorization_code: nothing is connected yet; open the URL, then call mcp.oauth.complete. */
+  reply: z.union([z.object({ server: McpServer, sync: McpSyncReport }), z.object({ authorization: McpAuthorizationRequest })]),
+});
+
+export const McpOAuthComplete = defineRequest({
+  subject: 'toolplane.v1.mcp.oauth.complete',
+  visibility: 'public',
+  summary: "Finish an OAuth authorization-code server add: exchange the code (with the PKCE verifier) at the issuer, store the tokens encrypted in the credentials service, connect and sync.",
+  request: z.strictObject({ org_id: OrgId, state: z.string().min(16).max(256), code: z.string().min(1).max(4096) }),
   reply: z.object({ server: McpServer, sync: McpSyncReport }),
 });
 
@@ -203,16 +255,7 @@ export const McpToolsCall = defineRequest({
     /** ...up to this total, after which the call is cancelled whatever the progress. */
     max_timeout_ms: z.number().int().min(1),
   }),
-  reply: z.object({
-    status: ExecutionStatus,
-    func_return: z.unknown(),
-    stdout: z.array(z.string()),
-    stderr: z.array(z.string()),
-    duration_ms: z.number(),
-    provider: z.string(),
-    sandbox_config_fingerprint: z.string().nullable(),
-    error: z.object({ code: z.string(), message: z.string() }).optional(),
-  }),
+  reply: ProviderRunReply,
 });
 
 /** One tool of an external source (an MCP server) as the registry should hold it. */
@@ -242,12 +285,42 @@ export const ExternalToolsSync = defineRequest({
     tools: z.array(ExternalToolInput).max(10_000),
     /** false: the listing was partial, so tools missing from it are kept. */
     complete: z.boolean(),
+    /**
+     * A tool set too large for one message: its pages were staged first with
+     * external-tools.stage under sync_id; they are applied with `tools` in this one transaction.
+     */
+    staged: z.strictObject({ sync_id: z.uuid(), pages: z.number().int().min(1).max(10_000) }).optional(),
+    /**
+     * Names the source still lists whose tools are not in this write (each too large for any
+     * message): the source's stored tools of these names are kept as they are, even when complete.
+     */
+    keep: z.array(z.string().min(1).max(256)).max(10_000).optional(),
   }),
   reply: z.object({
     added: z.array(z.string()),
     updated: z.array(z.string()),
     removed: z.array(z.string()),
     unchanged: z.number().int(),
+    /** The source's stored tools left as they were because `keep` named them. */
+    kept: z.number().int().default(0),
     collisions: z.array(z.object({ name: z.string(), existing_tool_id: z.string(), existing_tool_type: z.string(), reason: z.string() })),
   }),
+});
+
+/**
+ * Internal: one page of a tool set too large for one NATS message (max payload 1 MiB). Pages are
+ * only kept (for at most an hour); nothing is applied until external-tools.sync names the sync_id.
+ */
+export const ExternalToolsStage = defineRequest({
+  subject: 'toolplane.internal.v1.external-tools.stage',
+  visibility: 'internal',
+  summary: 'Stage one page of an external source\'s tool set for a later atomic external-tools.sync (begin/page/commit).',
+  request: z.strictObject({
+    org_id: OrgId,
+    source_id: McpServerId,
+    sync_id: z.uuid(),
+    page: z.number().int().min(0).max(9_999),
+    tools: z.array(ExternalToolInput).min(1).max(10_000),
+  }),
+  reply: z.object({ staged: z.number().int() }),
 });

@@ -4,8 +4,7 @@ import { trace } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError, type McpToolsCall, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { z } from 'zod';
 import { ConnectionPool } from '../connections/connection-pool';
-import { ServerTargets } from '../servers/server-targets';
-import { ServersRepository } from '../servers/servers.repository';
+import { ServerCache } from '../servers/server-cache';
 import { errorText, toFuncReturn } from './content-mapper';
 
 type Reply = ReplyOf<typeof McpToolsCall>;
@@ -23,16 +22,15 @@ export class CallsService {
   private readonly log = new Logger(CallsService.name);
 
   constructor(
-    private readonly servers: ServersRepository,
-    private readonly targets: ServerTargets,
+    private readonly servers: ServerCache,
     private readonly pool: ConnectionPool,
   ) {}
 
   async call(req: RequestOf<typeof McpToolsCall>): Promise<Reply> {
     const started = performance.now();
     const mcp = req.mcp;
-    const server = await this.servers.findById(req.org_id, mcp.server_id);
-    if (!server) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server of this tool (${mcp.server_name}) was removed`, { server_id: mcp.server_id });
+    const found = await this.servers.get(req.org_id, mcp.server_id);
+    if (!found) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server of this tool (${mcp.server_name}) was removed`, { server_id: mcp.server_id });
     if (mcp.health === 'INVALID') {
       throw new ToolplaneError(
         ErrorCode.SCHEMA_INVALID,
@@ -40,13 +38,14 @@ export class CallsService {
         { reasons: mcp.reasons },
       );
     }
+    const { server, target } = found;
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tool': mcp.tool_name });
     const deadline = Date.now() + req.timeout_ms;
     let progressEvents = 0;
     const fail = (code: string, message: string): Reply => this.reply(started, 'error', `Error executing function ${mcp.tool_name}: ${message}`, { code, message });
     try {
-      const result = await this.pool.withConnection(this.targets.of(server), deadline, (c) =>
+      const result = await this.pool.withConnection(target, deadline, (c) =>
         c.client.request({ method: 'tools/call', params: { name: mcp.tool_name, arguments: req.args } }, LooseCallResult, {
           timeout: Math.max(1, deadline - Date.now()),
           resetTimeoutOnProgress: true,

@@ -6,7 +6,8 @@ import type { ServerSecrets } from '../servers/secret-sealer';
 import { ORG_SECRET_SOURCE, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
-import { OAuthTokens } from './oauth-tokens';
+import { OAuthTokens, type OAuthAuth } from './oauth-tokens';
+import { PinnedHttp } from './pinned-http';
 import { UrlGuard } from './url-guard';
 
 /** A server as the pool needs it: its settings (templates unresolved) and a version that changes on update. */
@@ -119,15 +120,14 @@ export class ConnectionPool implements OnModuleDestroy {
   private readonly pools = new Map<string, ServerPool>();
   private readonly listeners: ListChangedListener[] = [];
   private readonly guard: UrlGuard;
-  private readonly oauth: OAuthTokens;
   private readonly reaper: NodeJS.Timeout;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
     @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
+    private readonly oauth: OAuthTokens,
   ) {
     this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
-    this.oauth = new OAuthTokens(this.guard, config.MCP_CONNECT_TIMEOUT_MS);
     this.reaper = setInterval(() => this.closeIdle(), Math.min(30_000, config.MCP_IDLE_CLOSE_MS)).unref();
   }
 
@@ -202,12 +202,22 @@ export class ConnectionPool implements OnModuleDestroy {
       throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)', undefined, false);
     }
     const resolved = await this.resolve(target);
-    if (resolved.url) await this.guard.check(resolved.url);
     const remaining = () => Math.max(1, deadline - Date.now());
+    // The session's one DNS lookup: its HTTP requests go only to the addresses vetted here.
+    let http: PinnedHttp | undefined;
+    if (resolved.url) {
+      http = new PinnedHttp(this.guard, { connectTimeoutMs: this.config.MCP_CONNECT_TIMEOUT_MS });
+      try {
+        await http.vet(resolved.url);
+      } catch (e) {
+        await http.close();
+        throw e;
+      }
+    }
     const conn = await McpConnection.open(resolved, {
       connectTimeoutMs: Math.min(this.config.MCP_CONNECT_TIMEOUT_MS, remaining()),
       initializeTimeoutMs: Math.min(this.config.MCP_INITIALIZE_TIMEOUT_MS, remaining()),
-      guard: this.guard,
+      http,
       onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
       onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
     });
@@ -220,7 +230,7 @@ export class ConnectionPool implements OnModuleDestroy {
     const s = t.secrets;
     const templated = [...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {})];
     if (s.auth?.type === 'bearer') templated.push(s.auth.token);
-    if (s.auth?.type === 'oauth') templated.push(s.auth.client_secret);
+    if (s.auth?.type === 'oauth' && s.auth.client_secret) templated.push(s.auth.client_secret);
     const names = templateNames(templated);
     const values = names.length ? await this.secrets.lookup(t.orgId, names) : {};
     const resolved: ResolvedTarget = {
@@ -237,8 +247,8 @@ export class ConnectionPool implements OnModuleDestroy {
       const header = `Bearer ${resolveTemplate(auth.token, values, 'auth.token')}`;
       resolved.authorization = async () => header;
     } else if (auth?.type === 'oauth') {
-      const cc = { ...auth, client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') };
-      resolved.authorization = () => this.oauth.authorization(t.id, cc);
+      const oauth = { ...auth, ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}) } as OAuthAuth;
+      resolved.authorization = () => this.oauth.authorization(t.orgId, t.id, oauth);
     }
     return resolved;
   }

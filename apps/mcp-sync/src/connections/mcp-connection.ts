@@ -6,7 +6,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import type { UrlGuard } from './url-guard';
+import type { PinnedHttp } from './pinned-http';
 
 /** A server's connection settings with every template resolved: only ever held in memory. */
 export interface ResolvedTarget {
@@ -24,7 +24,8 @@ export interface ResolvedTarget {
 export interface OpenOptions {
   connectTimeoutMs: number;
   initializeTimeoutMs: number;
-  guard: UrlGuard;
+  /** HTTP pinned to the vetted addresses of the server (sse, streamable_http); the connection owns it and closes it. */
+  http?: PinnedHttp;
   onListChanged: () => void;
   onClose: () => void;
 }
@@ -42,6 +43,7 @@ export class McpConnection {
     readonly client: Client,
     private readonly transport: Transport,
     readonly stderrTail: () => string,
+    private readonly http?: PinnedHttp,
   ) {}
 
   /**
@@ -53,12 +55,13 @@ export class McpConnection {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => opts.onListChanged());
     let stderr = '';
-    const transport = makeTransport(target, opts.guard, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
+    const transport = makeTransport(target, opts.http, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
     const start = transport.start.bind(transport);
     transport.start = () => withTimeout(start(), opts.connectTimeoutMs, () => `connecting to ${target.name} (${target.transport}) took longer than ${opts.connectTimeoutMs} ms`);
-    const conn = new McpConnection(client, transport, () => stderr);
+    const conn = new McpConnection(client, transport, () => stderr, opts.http);
     client.onclose = () => {
       conn.closed = true;
+      void opts.http?.close();
       opts.onClose();
     };
     try {
@@ -66,6 +69,7 @@ export class McpConnection {
     } catch (e) {
       conn.closed = true;
       await transport.close().catch(() => undefined);
+      await opts.http?.close();
       if (e instanceof ToolplaneError) throw e;
       const timedOut = e instanceof McpError && e.code === McpErrorCode.RequestTimeout;
       const detail = timedOut ? `initialize took longer than ${opts.initializeTimeoutMs} ms` : describe(e);
@@ -91,6 +95,7 @@ export class McpConnection {
     if (this.closed) return;
     this.closed = true;
     await this.client.close().catch(() => undefined);
+    await this.http?.close();
   }
 }
 
@@ -107,29 +112,31 @@ export function describe(e: unknown): string {
   return String(e);
 }
 
-function makeTransport(t: ResolvedTarget, guard: UrlGuard, onStderr: (chunk: string) => void): Transport {
+function makeTransport(t: ResolvedTarget, http: PinnedHttp | undefined, onStderr: (chunk: string) => void): Transport {
   if (t.transport === 'stdio') {
     const transport = new StdioClientTransport({ command: t.command!, args: t.args, env: t.env, stderr: 'pipe' });
     transport.stderr?.on('data', (d: Buffer) => onStderr(d.toString()));
     return transport;
   }
+  if (!http) throw new Error(`${t.transport} transport without pinned HTTP`);
   const url = new URL(t.url!);
-  const fetch = guardedFetch(guard, t.authorization);
+  const fetch = pinnedFetch(http, t.authorization);
   const requestInit = { headers: t.headers };
   if (t.transport === 'sse') return new SSEClientTransport(url, { fetch, requestInit });
   return new StreamableHTTPClientTransport(url, { fetch, requestInit, reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 500, maxReconnectionDelay: 5000, reconnectionDelayGrowFactor: 2 } });
 }
 
-/** Every HTTP request: SSRF check (redirect targets too), W3C trace context, the current Authorization. */
-function guardedFetch(guard: UrlGuard, authorization?: () => Promise<string | undefined>) {
+/**
+ * Every HTTP request: to the server's vetted addresses only (SSRF, redirect targets too: see
+ * PinnedHttp), W3C trace context, the current Authorization.
+ */
+function pinnedFetch(http: PinnedHttp, authorization?: () => Promise<string | undefined>) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    await guard.check(href);
     const headers = new Headers(init?.headers);
     propagation.inject(context.active(), headers, { set: (h, k, v) => h.set(k, v) });
     const auth = await authorization?.();
     if (auth) headers.set('authorization', auth);
-    return fetch(input, { ...init, headers });
+    return http.fetch(input, { ...init, headers });
   };
 }
 

@@ -23,6 +23,15 @@ describe('UrlGuard', () => {
     }
     expect(await refusedCode(sut.check('https://mcp.example.com/mcp'))).toBe('allowed');
     expect(await refusedCode(sut.check('file:///etc/passwd'))).toBe(ErrorCode.MCP_URL_REFUSED);
+    // A name with no address at all is not "nothing to refuse".
+    expect(await refusedCode(sut.check('https://unknown.example.com/mcp'))).toBe(ErrorCode.MCP_CONNECTION_FAILED);
+  });
+
+  it('vetHost returns the addresses to pin: the literal itself, or every answer (an allowlisted name too)', async () => {
+    const sut = new UrlGuard({ profile: 'production', allowed: ['internal.corp'], resolve });
+    expect(await sut.vetHost('[2606:4700::1111]')).toEqual(['2606:4700::1111']);
+    expect(await sut.vetHost('MCP.example.com')).toEqual(['93.184.216.34']);
+    expect(await sut.vetHost('internal.corp')).toEqual(['10.1.2.3']);
   });
 
   it('allows loopback in development, and allowlisted hosts and CIDRs anywhere', async () => {

@@ -44,9 +44,11 @@ export function classify(address: string): Kind | null {
 }
 
 /**
- * SSRF rules for server URLs (checked before every request, redirects included): in production,
- * private, loopback, link-local (cloud metadata), unspecified and multicast addresses are refused
- * unless allowlisted; development also allows loopback. Every resolved address must pass.
+ * SSRF rules for server URLs: in production, private, loopback, link-local (cloud metadata),
+ * unspecified and multicast addresses are refused unless allowlisted; development also allows
+ * loopback. Every resolved address must pass. `check` only answers yes or no; the HTTP requests
+ * themselves go through a PinnedHttp (pinned-http.ts), which connects only to the addresses
+ * `vetHost` returned, so a name cannot resolve to something else between the check and the connect.
  */
 export class UrlGuard {
   private readonly allowedHosts = new Set<string>();
@@ -63,15 +65,30 @@ export class UrlGuard {
   }
 
   async check(rawUrl: string): Promise<void> {
+    const url = this.parse(rawUrl);
+    await this.vetHost(url.hostname, url.origin);
+  }
+
+  /** The URL if its scheme is http or https; MCP_URL_REFUSED otherwise. */
+  parse(rawUrl: string | URL): URL {
     let url: URL;
     try {
       url = new URL(rawUrl);
     } catch {
-      throw refused(rawUrl, 'not a URL');
+      throw refused(String(rawUrl), 'not a URL');
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refused(url.origin, `scheme ${url.protocol} is not allowed`);
-    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    if (this.allowedHosts.has(host)) return;
+    return url;
+  }
+
+  /**
+   * The addresses a connection to `hostname` may use: the literal itself for an IP, else every
+   * address the name resolves to (one lookup), each checked against the policy (an allowlisted
+   * name is not checked). MCP_URL_REFUSED when one is not allowed, MCP_CONNECTION_FAILED when the
+   * name does not resolve.
+   */
+  async vetHost(hostname: string, where: string = hostname): Promise<string[]> {
+    const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
     let addresses: string[];
     if (isIP(host)) addresses = [host];
     else {
@@ -80,13 +97,17 @@ export class UrlGuard {
       } catch (e) {
         throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Cannot resolve ${host}: ${(e as Error).message}`, { host });
       }
+      if (addresses.length === 0) throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Cannot resolve ${host}: no address`, { host });
     }
+    if (this.allowedHosts.has(host)) return addresses;
     for (const address of addresses) {
+      if (!isIP(address)) throw refused(where, `${host} resolved to ${address}, not an IP address`);
       const kind = classify(address);
       if (kind === null || this.allowedNets.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')) continue;
       if (kind === 'loopback' && this.opts.profile === 'development') continue;
-      throw refused(url.origin, `${host} resolves to a ${kind} address (${address}); allow it with MCP_ALLOWED_HOSTS`);
+      throw refused(where, `${host} resolves to a ${kind} address (${address}); allow it with MCP_ALLOWED_HOSTS`);
     }
+    return addresses;
   }
 }
 

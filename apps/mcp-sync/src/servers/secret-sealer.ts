@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ const TAG = 16;
 export interface ServerSecrets {
   env?: Record<string, string>;
   headers?: Record<string, string>;
-  auth?: { type: 'bearer'; token: string } | { type: 'oauth'; grant_type: 'client_credentials'; token_url: string; client_id: string; client_secret: string; scope?: string };
+  auth?: McpAuthInput;
 }
 
 /**
@@ -30,7 +30,7 @@ export class SecretSealer {
     this.key = loadKey(config);
   }
 
-  seal(secrets: ServerSecrets, aad: string): Buffer {
+  seal(secrets: object, aad: string): Buffer {
     const iv = randomBytes(IV);
     const c = createCipheriv('aes-256-gcm', this.key, iv);
     c.setAAD(Buffer.from(aad));
@@ -38,14 +38,14 @@ export class SecretSealer {
     return Buffer.concat([Buffer.from([VERSION]), iv, c.getAuthTag(), ct]);
   }
 
-  open(blob: Buffer | null, aad: string): ServerSecrets {
+  open<T extends object = ServerSecrets>(blob: Buffer | null, aad: string): Partial<T> {
     if (!blob) return {};
     try {
       if (blob[0] !== VERSION) throw new Error('version');
       const d = createDecipheriv('aes-256-gcm', this.key, blob.subarray(1, 1 + IV));
       d.setAAD(Buffer.from(aad));
       d.setAuthTag(blob.subarray(1 + IV, 1 + IV + TAG));
-      return JSON.parse(Buffer.concat([d.update(blob.subarray(1 + IV + TAG)), d.final()]).toString('utf8')) as ServerSecrets;
+      return JSON.parse(Buffer.concat([d.update(blob.subarray(1 + IV + TAG)), d.final()]).toString('utf8')) as T;
     } catch {
       throw new ToolplaneError(
         ErrorCode.ENCRYPTION_KEY_MISSING,

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { McpServersAdd, McpServersGet, McpServersList, McpServersRemove, McpServersSync, McpServersUpdate, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { McpOAuthComplete, McpServersAdd, McpServersGet, McpServersList, McpServersRemove, McpServersSync, McpServersUpdate, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { ServersService } from './servers.service';
 
@@ -36,5 +36,10 @@ export class ServersController {
   @Handles(McpServersSync)
   sync(@Payload() req: RequestOf<typeof McpServersSync>): Promise<ReplyOf<typeof McpServersSync>> {
     return this.servers.syncNow(req);
+  }
+
+  @Handles(McpOAuthComplete)
+  completeOAuth(@Payload() req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
+    return this.servers.completeOAuth(req);
   }
 }

@@ -55,6 +55,11 @@ export class ServersRepository {
     await this.repo.delete({ id });
   }
 
+  /** Puts a deleted row back as it was (a removal that could not finish). */
+  async restore(row: McpServerEntity): Promise<void> {
+    await this.repo.insert(row as QueryDeepPartialEntity<McpServerEntity>);
+  }
+
   /**
    * Claims up to `limit` servers whose resync is due and pushes their next one `nextInMs(server)`
    * ahead, in one statement: replicas never claim the same server twice.

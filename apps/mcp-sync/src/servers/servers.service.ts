@@ -5,6 +5,7 @@ import {
   McpServerInput,
   McpServerRemoved,
   ToolplaneError,
+  type McpOAuthComplete,
   type McpServersAdd,
   type McpServersGet,
   type McpServersList,
@@ -18,11 +19,14 @@ import { MessagingClient, parseContract } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import { ConnectionPool } from '../connections/connection-pool';
+import { OAuthTokenStore } from '../connections/oauth-token-store';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SyncScheduler } from '../sync/sync.scheduler';
 import { SyncService } from '../sync/sync.service';
 import type { McpServerEntity } from './mcp-server.entity';
+import { isAuthorizationCode, OAuthAuthorizationsService } from './oauth-authorizations.service';
 import { SecretSealer, secretsAad, type ServerSecrets } from './secret-sealer';
+import { ServerCache } from './server-cache';
 import { toWireServer } from './server.mapper';
 import { ServerTargets } from './server-targets';
 import { DuplicateServerName, ServersRepository, type ServerFields } from './servers.repository';
@@ -42,26 +46,50 @@ export class ServersService {
     private readonly scheduler: SyncScheduler,
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+    private readonly authorizations: OAuthAuthorizationsService,
+    private readonly tokens: OAuthTokenStore,
+    private readonly cache: ServerCache,
   ) {}
 
-  /** Connect and list first: a server that cannot be reached is not stored. */
+  /**
+   * Connect and list first: a server that cannot be reached is not stored. An OAuth
+   * authorization-code server is not connected yet: the reply is its authorization URL.
+   */
   async add(req: RequestOf<typeof McpServersAdd>): Promise<ReplyOf<typeof McpServersAdd>> {
     const input = req.server;
     await this.checkReachable(input);
     if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
     const id = `mcp-${randomUUID()}`;
+    const auth = input.auth;
+    if (isAuthorizationCode(auth)) return { authorization: await this.authorizations.begin(req.org_id, id, { ...input, auth }) };
+    return this.connectAndStore(req.org_id, id, input);
+  }
+
+  /** The code came back: exchange it (tokens stored by the credentials service), then connect, store and sync. */
+  async completeOAuth(req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
+    const { serverId, input } = await this.authorizations.complete(req.org_id, req.state, req.code);
+    try {
+      if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
+      return await this.connectAndStore(req.org_id, serverId, input);
+    } catch (e) {
+      await this.tokens.forget(req.org_id, serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${serverId}: ${err.message}`));
+      throw e;
+    }
+  }
+
+  private async connectAndStore(orgId: string, id: string, input: McpServerInput): Promise<ReplyOf<typeof McpOAuthComplete>> {
     const secrets = secretsOf(input);
     const started = performance.now();
     let discovery;
     try {
-      discovery = await this.sync.discover({ id, orgId: req.org_id, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets }, 1);
+      discovery = await this.sync.discover({ id, orgId: orgId, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets }, 1);
     } catch (e) {
       await this.pool.drop(id);
       throw e;
     }
     let server: McpServerEntity;
     try {
-      server = await this.servers.insert({ id, orgId: req.org_id, name: input.name, ...this.fields(req.org_id, id, input, secrets), nextSyncAt: this.nextSyncAt() });
+      server = await this.servers.insert({ id, orgId: orgId, name: input.name, ...this.fields(orgId, id, input, secrets), nextSyncAt: this.nextSyncAt() });
     } catch (e) {
       await this.pool.drop(id);
       if (e instanceof DuplicateServerName) throw exists(input.name);
@@ -70,7 +98,7 @@ export class ServersService {
     this.pool.retag(id, server.updatedAt.getTime());
     try {
       const { server: synced, report } = await this.sync.apply(server, discovery, 'add', started);
-      this.log.log(`added MCP server ${server.name} (${server.id}) to org ${req.org_id}`);
+      this.log.log(`added MCP server ${server.name} (${server.id}) to org ${orgId}`);
       return { server: toWireServer(synced), sync: report };
     } catch (e) {
       // The registry did not take the tools: leave nothing behind.
@@ -112,20 +140,36 @@ export class ServersService {
     );
     await this.checkReachable(merged);
     const updated = await this.servers.update(current.id, this.fields(current.orgId, current.id, merged, secretsOf(merged)));
+    this.cache.invalidate(current.id);
     await this.pool.drop(current.id);
+    // New OAuth settings: tokens obtained under the old ones are not reused.
+    if (old.secrets.auth?.type === 'oauth' && JSON.stringify(old.secrets.auth) !== JSON.stringify(merged.auth)) await this.forgetTokens(current.orgId, current.id);
     const { server, report } = await this.sync.sync(updated, 'update');
     return { server: toWireServer(server), sync: report };
   }
 
   async remove(req: RequestOf<typeof McpServersRemove>): Promise<ReplyOf<typeof McpServersRemove>> {
-    const server = await this.find(req);
-    const reply = await this.messaging.request(
-      ExternalToolsSync,
-      { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete: true },
-      { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
-    );
-    await this.servers.delete(server.id);
-    await this.pool.drop(server.id);
+    const found = await this.find(req);
+    // After any sync of it running here; the row goes before the tools (see SyncService.undoIfRemoved).
+    const { server, reply } = await this.sync.exclusive(found.id, async () => {
+      const server = (await this.servers.findById(found.orgId, found.id)) ?? found;
+      await this.servers.delete(server.id);
+      this.cache.invalidate(server.id);
+      await this.pool.drop(server.id);
+      try {
+        const reply = await this.messaging.request(
+          ExternalToolsSync,
+          { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete: true },
+          { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
+        );
+        return { server, reply };
+      } catch (e) {
+        // The tools could not be removed: put the server back, so that the removal can be retried.
+        await this.servers.restore(server).catch((r: Error) => this.log.error(`could not restore MCP server ${server.id} after a failed removal: ${r.message}`));
+        throw e;
+      }
+    });
+    if (server.authType === 'oauth') await this.forgetTokens(server.orgId, server.id);
     const eventId = randomUUID();
     await this.messaging.publish(
       McpServerRemoved,
@@ -139,6 +183,10 @@ export class ServersService {
   async syncNow(req: RequestOf<typeof McpServersSync>): Promise<ReplyOf<typeof McpServersSync>> {
     const { server, report } = await this.sync.sync(await this.find(req), 'manual');
     return { server: toWireServer(server), sync: report };
+  }
+
+  private async forgetTokens(orgId: string, serverId: string): Promise<void> {
+    await this.tokens.forget(orgId, serverId).catch((e: Error) => this.log.warn(`could not delete the OAuth tokens of MCP server ${serverId}: ${e.message}`));
   }
 
   private async find(ref: Ref): Promise<McpServerEntity> {

@@ -11,16 +11,6 @@ export interface OrgSecretSource {
 }
 export const ORG_SECRET_SOURCE = Symbol('ORG_SECRET_SOURCE');
 
-/**
- * Until the credentials service exposes org secrets to other services, no secret is found:
- * `{{VAR | default}}` resolves to its default and `{{VAR}}` fails with SECRET_NOT_FOUND.
- */
-export class UnwiredSecretSource implements OrgSecretSource {
-  async lookup(): Promise<Record<string, string>> {
-    return {};
-  }
-}
-
 const TEMPLATE = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\|\s*([^}]*?)\s*)?\}\}/g;
 
 /** The variable names referenced by templates in these values. */

@@ -1,6 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
-import { ExternalToolsSync, McpServerSynced, ToolplaneError, type McpSyncReport } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ExternalToolsStage,
+  ExternalToolsSync,
+  McpServerSynced,
+  ToolplaneError,
+  type ExternalToolInput,
+  type McpSyncReport,
+  type ReplyOf,
+  type RequestIn,
+  McpSyncErrorCode,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
@@ -11,6 +22,7 @@ import { ServerTargets } from '../servers/server-targets';
 import { ServersRepository } from '../servers/servers.repository';
 import { discoverTools, type Discovery } from './tool-discovery';
 import { mapTools, type ServerRef } from './tool-mapper';
+import { planToolSet } from './tool-pages';
 
 export type SyncTrigger = LastSync['trigger'];
 export interface SyncOutcome {
@@ -19,11 +31,16 @@ export interface SyncOutcome {
 }
 
 const tracer = trace.getTracer('mcp-sync');
+/** Pages staged at once. */
+const STAGE_CONCURRENCY = 4;
+/** Room left under the server's max_payload for the request's headers (trace context, deadline). */
+const HEADER_ROOM = 4096;
 
 /**
  * Discovery (every page, each tool checked on its own) → normalization → one atomic write of the
- * server's full tool set to the registry → the report, recorded on the server and published as
- * an event. Syncs of one server never overlap in this process.
+ * server's full tool set to the registry (a set larger than MCP_SYNC_MESSAGE_BYTES is staged page
+ * by page first, then applied by one sync message) → the report, recorded on the server and
+ * published as an event. Syncs of one server never overlap in this process.
  */
 @Injectable()
 export class SyncService {
@@ -62,11 +79,16 @@ export class SyncService {
 
   /** Syncs now, after any sync of the same server already running here. */
   sync(server: McpServerEntity, trigger: SyncTrigger): Promise<SyncOutcome> {
-    const prev = this.chains.get(server.id) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(() => this.syncNow(server.id, server.orgId, trigger));
-    this.chains.set(server.id, next);
+    return this.exclusive(server.id, () => this.syncNow(server.id, server.orgId, trigger));
+  }
+
+  /** Runs `fn` after every sync (or other exclusive work) of this server queued here before it. */
+  exclusive<T>(serverId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.chains.get(serverId) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(fn);
+    this.chains.set(serverId, next);
     void next.catch(() => undefined).finally(() => {
-      if (this.chains.get(server.id) === next) this.chains.delete(server.id);
+      if (this.chains.get(serverId) === next) this.chains.delete(serverId);
     });
     return next;
   }
@@ -75,13 +97,10 @@ export class SyncService {
   async apply(server: McpServerEntity, discovery: Discovery, trigger: SyncTrigger, started: number): Promise<SyncOutcome> {
     const ref: ServerRef = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
     const { mapped, errors: mapErrors } = mapTools(ref, discovery.tools);
-    const reply = await this.messaging.request(
-      ExternalToolsSync,
-      { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: mapped.map((m) => m.input), complete: discovery.complete },
-      { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
-    );
+    const { reply, withheld, errors: writeErrors } = await this.write(server, mapped.map((m) => m.input), discovery.complete);
+    await this.undoIfRemoved(server);
     const collided = new Set(reply.collisions.map((c) => c.name));
-    const kept = mapped.filter((m) => !collided.has(m.input.name));
+    const kept = mapped.filter((m) => !collided.has(m.input.name) && !withheld.has(m.input.name));
     const invalid = kept.filter((m) => m.health === 'INVALID');
     const report: McpSyncReport = {
       added: reply.added.length,
@@ -94,8 +113,9 @@ export class SyncService {
       errors: [
         ...discovery.errors,
         ...mapErrors,
+        ...writeErrors,
         ...reply.collisions.map((c) => ({
-          code: 'TOOL_NAME_COLLISION',
+          code: McpSyncErrorCode.TOOL_NAME_COLLISION,
           tool: c.name,
           message: `${c.name} was not synced: ${c.reason} (${c.existing_tool_id}); set a tool_prefix on the server to namespace its tools`,
         })),
@@ -104,13 +124,68 @@ export class SyncService {
       complete: discovery.complete,
       duration_ms: Math.round(performance.now() - started),
     };
-    const toolCount = discovery.complete ? kept.length : server.toolCount + reply.added.length;
+    const toolCount = discovery.complete ? kept.length + reply.kept : server.toolCount + reply.added.length;
     const recorded = await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: true, report, error: null }, toolCount);
     await this.publish(server, trigger, true, report, null);
     this.log.log(
       `synced ${server.name} (${server.id}, ${trigger}): listed ${report.listed} in ${report.pages} page(s), +${report.added} ~${report.updated} -${report.removed} =${report.unchanged}, invalid ${report.invalid}, errors ${report.errors.length}, ${report.duration_ms} ms`,
     );
     return { server: recorded ?? server, report };
+  }
+
+  /**
+   * The registry write: one external-tools.sync when the request fits in MCP_SYNC_MESSAGE_BYTES
+   * (and the server's max_payload); else the tools are staged in pages under that size (a few at
+   * a time, each bounded by REGISTRY_REQUEST_TIMEOUT_MS) and one sync with `tools: []` applies
+   * them all atomically. Tools that fit no message are withheld and named in `keep`.
+   */
+  /**
+   * A removal deletes the server's row before its tools: a sync whose write landed after the
+   * removal's (on another replica, say) sees the row gone here and takes its tools out again.
+   */
+  private async undoIfRemoved(server: McpServerEntity): Promise<void> {
+    if (await this.servers.findById(server.orgId, server.id)) return;
+    await this.messaging.request(
+      ExternalToolsSync,
+      { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete: true },
+      { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
+    );
+    throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${server.name} was removed during its sync`, { server: server.id });
+  }
+
+  private async write(server: McpServerEntity, tools: ExternalToolInput[], complete: boolean) {
+    const maxPayload = this.messaging.nc.info?.max_payload ?? 1024 * 1024;
+    const budget = Math.min(this.config.MCP_SYNC_MESSAGE_BYTES, maxPayload - HEADER_ROOM);
+    const base: RequestIn<typeof ExternalToolsSync> = { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete };
+    const syncId = randomUUID();
+    const plan = planToolSet(tools, budget, {
+      sync: (keep) => ({ ...base, ...(keep.length ? { keep } : {}), staged: { sync_id: syncId, pages: 10_000 } }),
+      stage: { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: 9_999, tools: [] },
+    });
+    const keep = plan.withheld.length ? { keep: plan.withheld } : {};
+    const opts = { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS };
+    let reply: ReplyOf<typeof ExternalToolsSync>;
+    if (!plan.pages?.length) {
+      reply = await this.messaging.request(ExternalToolsSync, { ...base, ...keep, tools: plan.written }, opts);
+    } else {
+      const pages = plan.pages;
+      await tracer.startActiveSpan('mcp stage tools', async (span) => {
+        span.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tools': plan.written.length, 'toolplane.mcp.pages': pages.length });
+        try {
+          await forEachBounded(pages, STAGE_CONCURRENCY, (page, i) =>
+            retryOnce(() => this.messaging.request(ExternalToolsStage, { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: i, tools: page }, opts)),
+          );
+        } catch (e) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
+          throw e;
+        } finally {
+          span.end();
+        }
+      });
+      reply = await this.messaging.request(ExternalToolsSync, { ...base, ...keep, staged: { sync_id: syncId, pages: pages.length } }, opts);
+      this.log.log(`wrote ${plan.written.length} tool(s) of ${server.name} (${server.id}) in ${pages.length} staged page(s)`);
+    }
+    return { reply, withheld: new Set(plan.withheld), errors: plan.errors };
   }
 
   private async syncNow(id: string, orgId: string, trigger: SyncTrigger): Promise<SyncOutcome> {
@@ -137,5 +212,34 @@ export class SyncService {
       { event_id: eventId, occurred_at: new Date().toISOString(), org_id: server.orgId, server_id: server.id, server_name: server.name, trigger, ok, report, error },
       eventId,
     );
+  }
+}
+
+/** Runs `fn` over `items`, at most `limit` at once; the first failure rejects (the rest still settle). */
+async function forEachBounded<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  let failed: { error: unknown } | undefined;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (!failed && next < items.length) {
+        const i = next++;
+        try {
+          await fn(items[i]!, i);
+        } catch (error) {
+          failed ??= { error };
+        }
+      }
+    }),
+  );
+  if (failed) throw failed.error;
+}
+
+/** Staging a page is idempotent (a page is replaced): one more attempt when the registry did not answer. */
+async function retryOnce<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) return fn();
+    throw e;
   }
 }

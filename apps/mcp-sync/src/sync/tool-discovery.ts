@@ -1,3 +1,4 @@
+import { McpSyncErrorCode } from '@toolplane/contracts';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 import { describe } from '../connections/mcp-connection';
@@ -47,38 +48,38 @@ export async function discoverTools(client: Client, limits: DiscoveryLimits): Pr
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
   do {
-    if (out.pages >= limits.maxPages) return stop(out, 'MCP_LIST_INCOMPLETE', `stopped after ${limits.maxPages} pages (MCP_LIST_MAX_PAGES)`);
+    if (out.pages >= limits.maxPages) return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `stopped after ${limits.maxPages} pages (MCP_LIST_MAX_PAGES)`);
     let page: z.infer<typeof LoosePage>;
     try {
       page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, LoosePage, { timeout: limits.pageTimeoutMs });
     } catch (e) {
       if (out.pages === 0) throw e;
-      return stop(out, 'MCP_LIST_FAILED', `page ${out.pages + 1} of tools/list failed: ${describe(e)}`);
+      return stop(out, McpSyncErrorCode.MCP_LIST_FAILED, `page ${out.pages + 1} of tools/list failed: ${describe(e)}`);
     }
     out.pages += 1;
     out.listed += page.tools.length;
     page.tools.forEach((raw, i) => {
       const named = NamedTool.safeParse(raw);
       if (!named.success) {
-        out.errors.push({ code: 'MCP_TOOL_MALFORMED', message: `tool #${i + 1} of page ${out.pages} has no usable name (${named.error.issues[0]?.message ?? 'invalid'}); it cannot be stored` });
+        out.errors.push({ code: McpSyncErrorCode.MCP_TOOL_MALFORMED, message: `tool #${i + 1} of page ${out.pages} has no usable name (${named.error.issues[0]?.message ?? 'invalid'}); it cannot be stored` });
         return;
       }
       out.tools.push(named.data as RawTool);
     });
     if (out.tools.length > limits.maxTools) {
       out.tools.length = limits.maxTools;
-      return stop(out, 'MCP_LIST_INCOMPLETE', `the server lists more than ${limits.maxTools} tools (MCP_MAX_TOOLS_PER_SERVER); the rest were not synced`);
+      return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `the server lists more than ${limits.maxTools} tools (MCP_MAX_TOOLS_PER_SERVER); the rest were not synced`);
     }
     cursor = page.nextCursor || undefined;
     if (cursor !== undefined) {
-      if (seenCursors.has(cursor)) return stop(out, 'MCP_LIST_INCOMPLETE', `the server repeated cursor ${JSON.stringify(cursor.slice(0, 64))}`);
+      if (seenCursors.has(cursor)) return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `the server repeated cursor ${JSON.stringify(cursor.slice(0, 64))}`);
       seenCursors.add(cursor);
     }
   } while (cursor !== undefined);
   return out;
 }
 
-function stop(out: Discovery, code: string, message: string): Discovery {
+function stop(out: Discovery, code: McpSyncErrorCode, message: string): Discovery {
   out.complete = false;
   out.errors.push({ code, message: `${message}; tools missing from the listing were kept` });
   return out;

@@ -1,4 +1,4 @@
-import type { ExternalToolInput, McpToolMetadata, SchemaHealth } from '@toolplane/contracts';
+import { McpSyncErrorCode, type ExternalToolInput, type McpToolMetadata, type SchemaHealth } from '@toolplane/contracts';
 import { normalizeMcpSchema, validateSchema } from '@toolplane/schema-engine';
 import type { RawTool, SyncError } from './tool-discovery';
 
@@ -69,7 +69,7 @@ export function mapTools(server: ServerRef, tools: RawTool[]): { mapped: MappedT
   for (const raw of tools) {
     const m = mapTool(server, raw);
     if (seen.has(m.input.name)) {
-      errors.push({ code: 'MCP_TOOL_DUPLICATE', tool: m.input.name, message: `the server lists ${m.input.name} more than once; the first one was kept` });
+      errors.push({ code: McpSyncErrorCode.MCP_TOOL_DUPLICATE, tool: m.input.name, message: `the server lists ${m.input.name} more than once; the first one was kept` });
       continue;
     }
     seen.add(m.input.name);

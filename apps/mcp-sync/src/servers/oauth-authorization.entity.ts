@@ -1,0 +1,24 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** A pending authorization-code add, single use, until expires_at. */
+@Entity({ name: 'oauth_authorizations', schema: 'mcp' })
+export class OAuthAuthorizationEntity {
+  @PrimaryColumn({ type: 'text' })
+  state!: string;
+
+  @Column({ name: 'org_id', type: 'text' })
+  orgId!: string;
+
+  @Column({ name: 'server_id', type: 'text' })
+  serverId!: string;
+
+  @Column({ name: 'server_name', type: 'text' })
+  serverName!: string;
+
+  /** SecretSealer over {server input, PKCE verifier}. */
+  @Column({ type: 'bytea' })
+  sealed!: Buffer;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt!: Date;
+}

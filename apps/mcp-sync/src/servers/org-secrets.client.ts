@@ -1,0 +1,30 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, OrgSecretsResolve, ToolplaneError } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG } from '@toolplane/platform';
+import type { McpSyncConfig } from '../mcp-sync.config';
+import type { OrgSecretSource } from './templates';
+
+/**
+ * The org's secrets from the credentials service (org-wide: scope sandbox, no agent, no provider),
+ * asked once per connect with a bounded timeout. Values stay in memory, never in a log line.
+ */
+@Injectable()
+export class CredentialsSecretSource implements OrgSecretSource {
+  constructor(
+    private readonly messaging: MessagingClient,
+    @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+  ) {}
+
+  async lookup(orgId: string, names: string[]): Promise<Record<string, string>> {
+    try {
+      const r = await this.messaging.request(OrgSecretsResolve, { org_id: orgId, names }, { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS, unavailableCode: ErrorCode.CREDENTIALS_UNAVAILABLE });
+      return r.values;
+    } catch (e) {
+      if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) {
+        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not resolve the server's {{VAR}} templates: ${e.message}`, e.details);
+      }
+      throw e;
+    }
+  }
+}
