@@ -3,7 +3,7 @@
  * API schemas (kubernetes-models, unknown fields rejected), the kustomizations against the files
  * present, and Toolplane's own rules (probes, resources, hardening, secrets, runner isolation).
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import {
@@ -62,8 +62,17 @@ function effectiveEnv(container: Obj): Record<string, string> {
   return env;
 }
 
+/**
+ * runner-local is the one exception to RuntimeDefault seccomp / Default procMount: bubblewrap needs
+ * user namespaces and mounts (refused by RuntimeDefault) and a fresh /proc (refused while the
+ * runtime masks paths of the container's /proc). It gets a Localhost profile shipped in
+ * deploy/seccomp/ and procMount Unmasked, only together with hostUsers: false ("runner-local
+ * isolation" below checks each).
+ */
+const RUNNER_SECCOMP = { type: 'Localhost', localhostProfile: 'profiles/toolplane-runner-local.json' };
+
 /** Problems with a pod spec's hardening (empty when it meets the rules). */
-function hardeningProblems(pod: Obj): string[] {
+function hardeningProblems(pod: Obj, runner = false): string[] {
   const p: string[] = [];
   const psc = pod.securityContext ?? {};
   if (pod.automountServiceAccountToken !== false) p.push('pod: automountServiceAccountToken must be false');
@@ -79,7 +88,10 @@ function hardeningProblems(pod: Obj): string[] {
     if (sc.runAsNonRoot === false || sc.runAsUser === 0) p.push(`${where}: runs as root`);
     if (!(sc.capabilities?.drop ?? []).includes('ALL')) p.push(`${where}: capabilities.drop must include ALL`);
     if ((sc.capabilities?.add ?? []).length) p.push(`${where}: adds capabilities`);
-    if ((sc.seccompProfile ?? psc.seccompProfile)?.type !== 'RuntimeDefault') p.push(`${where}: seccompProfile must be RuntimeDefault`);
+    const seccomp = sc.seccompProfile ?? psc.seccompProfile;
+    const runnerException = runner && c.name === 'runner-local' && seccomp?.type === 'Localhost' && seccomp.localhostProfile === RUNNER_SECCOMP.localhostProfile;
+    if (seccomp?.type !== 'RuntimeDefault' && !runnerException) p.push(`${where}: seccompProfile must be RuntimeDefault`);
+    if ((sc.procMount ?? 'Default') !== 'Default' && !(runner && c.name === 'runner-local' && pod.hostUsers === false)) p.push(`${where}: procMount must be Default`);
     const mounts: Obj[] = c.volumeMounts ?? [];
     for (const m of mounts) if (!volumes.has(m.name)) p.push(`${where}: mount ${m.name} has no volume`);
     const tmp = mounts.find((m) => m.mountPath === '/tmp');
@@ -214,7 +226,8 @@ describe.each(APPS)('app %s', (app) => {
 
   it('is hardened: non-root, read-only root fs, no escalation, caps dropped, RuntimeDefault seccomp, no token', () => {
     const pod = podOf(deployment(app));
-    expect(hardeningProblems(pod)).toEqual([]);
+    expect(hardeningProblems(pod, app === 'runner-local')).toEqual([]);
+    if (app !== 'runner-local') expect(pod.hostUsers).toBeUndefined();
     const sa = pod.serviceAccountName;
     if (sa && sa !== 'default') expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
   });
@@ -305,6 +318,30 @@ describe('runner-local isolation', () => {
     const health = String(healthPortOf(containerOf(d, 'runner-local')));
     const ingressPorts = (np!.spec.ingress ?? []).flatMap((r: Obj) => (r.ports ?? [{ port: 'any' }]).map((p: Obj) => String(p.port)));
     expect(ingressPorts.filter((p: string) => p !== health && p !== 'health')).toEqual([]);
+  });
+
+  it('relaxes seccomp and procMount for bubblewrap only inside its own user namespace', () => {
+    const c = containerOf(d, 'runner-local');
+    expect(pod.hostUsers).toBe(false);
+    expect(pod.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+    expect(c.securityContext.seccompProfile).toEqual(RUNNER_SECCOMP);
+    expect(c.securityContext.procMount).toBe('Unmasked');
+    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.securityContext.capabilities.add).toBeUndefined();
+    expect(pod.initContainers ?? []).toEqual([]);
+  });
+
+  it('ships the Localhost seccomp profile: namespace and mount calls allowed, the dangerous rest denied', () => {
+    const profile = JSON.parse(readFileSync(join(DEPLOY, 'seccomp', 'toolplane-runner-local.json'), 'utf8'));
+    expect(profile.defaultAction).toBe('SCMP_ACT_ALLOW');
+    expect(profile.architectures).toEqual(['SCMP_ARCH_X86_64', 'SCMP_ARCH_AARCH64']);
+    expect(profile.syscalls.filter((r: Obj) => r.action !== 'SCMP_ACT_ERRNO')).toEqual([]);
+    const denied = new Set<string>(profile.syscalls.flatMap((r: Obj) => r.names));
+    for (const s of ['ptrace', 'bpf', 'keyctl', 'add_key', 'kexec_load', 'init_module', 'finit_module', 'perf_event_open', 'userfaultfd', 'setns', 'open_by_handle_at', 'io_uring_setup', 'process_vm_readv', 'reboot', 'swapon', 'fsopen', 'open_tree', 'move_mount']) {
+      expect(denied.has(s)).toBe(true);
+    }
+    for (const s of ['unshare', 'clone', 'clone3', 'mount', 'umount2', 'pivot_root', 'chroot', 'sethostname']) expect(denied.has(s)).toBe(false);
+    expect(readFileSync(join(DEPLOY, 'seccomp', 'README.md'), 'utf8')).toContain('/var/lib/kubelet/seccomp/profiles/toolplane-runner-local.json');
   });
 
   it('tool code writes only to /tmp, the RUNNER_WORK_ROOT emptyDir', () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { OtlpReceiver } from '../support/otlp-receiver';
@@ -64,6 +65,38 @@ describe('one execution is one trace across the services', () => {
     const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.service === 'schema'));
     expect(spans.find((s) => s.service === 'schema')?.name).toBe('process toolplane.v1.schemas.generate');
     expect(spans.some((s) => s.name === 'publish toolplane.v1.events.tool.created')).toBe(true);
+  });
+
+  it('continues one MCP execution as one trace: executor → mcp-sync → the MCP server', async () => {
+    const mcp = await new FakeMcpServer().start();
+    try {
+      mcp.tools = [echoTool('traced_echo')];
+      const added = await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'traced', transport: 'streamable_http', url: mcp.url } }, { timeoutMs: 30_000 });
+      expect(added.sync).toMatchObject({ added: 1 });
+      const traceId = randomBytes(16).toString('hex');
+      const callerSpan = randomBytes(8).toString('hex');
+      const h = client.headers();
+      h.set('traceparent', `00-${traceId}-${callerSpan}-01`);
+      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'traced_echo', args: { text: 'hop' } }, { headers: h, timeoutMs: 30_000 });
+      expect(r).toMatchObject({ status: 'success', func_return: 'hop', trace_id: traceId });
+      // The HTTP request to the MCP server carries the same trace.
+      expect(String(mcp.observed.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[01]$`));
+
+      const callIn = 'process toolplane.internal.v1.mcp-tools.call';
+      const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.name === callIn) && s.some((x) => x.name === 'serialize result') && s.some((x) => x.service === 'registry'));
+      expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['executor', 'registry', 'mcp-sync']));
+      const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
+      expect(root).toMatchObject({ service: 'executor', parentSpanId: callerSpan });
+      const mcpIn = spans.find((s) => s.name === callIn)!;
+      expect(mcpIn.service).toBe('mcp-sync');
+      const executorOut = spans.find((s) => s.spanId === mcpIn.parentSpanId)!;
+      expect(executorOut).toMatchObject({ service: 'executor', name: 'send toolplane.internal.v1.mcp-tools.call' });
+      const byId = new Map(spans.map((s) => [s.spanId, s]));
+      for (const s of spans) if (s !== root) expect(byId.has(s.parentSpanId)).toBe(true);
+      expect(JSON.stringify(spans)).not.toContain('"hop"');
+    } finally {
+      await mcp.stop();
+    }
   });
 
   it('never puts argument or env values on spans', async () => {

@@ -140,3 +140,9 @@ export function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTER
     proc.kill(signal);
   });
 }
+
+/** One sample of an app's Prometheus `/metrics` (a metric without labels); NaN when it is absent. */
+export async function metricOf(app: RunningApp, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${app.healthPort}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+}
