@@ -17,7 +17,8 @@ File descriptors (see libs/sandbox/README.md, "Warm slots"):
                      it). The control frame goes first: a runner that has read any sentinel byte
                      has the control frame too (see Slot in slot.ts).
 
-Per call: a fresh tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR), then a fork made
+Per call: an empty tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR): a new one, or the
+previous call's when that call left it exactly as mounted (see _reusable); then a fork made
 before the call arrives. The child drops every capability, sets no-new-privileges, loads the
 seccomp filter and warms its copy-on-write pages with a dummy tool, all while idle; then it reads
 its job, applies the call's rlimits and env and runs the tool through harness.run_job. When the child exits, kill(-1, SIGKILL) ends
@@ -28,6 +29,7 @@ before the next child is forked.
 
 import _signal
 import ctypes
+import fcntl
 import gc
 import json
 import os
@@ -49,6 +51,7 @@ NODE_JOB = 5  # the job of a Node tool (a memfd), read by node_harness.cjs
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 MNT_DETACH = 2
+FS_IOC_GETFLAGS = 0x80086601
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 4, 38, 22, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SECCOMP_MODE_FILTER = 2
@@ -211,9 +214,45 @@ def _setup_failed(exc):
 
 
 def _fresh_workdir(size_bytes):
+    """Mounts a new tmpfs on /tmp; returns what _reusable() compares it with after a call."""
     libc.umount2(b"/tmp", MNT_DETACH)  # the previous call's tmpfs (EINVAL the first time)
     opts = ("size=%d,mode=0700" % max(int(size_bytes), 4096)).encode()
     _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount /tmp")
+    return _workdir_state()
+
+
+def _workdir_state():
+    """Everything a call could leave on /tmp itself once its entries are gone: mode, owner, link
+    count, extended attributes (ACLs included) and inode flags; plus its times, to restore them."""
+    st = os.lstat("/tmp")
+    xattrs = tuple(sorted((n, os.getxattr("/tmp", n, follow_symlinks=False)) for n in os.listxattr("/tmp", follow_symlinks=False)))
+    flags = bytearray(4)
+    fd = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, flags)
+    except OSError:
+        pass  # no inode flags on this kernel's tmpfs: none can be set either
+    finally:
+        os.close(fd)
+    return (st.st_mode, st.st_uid, st.st_gid, st.st_nlink, xattrs, bytes(flags)), (st.st_atime_ns, st.st_mtime_ns)
+
+
+def _reusable(work):
+    """True when the call left /tmp as it was mounted: no entry, and nothing else _workdir_state()
+    sees changed. Its times are then put back and the tmpfs serves the next call too (a new mount
+    per call costs deferred kernel work that competes with the calls). Anything else, or any
+    error, and the caller mounts a new one."""
+    state, times = work
+    try:
+        with os.scandir("/tmp") as entries:
+            if next(entries, None) is not None:
+                return False
+        if _workdir_state()[0] != state:
+            return False
+        os.utime("/tmp", ns=times, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
 
 
 def _reap_all():
@@ -244,8 +283,10 @@ def main():
     default_work = int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20))
     os.environ.clear()
     _write_frame(CTRL_OUT, {"ready": True, "python": sys.version.split()[0]})
+    work = None
     while True:
-        _fresh_workdir(default_work)
+        if work is None or not _reusable(work):
+            work = _fresh_workdir(default_work)
         # The slot's own objects move to the permanent generation: a collection in the child never
         # walks (and copies on write) the pages they live on.
         gc.freeze()
@@ -263,8 +304,8 @@ def main():
             _reap_all()
             os._exit(0)
         _reap_all()
-        # Every process of the call is dead: report first, then _fresh_workdir() detaches this
-        # call's tmpfs before the next child is forked (off the reply's critical path). The control
+        # Every process of the call is dead: report first, then (unless _reusable) _fresh_workdir()
+        # detaches this call's tmpfs before the next child is forked (off the reply's critical path). The control
         # frame is written before the sentinels, so the runner never sees sentinel bytes it cannot
         # recognize yet.
         sentinel = os.urandom(24).hex().encode()
