@@ -3,3 +3,4 @@ export * from './health';
 export * from './platform.module';
 export * from './run-service';
 export * from './database';
+export * from './org-cache';

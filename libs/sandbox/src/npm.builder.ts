@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs } from './bwrap.args';
 import { DependencyInstallError } from './venv.builder';
 import { BuildOnce, runBuild } from './build-process';
+import { environmentKey } from './requirements';
 
 /** Where the sandbox sees the Node binary, npm, and a call's node_modules (`${NPM_MOUNT}/node_modules`). */
 export const NODE_MOUNT = '/opt/node/bin/node';
@@ -76,11 +76,7 @@ export class NodeModulesBuilder {
   }
 
   dirFor(specifiers: readonly string[]): string {
-    const key = createHash('sha256')
-      .update(`node ${this.o.nodeVersion}\n${[...specifiers].sort().join('\n')}`)
-      .digest('hex')
-      .slice(0, 20);
-    return path.join(this.o.root, `npm-${key}`);
+    return path.join(this.o.root, `npm-${environmentKey(`node ${this.o.nodeVersion}`, specifiers)}`);
   }
 
   /** The host dir to bind at NPM_MOUNT (it holds node_modules/). */

@@ -1,13 +1,8 @@
 import { Global, Inject, Injectable, Logger, Module, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { CredentialsChanged } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { CredentialsConfig } from '../credentials.config';
-
-interface Entry {
-  value: unknown;
-  expires: number;
-}
 
 /**
  * What the per-call env resolution reads from Postgres (an org's secrets, sandbox config,
@@ -23,11 +18,8 @@ interface Entry {
 @Injectable()
 export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(CredentialsCache.name);
-  private readonly orgs = new Map<string, Map<string, Entry>>();
-  private readonly versions = new Map<string, number>();
-  private size = 0;
+  private readonly entries: OrgScopedCache<unknown>;
   private readonly ttlMs: number;
-  private readonly maxEntries: number;
   private sub?: { unsubscribe(): void };
 
   constructor(
@@ -35,7 +27,7 @@ export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
     @Optional() private readonly messaging?: MessagingClient,
   ) {
     this.ttlMs = config.CREDENTIALS_ENV_CACHE_TTL_MS ?? 0;
-    this.maxEntries = config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES ?? 10_000;
+    this.entries = new OrgScopedCache(config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES ?? 10_000);
   }
 
   /** How long an entry lives (0: no caching). */
@@ -47,7 +39,7 @@ export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
     // Writes on other replicas (ours come back too: dropping twice is harmless).
     this.sub = this.messaging?.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
       const orgId = (payload as { org_id?: unknown }).org_id;
-      if (typeof orgId === 'string') this.forget(orgId);
+      if (typeof orgId === 'string') this.entries.forget(orgId);
     });
   }
 
@@ -58,47 +50,23 @@ export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
   /** The cached value of (org, key), or the loaded one (stored unless the org changed meanwhile). */
   async get<T>(orgId: string, key: string, load: () => Promise<T>): Promise<T> {
     if (this.ttlMs <= 0) return load();
-    const entries = this.orgs.get(orgId);
-    const hit = entries?.get(key);
-    if (hit && hit.expires > Date.now()) return hit.value as T;
-    const version = this.versions.get(orgId) ?? 0;
+    const hit = this.entries.get(orgId, key);
+    if (hit) return hit.value as T;
+    const version = this.entries.versionOf(orgId);
     const value = await load();
-    if ((this.versions.get(orgId) ?? 0) === version) this.put(orgId, key, value);
+    this.entries.set(orgId, key, value, this.ttlMs, version);
     return value;
   }
 
   /** The org's secrets, sandbox configs or webhook changed: forget everything cached for it, everywhere. */
   invalidate(orgId: string): void {
-    this.forget(orgId);
+    this.entries.forget(orgId);
     try {
       this.messaging?.broadcast(CredentialsChanged, { org_id: orgId });
     } catch (e) {
       // The connection is closing: replicas and executors still expire what they hold by TTL.
       this.log.warn(`could not broadcast the change of org ${orgId}'s credentials: ${(e as Error).message}`);
     }
-  }
-
-  private forget(orgId: string): void {
-    this.versions.set(orgId, (this.versions.get(orgId) ?? 0) + 1);
-    const entries = this.orgs.get(orgId);
-    if (entries) {
-      this.size -= entries.size;
-      this.orgs.delete(orgId);
-    }
-  }
-
-  private put(orgId: string, key: string, value: unknown): void {
-    if (this.size >= this.maxEntries) {
-      this.orgs.clear();
-      this.size = 0;
-    }
-    let entries = this.orgs.get(orgId);
-    if (!entries) {
-      entries = new Map();
-      this.orgs.set(orgId, entries);
-    }
-    if (!entries.has(key)) this.size++;
-    entries.set(key, { value, expires: Date.now() + this.ttlMs });
   }
 }
 

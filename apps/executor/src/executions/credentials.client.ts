@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { trace } from '@opentelemetry/api';
 import { CredentialsChanged, ErrorCode, ExecutionEnvResolve, ToolplaneError, type Provider, type ReplyOf, type RequestIn, type Tool } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 
 export interface CallRef {
@@ -12,11 +12,6 @@ export interface CallRef {
 }
 
 type EnvReply = ReplyOf<typeof ExecutionEnvResolve>;
-
-interface Entry {
-  reply: EnvReply;
-  expires: number;
-}
 
 /**
  * Asks the credentials service, once per call and within a bounded time, for the call's env.
@@ -33,24 +28,23 @@ interface Entry {
 @Injectable()
 export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(CredentialsClient.name);
-  private readonly orgs = new Map<string, Map<string, Entry>>();
-  /** Bumped per org on each change, and for all orgs (epoch) on each connection interruption. */
-  private readonly versions = new Map<string, number>();
-  private epoch = 0;
-  private size = 0;
+  /** Forgotten per org on each change, and cleared on each connection interruption. */
+  private readonly replies: OrgScopedCache<EnvReply>;
   private sub?: { unsubscribe(): void };
   private stopped = false;
 
   constructor(
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: ExecutorConfig,
-  ) {}
+  ) {
+    this.replies = new OrgScopedCache(config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES);
+  }
 
   onModuleInit(): void {
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return;
     this.sub = this.messaging.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
       const orgId = (payload as { org_id?: unknown }).org_id;
-      if (typeof orgId === 'string') this.forget(orgId);
+      if (typeof orgId === 'string') this.replies.forget(orgId);
     });
     void this.watchConnection();
   }
@@ -58,7 +52,7 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     this.stopped = true;
     this.sub?.unsubscribe();
-    this.clear();
+    this.replies.clear();
   }
 
   async resolveEnv(call: CallRef, tool: Tool, provider: Provider): Promise<EnvReply> {
@@ -73,17 +67,13 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     };
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return this.ask(req);
     const key = JSON.stringify([req.agent_id ?? null, req.tool_id, req.tool_name, req.project_id, provider, req.env ?? null]);
-    const hit = this.orgs.get(call.org_id)?.get(key);
+    const hit = this.replies.get(call.org_id, key);
     const span = trace.getActiveSpan();
-    if (hit && hit.expires > Date.now()) {
-      span?.setAttribute('toolplane.cache.hit', true);
-      return hit.reply;
-    }
-    span?.setAttribute('toolplane.cache.hit', false);
-    const version = this.versionOf(call.org_id);
+    span?.setAttribute('toolplane.cache.hit', hit !== undefined);
+    if (hit) return hit.value;
+    const version = this.replies.versionOf(call.org_id);
     const reply = await this.ask(req);
-    const ttl = Math.min(reply.cache_ttl_ms ?? 0, this.config.CREDENTIALS_ENV_CACHE_TTL_MS);
-    if (ttl > 0 && this.versionOf(call.org_id) === version) this.put(call.org_id, key, reply, ttl);
+    this.replies.set(call.org_id, key, reply, Math.min(reply.cache_ttl_ms ?? 0, this.config.CREDENTIALS_ENV_CACHE_TTL_MS), version);
     return reply;
   }
 
@@ -99,42 +89,13 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private versionOf(orgId: string): string {
-    return `${this.epoch}:${this.versions.get(orgId) ?? 0}`;
-  }
-
-  private put(orgId: string, key: string, reply: EnvReply, ttlMs: number): void {
-    if (this.size >= this.config.CREDENTIALS_ENV_CACHE_MAX_ENTRIES) this.clear();
-    let entries = this.orgs.get(orgId);
-    if (!entries) {
-      entries = new Map();
-      this.orgs.set(orgId, entries);
-    }
-    if (!entries.has(key)) this.size++;
-    entries.set(key, { reply, expires: Date.now() + ttlMs });
-  }
-
-  private forget(orgId: string): void {
-    this.versions.set(orgId, (this.versions.get(orgId) ?? 0) + 1);
-    const entries = this.orgs.get(orgId);
-    if (!entries) return;
-    this.size -= entries.size;
-    this.orgs.delete(orgId);
-  }
-
-  private clear(): void {
-    this.epoch++;
-    this.orgs.clear();
-    this.size = 0;
-  }
-
   /** A disconnect may lose broadcasts: forget every reply, and keep nothing asked across it. */
   private async watchConnection(): Promise<void> {
     try {
       for await (const s of this.messaging.nc.status()) {
         if (this.stopped) return;
         if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'staleConnection' || s.type === 'slowConsumer') {
-          this.clear();
+          this.replies.clear();
           this.log.warn(`NATS connection ${s.type}: dropped the cached env replies`);
         }
       }
