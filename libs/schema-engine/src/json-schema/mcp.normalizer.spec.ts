@@ -63,9 +63,8 @@ describe('MCP schema normalization', () => {
   it('stops inlining at the depth and size limits (no exponential blow-up)', () => {
     const defs: Record<string, unknown> = { D30: { type: 'string' } };
     for (let i = 0; i < 30; i += 1) defs[`D${i}`] = { type: 'object', properties: { a: { $ref: `#/$defs/D${i + 1}` }, b: { $ref: `#/$defs/D${i + 1}` } } };
-    const started = performance.now();
+    // The bound is on the work, not the clock: without the limits this output would be 2^30 nodes.
     const out = sut({ type: 'object', properties: { root: { $ref: '#/$defs/D0' } }, $defs: defs });
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(JSON.stringify(out.json_schema).length).toBeLessThan(5_000_000);
     expect(out.changes.some((c) => /nested more than 16 refs deep|inlining stopped after/.test(c))).toBe(true);
   });
