@@ -70,6 +70,8 @@ export const LocalRunnerRun = defineRequest({
     agent_id: z.string().optional(),
     /** The per-call env (the execute request's `env`); layered over the three below. */
     env: z.record(z.string(), z.string()),
+    /** Names in `env` whose values the runner masks in stdout, stderr, the return value and errors, before anything is cut. */
+    masked_keys: z.array(z.string()).max(1024).optional(),
     /** Env layers resolved by the credentials service, lowest first: sandbox config < webhook credentials < agent secrets. */
     sandbox_env: z.record(z.string(), z.string()).optional(),
     credential_env: z.record(z.string(), z.string()).optional(),

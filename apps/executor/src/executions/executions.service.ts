@@ -74,7 +74,7 @@ export class ExecutionsService {
     const masker = new SecretMasker(resolved.masked_keys.map((k) => resolved.env[k]!).filter((v) => v !== undefined));
     const run = await step('dispatch', async (span) => {
       span.setAttributes({ 'toolplane.provider': mcp ? 'mcp' : 'local', 'toolplane.timeout_ms': timeoutMs });
-      return mcp ? this.dispatchMcp(tool, req, timeoutMs) : this.dispatch(tool, req, resolved.env, timeoutMs, resolved.sandbox_config);
+      return mcp ? this.dispatchMcp(tool, req, timeoutMs) : this.dispatch(tool, req, resolved, timeoutMs);
     });
     return step('serialize result', (span) => {
       // Mask before truncating, so a cut can never leave half a secret visible.
@@ -120,14 +120,14 @@ export class ExecutionsService {
   private async dispatch(
     tool: Tool,
     req: RequestOf<typeof ToolsExecute>,
-    resolvedEnv: Record<string, string>,
+    resolved: ReplyOf<typeof ExecutionEnvResolve>,
     timeoutMs: number,
-    settings: SandboxSettings | null,
   ): Promise<ReplyOf<typeof LocalRunnerRun>> {
+    const settings = resolved.sandbox_config;
     const functionName = (typeof tool.json_schema?.name === 'string' ? tool.json_schema.name : undefined) ?? tool.name!;
     // Reserved variables come last (credentials already put them last; this keeps it so here too).
     const env: Record<string, string> = {
-      ...resolvedEnv,
+      ...resolved.env,
       TOOLPLANE_ORG_ID: req.org_id,
       TOOLPLANE_TOOL_ID: tool.id,
       ...(req.agent_id ? { TOOLPLANE_AGENT_ID: req.agent_id } : {}),
@@ -145,6 +145,7 @@ export class ExecutionsService {
         args: req.args,
         ...(req.agent_id ? { agent_id: req.agent_id } : {}),
         env,
+        ...(resolved.masked_keys.length ? { masked_keys: resolved.masked_keys } : {}),
         timeout_ms: timeoutMs,
         ...(pip.length && (tool.source_type ?? 'python') === 'python' ? { pip_requirements: pip } : {}),
         ...(sandbox ? { sandbox } : {}),
