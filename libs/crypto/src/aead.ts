@@ -1,0 +1,55 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/**
+ * The one authenticated-encryption format of Toolplane: AES-256-GCM with a random 96-bit IV and
+ * associated data binding the ciphertext to its owner or its message.
+ *
+ *   sealAead → version(1) | iv(12) | tag(16) | ciphertext
+ *
+ * Everything that encrypts goes through here: stored secrets (credentials' envelope keys and
+ * values, mcp-sync's server secrets) and sealed service messages.
+ */
+export const AEAD_VERSION = 1;
+export const IV_BYTES = 12;
+export const TAG_BYTES = 16;
+export const KEY_BYTES = 32;
+const HEADER = 1 + IV_BYTES + TAG_BYTES;
+
+export class AeadError extends Error {
+  constructor() {
+    super('ciphertext is corrupt, was sealed for another owner, or the key is wrong');
+    this.name = 'AeadError';
+  }
+}
+
+/** iv | tag | ciphertext of `plaintext` under `key`; `iv` only when the key is used once (else random). */
+export function encryptGcm(key: Buffer, plaintext: Buffer | string, aad: Buffer | string, iv: Buffer = randomBytes(IV_BYTES)): Buffer {
+  const c = createCipheriv('aes-256-gcm', key, iv);
+  c.setAAD(typeof aad === 'string' ? Buffer.from(aad) : aad);
+  const ct = Buffer.concat([typeof plaintext === 'string' ? c.update(plaintext, 'utf8') : c.update(plaintext), c.final()]);
+  return Buffer.concat([iv, c.getAuthTag(), ct]);
+}
+
+/** The plaintext of encryptGcm's output, or AeadError (never garbage). */
+export function decryptGcm(key: Buffer, sealed: Buffer | Uint8Array, aad: Buffer | string): Buffer {
+  const b = Buffer.isBuffer(sealed) ? sealed : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+  if (b.length < IV_BYTES + TAG_BYTES) throw new AeadError();
+  try {
+    const d = createDecipheriv('aes-256-gcm', key, b.subarray(0, IV_BYTES));
+    d.setAAD(typeof aad === 'string' ? Buffer.from(aad) : aad);
+    d.setAuthTag(b.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    return Buffer.concat([d.update(b.subarray(IV_BYTES + TAG_BYTES)), d.final()]);
+  } catch {
+    throw new AeadError();
+  }
+}
+
+/** version | iv | tag | ciphertext. */
+export function sealAead(key: Buffer, plaintext: Buffer | string, aad: Buffer | string): Buffer {
+  return Buffer.concat([Buffer.from([AEAD_VERSION]), encryptGcm(key, plaintext, aad)]);
+}
+
+export function openAead(key: Buffer, blob: Buffer, aad: Buffer | string): Buffer {
+  if (blob.length < HEADER || blob[0] !== AEAD_VERSION) throw new AeadError();
+  return decryptGcm(key, blob.subarray(1), aad);
+}

@@ -1,0 +1,2 @@
+export * from './aead';
+export * from './keys';
