@@ -11,6 +11,7 @@ import { Client } from 'pg';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { createDatabase, dropDatabase } from '../support/database';
 import { ROOT, databaseUrlFor } from '../support/env';
+import { mintOperatorToken } from '../support/identity';
 import { RawClient } from '../support/nats-client';
 import { startApp, type RunningApp, type StackOptions, stopProcess } from '../support/stack';
 import { WebhookServer, json } from '../support/webhook-server';
@@ -54,7 +55,8 @@ describe('credentials service (production profile)', () => {
     await createDatabase(dbName);
     await hooks.start();
     app = await startApp('credentials', opts(`k1:${K1}`));
-    client = await RawClient.connect(prefix);
+    // This service has its own key ring, so its own operator token (from the CLI, as an operator mints one).
+    client = await RawClient.connect(prefix, { operatorToken: mintOperatorToken(databaseUrl, { CREDENTIALS_KEYS: `k1:${K1}` }) });
   });
   afterAll(async () => {
     await client?.close();
@@ -165,7 +167,17 @@ describe('credentials service (production profile)', () => {
     expect(run.stdout).toMatch(/re-encrypted 4 secret\(s\), 1 webhook signing secret\(s\) and 1 MCP OAuth token record\(s\) under key 'k2'/);
     expect(run.stdout + run.stderr).not.toMatch(/tok-agent-A-1111|rotated-5555/);
 
+    // Tokens rotate with the ring: one signed by k1 works while k1 is in the ring, and stops when k1 leaves it.
+    const byK1 = (await client.mint(orgA, { name: 'before rotation' })).token;
+    await restart(`k1:${K1},k2:${K2}`, 'k2');
+    const listWith = (token: string) => client.req('toolplane.v1.secrets.list', { org_id: orgA }, { token });
+    expect((await listWith(byK1)).secrets.length).toBeGreaterThan(0);
+    const byK2 = (await client.mint(orgA, { name: 'after rotation' }, mintOperatorToken(databaseUrl, { CREDENTIALS_KEYS: `k1:${K1},k2:${K2}`, CREDENTIALS_ACTIVE_KEY: 'k2' }))).token;
+    expect(JSON.parse(Buffer.from(byK2.split('.')[0]!, 'base64url').toString()).kid).toBe('k2');
+
     await restart(`k2:${K2}`); // k1 is gone: everything must open with k2 alone
+    expect((await listWith(byK1)).error).toMatchObject({ code: 'UNAUTHENTICATED', message: expect.stringMatching(/signed with (an unknown key|a key that is no longer trusted)/), retryable: false });
+    expect((await listWith(byK2)).secrets.length).toBeGreaterThan(0);
     const a = await resolve(orgA, { agent_id: 'agent-1' });
     expect(a.env).toMatchObject({ API_TOKEN: 'tok-agent-A-1111', REGION: 'sandbox-region-local', FROM_HOOK: 'hook-value-B' });
     expect(hooks.received.at(-1)!.verified).toBe(true); // the signing secret survived rotation too

@@ -1,6 +1,6 @@
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { metricOf, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 describe('health, graceful shutdown and a runner dying mid-call', () => {
@@ -22,6 +22,14 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
     await stack?.stop();
   });
 
+  /** Waits until the runner holds a call (not a fixed sleep: the call may take a while to get there). */
+  const runnerBusy = async () => {
+    for (;;) {
+      if ((await metricOf(stack.apps.get('runner-local')!, 'toolplane_runner_in_flight')) > 0) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
   it('serves /healthz and /readyz with its dependency checks', async () => {
     for (const app of stack.apps.values()) {
       expect((await fetch(`http://127.0.0.1:${app.healthPort}/healthz`)).status).toBe(200);
@@ -35,7 +43,7 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
 
   it('finishes an in-flight call when the runner gets SIGTERM, then exits 0', async () => {
     const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
-    await new Promise((r) => setTimeout(r, 500));
+    await runnerBusy();
     const exit = stack.stopApp('runner-local', 'SIGTERM');
     const r = await call;
     expect(r.status).toBe('success');
@@ -48,7 +56,7 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
   it('answers a typed, retryable error when the runner is killed mid-call, and recovers when it is back', async () => {
     stack.apps.set('runner-local', await startApp('runner-local', opts));
     const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {}, timeout_ms: 2000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await runnerBusy();
     await stack.stopApp('runner-local', 'SIGKILL');
     const r = await call;
     expect(r.error).toMatchObject({ code: 'REQUEST_TIMEOUT', retryable: true });

@@ -1,6 +1,8 @@
 import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { echoTool, FakeMcpServer, type FakeTool } from '../support/mcp-servers';
+import { Headers } from '@toolplane/contracts';
+import { sealerOf } from '../support/identity';
 import { RawClient } from '../support/nats-client';
 
 /**
@@ -62,11 +64,14 @@ describe('MCP sync of tool sets larger than a NATS message', () => {
   });
 
   beforeAll(async () => {
+    const registry = sealerOf('registry');
     client = await RawClient.connect(testPrefix());
     for (const subject of ['toolplane.internal.v1.external-tools.stage', 'toolplane.internal.v1.external-tools.sync']) {
       client.nc.subscribe(client.subject(subject), {
         callback: (_e, m) => {
-          writes.push({ subject, bytes: m.data.byteLength, body: JSON.parse(new TextDecoder().decode(m.data)) });
+          // Sealed for the registry: the test holds the run's service keys and opens it as the registry would.
+          const body = registry.openRequest(subject, m.headers?.get(Headers.SERVICE_SEAL) ?? '', m.data).body;
+          writes.push({ subject, bytes: m.data.byteLength, body: JSON.parse(body.toString('utf8')) });
         },
       });
     }

@@ -33,7 +33,7 @@ describe('MCP tool calls across mcp-sync replicas', () => {
   beforeAll(async () => {
     const prefix = `${testPrefix()}.replicas`;
     const env = { MCP_SERVER_CACHE_TTL_MS: '600000', MCP_RESYNC_INTERVAL_MS: '0' };
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['registry', 'executor', 'mcp-sync'], appEnv: { 'mcp-sync': env } });
+    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['registry', 'credentials', 'executor', 'mcp-sync'], appEnv: { 'mcp-sync': env } });
     second = await startApp('mcp-sync', { prefix, databaseUrl: testDatabaseUrl(), appEnv: { 'mcp-sync': env } });
     client = await RawClient.connect(prefix);
   });

@@ -1,5 +1,6 @@
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { rmSync } from 'node:fs';
 import { dropDatabase } from '../support/database';
 import { natsUrl } from '../support/env';
 
@@ -11,6 +12,7 @@ export default async function globalTeardown(): Promise<void> {
   await dropDatabase(env.dbName);
   await deleteStreams(env.stack.prefix);
   await Promise.all(env.containers.map((c) => c.stop()));
+  if (process.env.TOOLPLANE_TEST_KEYS_DIR) rmSync(process.env.TOOLPLANE_TEST_KEYS_DIR, { recursive: true, force: true });
 }
 
 /** Removes the JetStream streams this run created (their names start with the run's prefix). */

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { natsUrl, ROOT } from './env';
+import { ensureTestIdentity, mintOperatorToken } from './identity';
 
 export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'mcp-sync';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
@@ -69,12 +70,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await Promise.all([...apps.keys()].map((n) => stack.stopApp(n)));
     },
   };
+  ensureTestIdentity();
   try {
     // Apps do not need each other to become ready: start them side by side.
     const started = await Promise.allSettled((opts.apps ?? ALL_APPS).map((name) => startApp(name, opts)));
     for (const r of started) if (r.status === 'fulfilled') apps.set(r.value.name, r.value);
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
+    // The run's operator token: minted once, by the first stack whose credentials service is up.
+    if (!process.env.TOOLPLANE_TEST_OPERATOR_TOKEN && apps.has('credentials') && !opts.env?.CREDENTIALS_KEYS && !opts.appEnv?.credentials?.CREDENTIALS_KEYS) {
+      process.env.TOOLPLANE_TEST_OPERATOR_TOKEN = mintOperatorToken(opts.databaseUrl);
+    }
   } catch (e) {
     await stack.stop();
     throw e;
@@ -99,6 +105,8 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       LOG_FORMAT: 'json',
       TOOLPLANE_PROFILE: 'development',
       SHUTDOWN_GRACE_MS: '5000',
+      SERVICE_KEYS_DIR: ensureTestIdentity().keysDir,
+      ...(name === 'credentials' ? { CREDENTIALS_KEYS: ensureTestIdentity().credentialsKeys } : {}),
       ...opts.env,
       ...opts.appEnv?.[name],
     },

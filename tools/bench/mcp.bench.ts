@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' },
+  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'credentials', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' },
     // MCP_SERVER_CACHE_TTL_MS=0 gives the per-call server read of before, for an A/B in one sitting.
     appEnv: process.env.MCP_SERVER_CACHE_TTL_MS ? { 'mcp-sync': { MCP_SERVER_CACHE_TTL_MS: process.env.MCP_SERVER_CACHE_TTL_MS } } : {},
   });

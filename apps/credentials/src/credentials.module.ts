@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from './auth/auth.module';
 import { CredentialsCacheModule } from './cache/credentials-cache';
 import { CryptoModule } from './crypto/crypto.module';
 import { databaseModule } from '@toolplane/platform';
@@ -10,5 +11,5 @@ import { SandboxConfigsModule } from './sandbox-configs/sandbox-configs.module';
 import { SecretsModule } from './secrets/secrets.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
-@Module({ imports: [CryptoModule, CredentialsCacheModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule, OrgSecretsModule, OAuthTokensModule] })
+@Module({ imports: [CryptoModule, CredentialsCacheModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule, OrgSecretsModule, OAuthTokensModule, AuthModule] })
 export class CredentialsModule {}

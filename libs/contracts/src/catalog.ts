@@ -1,3 +1,4 @@
+import { AuthOrgsDelete, AuthStateGet, AuthTokensCreate, AuthTokensList, AuthTokensRevoke } from './auth.contract';
 import {
   ExecutionEnvResolve,
   McpOAuthTokensDelete,
@@ -69,6 +70,11 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   McpToolsCall,
   ExternalToolsStage,
   ExternalToolsSync,
+  AuthTokensCreate,
+  AuthTokensList,
+  AuthTokensRevoke,
+  AuthOrgsDelete,
+  AuthStateGet,
 ];
 
 export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, McpServerSynced, McpServerRemoved];

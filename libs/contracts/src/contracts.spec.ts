@@ -57,8 +57,13 @@ describe('contracts', () => {
   it('gives every subject one descriptor and follows the subject grammar', () => {
     const subjects = [...REQUESTS.map((r) => r.subject), ...EVENTS.map((e) => e.subject)];
     expect(new Set(subjects).size).toBe(subjects.length);
-    expect(() => defineRequest({ subject: 'tools.get', visibility: 'public', summary: '', request: z.object({}), reply: z.object({}) })).toThrow();
-    expect(() => defineRequest({ subject: 'toolplane.internal.v1.x.y', visibility: 'public', summary: '', request: z.object({}), reply: z.object({}) })).toThrow();
+    const base = { summary: '', request: z.object({}), reply: z.object({}), servedBy: 'registry' as const };
+    expect(() => defineRequest({ ...base, subject: 'tools.get', visibility: 'public', scope: 'tools:read' })).toThrow();
+    expect(() => defineRequest({ ...base, subject: 'toolplane.internal.v1.x.y', visibility: 'public', scope: 'tools:read' })).toThrow();
+    // Public subjects name a scope; internal ones name their callers.
+    expect(() => defineRequest({ ...base, subject: 'toolplane.v1.x.y', visibility: 'public' })).toThrow(/scope/);
+    expect(() => defineRequest({ ...base, subject: 'toolplane.internal.v1.x.y', visibility: 'internal', callers: [] })).toThrow(/callers/);
+    expect(() => defineRequest({ ...base, subject: 'toolplane.v1.x.y', visibility: 'public', scope: 'tools:read', callers: ['executor'] })).toThrow();
     expect(() => defineEvent({ subject: 'toolplane.v1.tool.created', summary: '', payload: z.object({}) })).toThrow();
   });
 

@@ -39,6 +39,8 @@ export type SecretMetadata = z.infer<typeof SecretMetadata>;
 export const SecretsSet = defineRequest({
   subject: 'toolplane.v1.secrets.set',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:write',
   summary: 'Store (or replace) an encrypted secret: a sandbox-config env var (scope sandbox) or an agent secret (scope agent). The reply never holds the value.',
   request: z
     .strictObject({
@@ -58,6 +60,8 @@ export const SecretsSet = defineRequest({
 export const SecretsList = defineRequest({
   subject: 'toolplane.v1.secrets.list',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:read',
   summary: "The org's secrets (keys and metadata, never values), optionally of one scope or one agent.",
   request: z.strictObject({ org_id: OrgId, scope: SecretScope.optional(), agent_id: AgentId.optional() }),
   reply: z.object({ secrets: z.array(SecretMetadata) }),
@@ -66,6 +70,8 @@ export const SecretsList = defineRequest({
 export const SecretsDelete = defineRequest({
   subject: 'toolplane.v1.secrets.delete',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:write',
   summary: 'Delete one secret of the org.',
   request: z
     .strictObject({ org_id: OrgId, scope: SecretScope, agent_id: AgentId.optional(), provider: Provider.optional(), key: EnvName })
@@ -85,6 +91,8 @@ export type Webhook = z.infer<typeof Webhook>;
 export const WebhooksSet = defineRequest({
   subject: 'toolplane.v1.webhooks.set',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:write',
   summary: "Set the org's credentials webhook (called at execution time; its reply's env is merged). The signing secret is stored encrypted and never returned.",
   request: z.strictObject({
     org_id: OrgId,
@@ -100,6 +108,8 @@ export const WebhooksSet = defineRequest({
 export const WebhooksGet = defineRequest({
   subject: 'toolplane.v1.webhooks.get',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:read',
   summary: "The org's credentials webhook (without its signing secret).",
   request: z.strictObject({ org_id: OrgId }),
   reply: z.object({ webhook: Webhook }),
@@ -108,6 +118,8 @@ export const WebhooksGet = defineRequest({
 export const WebhooksDelete = defineRequest({
   subject: 'toolplane.v1.webhooks.delete',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:write',
   summary: "Remove the org's credentials webhook.",
   request: z.strictObject({ org_id: OrgId }),
   reply: z.object({ deleted: z.literal(true) }),
@@ -137,6 +149,8 @@ export type SandboxConfig = z.infer<typeof SandboxConfig>;
 export const SandboxConfigsUpsert = defineRequest({
   subject: 'toolplane.v1.sandbox-configs.upsert',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:write',
   summary: "Create or replace the org's sandbox config for a provider.",
   request: z.strictObject({ org_id: OrgId, provider: Provider, config: SandboxSettings }),
   reply: z.object({ sandbox_config: SandboxConfig }),
@@ -145,6 +159,8 @@ export const SandboxConfigsUpsert = defineRequest({
 export const SandboxConfigsGet = defineRequest({
   subject: 'toolplane.v1.sandbox-configs.get',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:read',
   summary: "The org's sandbox config for a provider, with its fingerprint.",
   request: z.strictObject({ org_id: OrgId, provider: Provider }),
   reply: z.object({ sandbox_config: SandboxConfig }),
@@ -153,6 +169,8 @@ export const SandboxConfigsGet = defineRequest({
 export const SandboxConfigsList = defineRequest({
   subject: 'toolplane.v1.sandbox-configs.list',
   visibility: 'public',
+  servedBy: 'credentials',
+  scope: 'secrets:read',
   summary: "The org's sandbox configs, one per provider.",
   request: z.strictObject({ org_id: OrgId }),
   reply: z.object({ sandbox_configs: z.array(SandboxConfig) }),
@@ -162,6 +180,8 @@ export const SandboxConfigsList = defineRequest({
 export const ExecutionEnvResolve = defineRequest({
   subject: 'toolplane.internal.v1.execution-env.resolve',
   visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['executor'],
   summary: 'Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < per-call env < reserved ids.',
   request: z.strictObject({
     org_id: OrgId,
@@ -236,6 +256,8 @@ export const WebhookReplyBody = z.object({
 export const OrgSecretsResolve = defineRequest({
   subject: 'toolplane.internal.v1.org-secrets.resolve',
   visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['mcp-sync'],
   summary: "Decrypt the org-wide secrets (scope sandbox, no agent, no provider) of these names, for MCP server templates; names the org lacks come back in missing.",
   request: z.strictObject({ org_id: OrgId, names: z.array(EnvName).min(1).max(256) }),
   reply: z.object({ values: z.record(z.string(), z.string()), missing: z.array(z.string()) }),
@@ -259,6 +281,8 @@ const OAuthTokenRef = { org_id: OrgId, server_id: z.string().min(1).max(128), is
 export const McpOAuthTokensStore = defineRequest({
   subject: 'toolplane.internal.v1.mcp-oauth-tokens.store',
   visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['mcp-sync'],
   summary: "Store (or replace) an MCP server's OAuth tokens for one issuer, encrypted (AES-256-GCM envelope).",
   request: z.strictObject({ ...OAuthTokenRef, tokens: OAuthTokenSet }),
   reply: z.object({ stored: z.literal(true) }),
@@ -268,6 +292,8 @@ export const McpOAuthTokensStore = defineRequest({
 export const McpOAuthTokensFetch = defineRequest({
   subject: 'toolplane.internal.v1.mcp-oauth-tokens.fetch',
   visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['mcp-sync'],
   summary: "An MCP server's stored OAuth tokens for one issuer, decrypted, or null.",
   request: z.strictObject(OAuthTokenRef),
   reply: z.object({ tokens: OAuthTokenSet.nullable() }),
@@ -277,6 +303,8 @@ export const McpOAuthTokensFetch = defineRequest({
 export const McpOAuthTokensDelete = defineRequest({
   subject: 'toolplane.internal.v1.mcp-oauth-tokens.delete',
   visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['mcp-sync'],
   summary: "Delete every stored OAuth token of an MCP server.",
   request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128) }),
   reply: z.object({ deleted: z.number().int() }),

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { AppName, Scope } from './identity';
 
 /**
  * A typed message handle shared by sender and receiver: the subject and the zod schemas of both
@@ -11,6 +12,12 @@ export interface RequestDescriptor<Req extends z.ZodType = z.ZodType, Rep extend
   readonly summary: string;
   readonly request: Req;
   readonly reply: Rep;
+  /** The one app that serves it (its queue group, the only NATS user allowed to subscribe). */
+  readonly servedBy: AppName;
+  /** Public subjects: the scope an org token needs. */
+  readonly scope?: Scope;
+  /** Internal subjects: the apps that may call it (checked on every message, and in the NATS permissions). */
+  readonly callers?: readonly AppName[];
 }
 
 export interface EventDescriptor<P extends z.ZodType = z.ZodType> {
@@ -37,6 +44,8 @@ export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
   if (d.subject.startsWith('toolplane.internal.') !== (d.visibility === 'internal')) {
     throw new Error(`Subject ${d.subject} does not match its visibility ${d.visibility}`);
   }
+  if (d.visibility === 'public' && (!d.scope || d.callers)) throw new Error(`Public subject ${d.subject} names a scope and no callers`);
+  if (d.visibility === 'internal' && (!d.callers?.length || d.scope)) throw new Error(`Internal subject ${d.subject} names its callers and no scope`);
   return { kind: 'request', ...d };
 }
 

@@ -5,6 +5,11 @@ export enum ErrorCode {
   MALFORMED_MESSAGE = 'MALFORMED_MESSAGE',
   CONTRACT_VIOLATION = 'CONTRACT_VIOLATION',
   PAYLOAD_TOO_LARGE = 'PAYLOAD_TOO_LARGE',
+  /** No credential, or one that is malformed, forged, expired, revoked or for a deleted org. */
+  UNAUTHENTICATED = 'UNAUTHENTICATED',
+  /** A valid credential that may not do this: another org, a missing scope, a service not allowed to call the subject. */
+  FORBIDDEN = 'FORBIDDEN',
+  TOKEN_NOT_FOUND = 'TOKEN_NOT_FOUND',
   TOOL_NOT_FOUND = 'TOOL_NOT_FOUND',
   /** A custom tools.upsert named a tool an external source (an MCP server) owns. */
   TOOL_NAME_CONFLICT = 'TOOL_NAME_CONFLICT',
@@ -48,7 +53,6 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
   ErrorCode.REQUEST_TIMEOUT,
   ErrorCode.CREDENTIALS_UNAVAILABLE,
   ErrorCode.MCP_CONNECTION_FAILED,
-  ErrorCode.INTERNAL,
 ]);
 
 export function isRetryable(code: ErrorCode): boolean {

@@ -37,6 +37,8 @@ export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
 export const ToolsExecute = defineRequest({
   subject: 'toolplane.v1.tools.execute',
   visibility: 'public',
+  servedBy: 'executor',
+  scope: 'tools:execute',
   summary: 'Run a tool of the org with the given arguments and return its result, output and status.',
   request: z
     .strictObject({
@@ -59,6 +61,8 @@ export const ToolsExecute = defineRequest({
 export const LocalRunnerRun = defineRequest({
   subject: 'toolplane.internal.v1.local-runner.run',
   visibility: 'internal',
+  servedBy: 'runner-local',
+  callers: ['executor'],
   summary: 'Run one custom tool call in a local sandbox.',
   request: z.strictObject({
     org_id: OrgId,

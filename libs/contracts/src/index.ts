@@ -1,3 +1,4 @@
+export * from './auth.contract';
 export * from './catalog';
 export * from './common';
 export * from './credentials.contract';
@@ -5,6 +6,7 @@ export * from './descriptor';
 export * from './errors';
 export * from './execute.contract';
 export * from './headers';
+export * from './identity';
 export * from './json-schemas';
 export * from './mcp.contract';
 export * from './schemas.contract';

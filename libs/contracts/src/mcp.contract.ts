@@ -146,6 +146,8 @@ const oneRefMessage = { message: 'give exactly one of id or name' };
 export const McpServersAdd = defineRequest({
   subject: 'toolplane.v1.mcp.servers.add',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
   summary: "Register an MCP server for the org: connect, list every page of its tools, store them as external_mcp tools and report what happened. Secrets are stored encrypted and never returned.",
   request: z.strictObject({ org_id: OrgId, server: McpServerInput }),
   /** With OAuth authorization_code: nothing is connected yet; open the URL, then call mcp.oauth.complete. */
@@ -155,6 +157,8 @@ export const McpServersAdd = defineRequest({
 export const McpOAuthComplete = defineRequest({
   subject: 'toolplane.v1.mcp.oauth.complete',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
   summary: "Finish an OAuth authorization-code server add: exchange the code (with the PKCE verifier) at the issuer, store the tokens encrypted in the credentials service, connect and sync.",
   request: z.strictObject({ org_id: OrgId, state: z.string().min(16).max(256), code: z.string().min(1).max(4096) }),
   reply: z.object({ server: McpServer, sync: McpSyncReport }),
@@ -163,6 +167,8 @@ export const McpOAuthComplete = defineRequest({
 export const McpServersGet = defineRequest({
   subject: 'toolplane.v1.mcp.servers.get',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:read',
   summary: 'One MCP server of the org, by id or name.',
   request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
   reply: z.object({ server: McpServer }),
@@ -171,6 +177,8 @@ export const McpServersGet = defineRequest({
 export const McpServersList = defineRequest({
   subject: 'toolplane.v1.mcp.servers.list',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:read',
   summary: "The org's MCP servers, by name.",
   request: z.strictObject({ org_id: OrgId }),
   reply: z.object({ servers: z.array(McpServer) }),
@@ -179,6 +187,8 @@ export const McpServersList = defineRequest({
 export const McpServersUpdate = defineRequest({
   subject: 'toolplane.v1.mcp.servers.update',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
   summary: 'Change how an MCP server is reached (fields given replace the stored ones), then resync its tools.',
   request: z
     .strictObject({
@@ -192,6 +202,8 @@ export const McpServersUpdate = defineRequest({
 export const McpServersRemove = defineRequest({
   subject: 'toolplane.v1.mcp.servers.remove',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
   summary: "Remove an MCP server and every tool it brought.",
   request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
   reply: z.object({ removed: z.literal(true), tools_removed: z.number().int() }),
@@ -200,6 +212,8 @@ export const McpServersRemove = defineRequest({
 export const McpServersSync = defineRequest({
   subject: 'toolplane.v1.mcp.servers.sync',
   visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
   summary: "Re-list every page of the server's tools now and bring the registry in step; the report says what changed.",
   request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
   reply: z.object({ server: McpServer, sync: McpSyncReport }),
@@ -242,6 +256,8 @@ export type McpToolMetadata = z.infer<typeof McpToolMetadata>;
 export const McpToolsCall = defineRequest({
   subject: 'toolplane.internal.v1.mcp-tools.call',
   visibility: 'internal',
+  servedBy: 'mcp-sync',
+  callers: ['executor'],
   summary: "Call one tool on the org's MCP server (tools/call) within timeout_ms; cancellation is sent to the server when it expires.",
   request: z.strictObject({
     org_id: OrgId,
@@ -276,6 +292,8 @@ export type ExternalToolInput = z.infer<typeof ExternalToolInput>;
 export const ExternalToolsSync = defineRequest({
   subject: 'toolplane.internal.v1.external-tools.sync',
   visibility: 'internal',
+  servedBy: 'registry',
+  callers: ['mcp-sync'],
   summary: "Replace one external source's tools (an MCP server's) with the given set, atomically, reporting name collisions.",
   request: z.strictObject({
     org_id: OrgId,
@@ -314,6 +332,8 @@ export const ExternalToolsSync = defineRequest({
 export const ExternalToolsStage = defineRequest({
   subject: 'toolplane.internal.v1.external-tools.stage',
   visibility: 'internal',
+  servedBy: 'registry',
+  callers: ['mcp-sync'],
   summary: 'Stage one page of an external source\'s tool set for a later atomic external-tools.sync (begin/page/commit).',
   request: z.strictObject({
     org_id: OrgId,

@@ -15,6 +15,8 @@ export const FunctionJsonSchema = z.looseObject({
 export const SchemasGenerate = defineRequest({
   subject: 'toolplane.v1.schemas.generate',
   visibility: 'public',
+  servedBy: 'schema',
+  scope: 'tools:read',
   summary: 'Derive an LLM function-calling JSON schema from tool source, without running it.',
   request: z.strictObject({
     org_id: OrgId.optional(),
@@ -30,6 +32,8 @@ export const SchemasGenerate = defineRequest({
 export const SchemasValidate = defineRequest({
   subject: 'toolplane.v1.schemas.validate',
   visibility: 'public',
+  servedBy: 'schema',
+  scope: 'tools:read',
   summary: 'Classify a JSON schema for LLM function calling: STRICT_COMPLIANT, NON_STRICT_ONLY or INVALID.',
   request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
   reply: z.object({ health: SchemaHealth, reasons: z.array(z.string()) }),
@@ -38,6 +42,8 @@ export const SchemasValidate = defineRequest({
 export const SchemasStrictify = defineRequest({
   subject: 'toolplane.v1.schemas.strictify',
   visibility: 'public',
+  servedBy: 'schema',
+  scope: 'tools:read',
   summary:
     'Convert a function schema (or its parameters) for OpenAI strict mode: every property required, optional ones nullable, additionalProperties false. A schema that cannot be strict comes back unchanged with strict: false and the reasons.',
   request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
@@ -47,6 +53,8 @@ export const SchemasStrictify = defineRequest({
 export const SchemasNormalize = defineRequest({
   subject: 'toolplane.v1.schemas.normalize',
   visibility: 'public',
+  servedBy: 'schema',
+  scope: 'tools:read',
   summary:
     "Normalize an MCP tool's input schema for LLM providers (local $refs inlined, explicit object schemas, safe oneOf → anyOf); the original is returned beside it. Remote $refs are never fetched.",
   request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),

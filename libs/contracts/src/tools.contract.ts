@@ -24,6 +24,8 @@ export type ToolUpsertInput = z.infer<typeof ToolUpsertInput>;
 export const ToolsUpsert = defineRequest({
   subject: 'toolplane.v1.tools.upsert',
   visibility: 'public',
+  servedBy: 'registry',
+  scope: 'tools:write',
   summary: 'Create a tool, or update the tool of the same name in the org (same id).',
   request: z.strictObject({ org_id: OrgId, tool: ToolUpsertInput }),
   reply: z.object({ tool: Tool }),
@@ -32,6 +34,8 @@ export const ToolsUpsert = defineRequest({
 export const ToolsGet = defineRequest({
   subject: 'toolplane.v1.tools.get',
   visibility: 'public',
+  servedBy: 'registry',
+  scope: 'tools:read',
   summary: 'One tool of the org, by id or by name.',
   request: z
     .strictObject({ org_id: OrgId, id: ToolId.optional(), name: z.string().min(1).max(64).optional() })
@@ -42,6 +46,8 @@ export const ToolsGet = defineRequest({
 export const ToolsList = defineRequest({
   subject: 'toolplane.v1.tools.list',
   visibility: 'public',
+  servedBy: 'registry',
+  scope: 'tools:read',
   summary: "The org's tools, newest last, filtered by tags (any) and tool types, a page at a time.",
   request: z.strictObject({
     org_id: OrgId,
@@ -56,6 +62,8 @@ export const ToolsList = defineRequest({
 export const ToolsDelete = defineRequest({
   subject: 'toolplane.v1.tools.delete',
   visibility: 'public',
+  servedBy: 'registry',
+  scope: 'tools:write',
   summary: 'Delete a tool of the org.',
   request: z.strictObject({ org_id: OrgId, id: ToolId }),
   reply: z.object({ deleted: z.literal(true) }),

@@ -26,7 +26,7 @@ describe('codec', () => {
 
   it('never leaks an unknown error message or stack into the envelope', () => {
     const body = toErrorBody(new Error('password=hunter2 at /srv/app.js:1'), 'abc');
-    expect(body).toEqual({ code: 'INTERNAL', message: 'Internal error', retryable: true, trace_id: 'abc' });
+    expect(body).toEqual({ code: 'INTERNAL', message: 'Internal error', retryable: false, trace_id: 'abc' });
     expect(toErrorBody(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'No tool x'), 't')).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false });
   });
 

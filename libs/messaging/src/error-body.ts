@@ -11,7 +11,8 @@ export function toErrorBody(err: unknown, traceId: string): ErrorBody {
       trace_id: traceId,
     };
   }
-  return { code: ErrorCode.INTERNAL, message: 'Internal error', retryable: true, trace_id: traceId };
+  // Unknown cause: a retry would most likely fail the same way, so never invite one.
+  return { code: ErrorCode.INTERNAL, message: 'Internal error', retryable: false, trace_id: traceId };
 }
 
 export function isErrorBody(v: unknown): v is ErrorBody {

@@ -13,6 +13,7 @@ import {
   type RequestIn,
 } from '@toolplane/contracts';
 import { decodeJson, encodeJson, parseContract } from './codec';
+import type { ServiceSealer } from './service-seal';
 import { withPrefix } from './subjects';
 import { extractTraceContext, injectTraceContext } from './trace-context';
 
@@ -25,8 +26,10 @@ export interface RequestOptions {
 const tracer = trace.getTracer('@toolplane/messaging');
 
 /**
- * Typed request/reply and event publishing by contract descriptor. Validates what it sends and
- * what it receives, carries W3C trace context in headers, and always bounds a request in time.
+ * Typed request/reply and event publishing by contract descriptor, as one service. Validates what
+ * it sends and what it receives, seals every request to the service that serves the subject (and
+ * opens only a reply sealed by it), carries W3C trace context in headers, and always bounds a
+ * request in time.
  */
 export class MessagingClient {
   private js?: JetStreamClient;
@@ -34,6 +37,7 @@ export class MessagingClient {
   constructor(
     readonly nc: NatsConnection,
     readonly prefix: string,
+    readonly sealer: ServiceSealer,
   ) {}
 
   async request<D extends RequestDescriptor>(d: D, payload: RequestIn<D>, opts: RequestOptions): Promise<ReplyOf<D>> {
@@ -50,13 +54,15 @@ export class MessagingClient {
       try {
         const h = injectTraceContext();
         h.set(Headers.DEADLINE, String(Date.now() + opts.timeoutMs));
+        const sealed = this.sealer.sealRequest(d.subject, d.servedBy, data);
+        h.set(Headers.SERVICE_SEAL, sealed.header);
         let msg;
         try {
-          msg = await this.nc.request(withPrefix(this.prefix, d.subject), data, { timeout: opts.timeoutMs, headers: h });
+          msg = await this.nc.request(withPrefix(this.prefix, d.subject), sealed.data, { timeout: opts.timeoutMs, headers: h });
         } catch (e) {
           throw this.transportError(e, d.subject, opts);
         }
-        const value = decodeJson(msg.data);
+        const value = decodeJson(this.openReply(d, sealed.nonce, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data));
         const env = ErrorEnvelope.safeParse(value);
         if (env.success) throw ToolplaneError.fromBody(env.data.error);
         return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
@@ -111,6 +117,17 @@ export class MessagingClient {
       },
     });
     return { unsubscribe: () => sub.unsubscribe() };
+  }
+
+  /**
+   * The reply's body: sealed by the serving app for this request. A plain reply is accepted only
+   * as an error envelope (a service that could not authenticate the request cannot seal to it).
+   */
+  private openReply(d: RequestDescriptor, nonce: string, seal: string, data: Uint8Array): Uint8Array {
+    if (seal) return this.sealer.openReply(d.subject, d.servedBy, nonce, seal, data);
+    const value = decodeJson(data);
+    if (ErrorEnvelope.safeParse(value).success) return data;
+    throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `The reply from ${d.subject} is not sealed by ${d.servedBy}: refused`, { subject: d.subject });
   }
 
   private transportError(e: unknown, subject: string, opts: RequestOptions): ToolplaneError {

@@ -1,16 +1,23 @@
-import { Catch, Logger, type ExceptionFilter } from '@nestjs/common';
+import { Catch, Logger, createParamDecorator, type ExceptionFilter, type ExecutionContext } from '@nestjs/common';
 import { BaseRpcContext, MessagePattern, Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ErrorCode, ToolplaneError, requestDescriptorFor, type RequestDescriptor } from '@toolplane/contracts';
+import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { ErrorCode, Headers, ToolplaneError, requestDescriptorFor, type Principal, type RequestDescriptor } from '@toolplane/contracts';
 import { lastValueFrom, throwError, type Observable } from 'rxjs';
 import { decodeJson, encodeJson, parseContract } from './codec';
+import { EdgeAuth, sealedForOf, type Admitted } from './edge-auth';
 import { toErrorBody } from './error-body';
 import { withPrefix } from './subjects';
 import { extractTraceContext } from './trace-context';
 
 /** Marks a controller method as the handler of a request descriptor. */
 export const Handles = (d: RequestDescriptor): MethodDecorator => MessagePattern(d.subject);
+
+/** The verified sender of the request being handled (a handler parameter): an org, an operator or a service. */
+export const Caller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => ctx.switchToRpc().getContext<BaseRpcContext<[string, Principal]>>().getArgs()[1]);
+
+/** Bytes a reply may take: the server's max_payload less room for headers. */
+const HEADER_ROOM = 4096;
 
 /**
  * Lets the original exception reach the transport, which makes the one error envelope
@@ -31,6 +38,8 @@ export interface NatsJsonServerOptions {
   maxRequestBytes: number;
   /** How long close() waits for in-flight requests. */
   drainTimeoutMs: number;
+  /** Who may send what: service seals and org tokens, checked before any handler runs. */
+  auth: EdgeAuth;
 }
 
 const tracer = trace.getTracer('@toolplane/messaging');
@@ -53,6 +62,8 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     for (const [pattern, handler] of this.messageHandlers) {
       const d = requestDescriptorFor(pattern);
       if (!d) throw new Error(`No contract descriptor for handler pattern ${pattern}`);
+      if (d.servedBy !== this.opts.auth.sealer.app) throw new Error(`${d.subject} is served by ${d.servedBy}, not ${this.opts.auth.sealer.app}`);
+      if (d.visibility === 'public') this.opts.auth.tokens.start();
       const sub = this.opts.nc.subscribe(withPrefix(this.opts.prefix, d.subject), {
         queue: this.opts.queue,
         callback: (err, msg) => {
@@ -75,6 +86,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     await Promise.all(this.subs.splice(0).map((s) => s.drain().catch(() => undefined)));
     const drained = Promise.all([...this.inFlight]);
     await Promise.race([drained, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref())]);
+    this.opts.auth.tokens.stop();
   }
 
   on(): void {
@@ -92,28 +104,50 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
         `process ${d.subject}`,
         { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } },
         async (span) => {
+          let admitted: Admitted | undefined;
           try {
             if (msg.data.byteLength > this.opts.maxRequestBytes) {
               throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request is ${msg.data.byteLength} bytes; the limit is ${this.opts.maxRequestBytes}`);
             }
-            const request = parseContract(d.request, decodeJson(msg.data), `Request to ${d.subject}`);
-            const result$ = this.transformToObservable(await handler(request, new BaseRpcContext([d.subject])));
+            admitted = await this.opts.auth.admit(d, msg);
+            span.setAttribute('toolplane.caller', admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind);
+            const json = decodeJson(admitted.body);
+            EdgeAuth.checkOrg(admitted.principal, json);
+            const request = parseContract(d.request, json, `Request to ${d.subject}`);
+            const result$ = this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, admitted.principal])));
             const result = await lastValueFrom(result$);
-            const reply = this.checkReply(d, result);
-            if (msg.reply) msg.respond(encodeJson(reply));
+            const reply = encodeJson(this.checkReply(d, result));
+            const limit = (this.opts.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM;
+            if (reply.byteLength > limit) {
+              throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `The reply of ${d.subject} would be ${reply.byteLength} bytes; the bus carries at most ${limit}`, {
+                bytes: reply.byteLength,
+                limit,
+              });
+            }
+            this.respond(d, msg, reply, admitted.sealedFor);
           } catch (e) {
             const traceId = span.spanContext().traceId;
             const body = toErrorBody(e, traceId);
             span.setStatus({ code: SpanStatusCode.ERROR, message: body.code });
             span.setAttribute('toolplane.error.code', body.code);
             if (body.code === ErrorCode.INTERNAL) this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
-            if (msg.reply) msg.respond(encodeJson({ error: body }));
+            this.respond(d, msg, encodeJson({ error: body }), admitted?.sealedFor ?? sealedForOf(e));
           } finally {
             span.end();
           }
         },
       ),
     );
+  }
+
+  /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. */
+  private respond(d: RequestDescriptor, msg: Msg, body: Uint8Array, sealedFor: Admitted['sealedFor']): void {
+    if (!msg.reply) return;
+    if (!sealedFor) return void msg.respond(body);
+    const sealed = this.opts.auth.sealer.sealReply(d.subject, sealedFor.app, sealedFor.nonce, body);
+    const h = natsHeaders();
+    h.set(Headers.SERVICE_SEAL, sealed.header);
+    msg.respond(sealed.data, { headers: h });
   }
 
   private checkReply(d: RequestDescriptor, result: unknown): unknown {

@@ -14,6 +14,29 @@ export const baseEnvShape = {
   TOOLPLANE_PROFILE: z.enum(['development', 'production']).default('production'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** NATS credentials and TLS (any combination the server asks for). */
+  NATS_USER: z.string().optional(),
+  NATS_PASSWORD: z.string().optional(),
+  NATS_TOKEN: z.string().optional(),
+  /** A NATS credentials file (user JWT + nkey seed). */
+  NATS_CREDS: z.string().optional(),
+  NATS_TLS_CA: z.string().optional(),
+  NATS_TLS_CERT: z.string().optional(),
+  NATS_TLS_KEY: z.string().optional(),
+  /** Reply subjects of this connection (`_INBOX.<app>` by default): the NATS permissions let only this user subscribe there. */
+  NATS_INBOX_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens').optional(),
+  /**
+   * The service identities: `<app>.key` (this app's X25519 key) and every app's `<app>.pub`.
+   * Default `.toolplane/keys` in development (created on first start), `/etc/toolplane/keys` in production.
+   */
+  SERVICE_KEYS_DIR: z.string().optional(),
+  /** How far a service message's clock may be off (older or newer messages are refused as replays). */
+  SERVICE_CLOCK_SKEW_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+  /** How often token revocations and signing keys are fetched from credentials. */
+  AUTH_REFRESH_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
+  /** Without a successful fetch for this long, org tokens are refused (SERVICE_UNAVAILABLE) rather than trusted unchecked. */
+  AUTH_MAX_STALE_MS: z.coerce.number().int().min(1000).default(30_000),
+  AUTH_TOKEN_CACHE_MAX: z.coerce.number().int().min(1).default(10_000),
   ...otelEnvShape,
 };
 export const boolEnv = bool;

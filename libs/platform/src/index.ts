@@ -4,3 +4,4 @@ export * from './platform.module';
 export * from './run-service';
 export * from './database';
 export * from './org-cache';
+export * from './nats-connection';

@@ -2,16 +2,18 @@ import 'reflect-metadata';
 import { Logger, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { connect } from '@nats-io/transport-node';
+import { AuthChanged, AuthStateGet, type AppName } from '@toolplane/contracts';
 import { initTelemetry, ToolplaneLogger } from '@toolplane/observability';
-import { MessagingClient, NatsJsonServer, PassThroughExceptionFilter } from '@toolplane/messaging';
+import { EdgeAuth, MessagingClient, NatsJsonServer, PassThroughExceptionFilter, TokenVerifier } from '@toolplane/messaging';
 import type { AddressInfo } from 'node:net';
 import type { BaseConfig } from './env';
 import { HealthRegistry, startHealthServer } from './health';
+import { natsConnectOptions, serviceSealer } from './nats-connection';
 import { PlatformModule } from './platform.module';
 
 export interface ServiceSpec<C extends BaseConfig> {
-  /** App name: service.name, NATS connection name and queue group. */
-  name: string;
+  /** App name: service.name, service identity, NATS connection name and queue group. */
+  name: AppName;
   config: C;
   module: Type | DynamicModule;
 }
@@ -32,9 +34,9 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
   Logger.overrideLogger(logger);
   const log = new Logger('Bootstrap');
 
+  const sealer = serviceSealer(config, name);
   const nc = await connect({
-    servers: config.NATS_URL.split(','),
-    name,
+    ...natsConnectOptions(config, name),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     timeout: 5000,
@@ -42,7 +44,14 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     // Timeouts and no-responders still arrive as TimeoutError / RequestError, just without the caller's stack.
     noAsyncTraces: true,
   });
-  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX);
+  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer);
+  // Org tokens are checked here, at the edge, against state fetched (sealed) from credentials.
+  const tokens = new TokenVerifier((version) => messaging.request(AuthStateGet, version ? { version } : {}, { timeoutMs: 2000 }), {
+    refreshMs: config.AUTH_REFRESH_MS,
+    maxStaleMs: config.AUTH_MAX_STALE_MS,
+    cacheMax: config.AUTH_TOKEN_CACHE_MAX,
+  });
+  const authHints = messaging.subscribeEvents(AuthChanged.subject, () => void tokens.refresh().catch(() => undefined));
   const health = new HealthRegistry();
   health.add('nats', async () => {
     if (nc.isClosed() || nc.isDraining()) throw new Error('NATS connection closed');
@@ -58,6 +67,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     queue: name,
     maxRequestBytes: config.MAX_REQUEST_BYTES,
     drainTimeoutMs: config.SHUTDOWN_GRACE_MS,
+    auth: new EdgeAuth(sealer, tokens),
   });
   const app = await NestFactory.createMicroservice(RootModule, { strategy, logger, bufferLogs: false });
   app.useGlobalFilters(new PassThroughExceptionFilter());
@@ -71,6 +81,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     (stopping ??= (async () => {
       log.log(`${name} stopping: draining ${strategy.inFlightCount} in-flight request(s)`);
       health.draining = true;
+      authHints.unsubscribe();
       await app.close();
       await nc.drain().catch(() => undefined);
       healthServer.close();

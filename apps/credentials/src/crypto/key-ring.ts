@@ -6,6 +6,9 @@ import { dirname, resolve } from 'node:path';
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 const KEY_BYTES = 32;
 
+/** Injection token of the loaded key ring. */
+export const KEY_RING = Symbol('KEY_RING');
+
 /** The key-encryption keys: id → 32-byte AES key, one of them active. */
 export interface KeyRing {
   readonly keys: ReadonlyMap<string, Buffer>;

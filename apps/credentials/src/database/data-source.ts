@@ -1,14 +1,16 @@
 import type { OwnedSchema } from '@toolplane/platform';
+import { AuthTokenEntity } from '../auth/auth-token.entity';
 import { OAuthTokenEntity } from '../oauth-tokens/oauth-token.entity';
 import { SandboxConfigEntity } from '../sandbox-configs/sandbox-config.entity';
 import { SecretEntity } from '../secrets/secret.entity';
 import { WebhookEntity } from '../webhooks/webhook.entity';
 import { CreateCredentials1764000000000 } from './migrations/1764000000000-create-credentials';
 import { CreateOAuthTokens1764200000000 } from './migrations/1764200000000-create-oauth-tokens';
+import { CreateAuthTokens1764300000000 } from './migrations/1764300000000-create-auth-tokens';
 
 /** The credentials app owns the `credentials` schema and nothing else. */
 export const CREDENTIALS_DB: OwnedSchema = {
   schema: 'credentials',
-  entities: [SecretEntity, WebhookEntity, SandboxConfigEntity, OAuthTokenEntity],
-  migrations: [CreateCredentials1764000000000, CreateOAuthTokens1764200000000],
+  entities: [SecretEntity, WebhookEntity, SandboxConfigEntity, OAuthTokenEntity, AuthTokenEntity],
+  migrations: [CreateCredentials1764000000000, CreateOAuthTokens1764200000000, CreateAuthTokens1764300000000],
 };

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { AuthTokenEntity } from './auth-token.entity';
+
+export interface Revocations {
+  seq: string;
+  tokens: string[];
+  orgs: string[];
+}
+
+@Injectable()
+export class AuthRepository {
+  constructor(@InjectDataSource() private readonly ds: DataSource) {}
+
+  async insert(t: Omit<AuthTokenEntity, 'createdAt' | 'revokedAt'>): Promise<AuthTokenEntity> {
+    await this.ds.getRepository(AuthTokenEntity).insert({ ...t, createdAt: () => 'now()', revokedAt: null });
+    return this.ds.getRepository(AuthTokenEntity).findOneByOrFail({ id: t.id });
+  }
+
+  find(id: string): Promise<AuthTokenEntity | null> {
+    return this.ds.getRepository(AuthTokenEntity).findOneBy({ id });
+  }
+
+  /** Newest first; `after` is the last row of the previous page. */
+  async page(orgId: string, limit: number, after?: { createdAt: string; id: string }): Promise<AuthTokenEntity[]> {
+    const q = this.ds.getRepository(AuthTokenEntity).createQueryBuilder('t').where('t.org_id = :orgId', { orgId });
+    if (after) q.andWhere('(t.created_at, t.id) < (:createdAt, :id)', after);
+    return q.orderBy('t.created_at', 'DESC').addOrderBy('t.id', 'DESC').limit(limit).getMany();
+  }
+
+  async orgDeleted(orgId: string): Promise<boolean> {
+    const rows: unknown[] = await this.ds.query(`SELECT 1 FROM credentials.auth_revocations WHERE kind = 'org' AND subject = $1`, [orgId]);
+    return rows.length > 0;
+  }
+
+  /** Marks the token revoked and records it for verifiers; false when it was revoked already. */
+  revoke(token: AuthTokenEntity): Promise<boolean> {
+    return this.ds.transaction(async (m) => {
+      const r = rowsOf(await m.query(`UPDATE credentials.auth_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id`, [token.id]));
+      if (!r.length) return false;
+      await recordRevocation(m, 'token', token.id, token.expiresAt);
+      return true;
+    });
+  }
+
+  /** Deletes the org identity: every token of it is revoked. Returns how many were still live. */
+  deleteOrg(orgId: string): Promise<number> {
+    return this.ds.transaction(async (m) => {
+      await recordRevocation(m, 'org', orgId, null);
+      const revoked = rowsOf<{ id: string; expires_at: Date }>(
+        await m.query(`UPDATE credentials.auth_tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING id, expires_at`, [orgId]),
+      );
+      for (const t of revoked) await recordRevocation(m, 'token', t.id, t.expires_at);
+      return revoked.length;
+    });
+  }
+
+  async revocationSeq(): Promise<string> {
+    const [row]: Array<{ seq: string | null }> = await this.ds.query(`SELECT max(seq)::text AS seq FROM credentials.auth_revocations`);
+    return row?.seq ?? '0';
+  }
+
+  /** Every revocation verifiers must still apply (expired tokens fail on their own). */
+  async revocations(): Promise<Revocations> {
+    const rows: Array<{ kind: string; subject: string; seq: string }> = await this.ds.query(
+      `SELECT kind, subject, seq::text AS seq FROM credentials.auth_revocations WHERE expires_at IS NULL OR expires_at > now()`,
+    );
+    const seq = await this.revocationSeq();
+    return { seq, tokens: rows.filter((r) => r.kind === 'token').map((r) => r.subject), orgs: rows.filter((r) => r.kind === 'org').map((r) => r.subject) };
+  }
+}
+
+/** TypeORM answers an UPDATE … RETURNING with [rows, count]. */
+function rowsOf<T = unknown>(r: unknown): T[] {
+  return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
+}
+
+async function recordRevocation(m: EntityManager, kind: 'token' | 'org', subject: string, expiresAt: Date | null): Promise<void> {
+  await m.query(`INSERT INTO credentials.auth_revocations (kind, subject, expires_at) VALUES ($1, $2, $3) ON CONFLICT (kind, subject) DO NOTHING`, [kind, subject, expiresAt]);
+}

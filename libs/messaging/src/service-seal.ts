@@ -1,0 +1,137 @@
+import { APP_NAMES, ErrorCode, ToolplaneError, type AppName } from '@toolplane/contracts';
+import { AeadError, decryptGcm, encryptGcm, messageKey, pairwiseKey } from '@toolplane/crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
+import type { PeerKeys } from './key-directory';
+
+const VERSION = 'v1';
+const ZERO_IV = Buffer.alloc(12);
+const NONCE = /^[A-Za-z0-9_-]{22}$/;
+
+export interface Sealed {
+  /** The Headers.SERVICE_SEAL value. */
+  header: string;
+  data: Buffer;
+  nonce: string;
+}
+
+export interface Opened {
+  from: AppName;
+  body: Buffer;
+  nonce: string;
+}
+
+const unauthenticated = (why: string) => new ToolplaneError(ErrorCode.UNAUTHENTICATED, `Service credential refused: ${why}`, undefined, false);
+
+/**
+ * Service-to-service messages, sealed. Each pair of apps shares a static key (X25519 of their
+ * identities + HKDF, see @toolplane/crypto); each message is encrypted with its own key (HMAC of
+ * the pair key and a fresh 128-bit nonce) under AES-256-GCM, with the subject, both apps, the time
+ * and — for a reply — the request's nonce as associated data. So a message:
+ * - opens only for its one receiver (a subscriber on the bus sees ciphertext),
+ * - proves its sender (only the two apps can derive the key), and is bound to its subject: a
+ *   header or body moved to another message, subject or receiver does not open;
+ * - is refused when older than the clock-skew window or seen before (replay), per replica.
+ */
+export class ServiceSealer {
+  private readonly pairs = new Map<AppName, Buffer>();
+  private readonly replay: ReplayWindow;
+
+  constructor(
+    readonly app: AppName,
+    private readonly own: KeyObject,
+    private readonly peers: PeerKeys,
+    private readonly skewMs = 30_000,
+  ) {
+    this.replay = new ReplayWindow(2 * skewMs);
+  }
+
+  sealRequest(subject: string, to: AppName, body: Uint8Array): Sealed {
+    return this.seal('req', subject, to, body, '');
+  }
+
+  /** A request's body, or UNAUTHENTICATED (unknown sender, bad seal, stale, replayed). */
+  openRequest(subject: string, header: string, data: Uint8Array): Opened {
+    const opened = this.open('req', subject, header, data, '', undefined);
+    if (!this.replay.add(`${opened.from}/${opened.nonce}`)) throw unauthenticated('replayed message');
+    return opened;
+  }
+
+  sealReply(subject: string, to: AppName, requestNonce: string, body: Uint8Array): Sealed {
+    return this.seal('rep', subject, to, body, requestNonce);
+  }
+
+  openReply(subject: string, from: AppName, requestNonce: string, header: string, data: Uint8Array): Buffer {
+    return this.open('rep', subject, header, data, requestNonce, from).body;
+  }
+
+  private seal(kind: 'req' | 'rep', subject: string, to: AppName, body: Uint8Array, requestNonce: string): Sealed {
+    const nonceBytes = randomBytes(16);
+    const nonce = nonceBytes.toString('base64url');
+    const ts = Date.now();
+    const key = messageKey(this.pairKey(to), nonceBytes);
+    const data = encryptGcm(key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), aad(kind, subject, this.app, to, ts, nonce, requestNonce), ZERO_IV);
+    return { header: `${VERSION} ${this.app} ${ts} ${nonce}`, data, nonce };
+  }
+
+  private open(kind: 'req' | 'rep', subject: string, header: string, data: Uint8Array, requestNonce: string, expected: AppName | undefined): Opened {
+    const parts = header.split(' ');
+    if (parts.length !== 4 || parts[0] !== VERSION) throw unauthenticated('malformed header');
+    const [, from, tsText, nonce] = parts as [string, AppName, string, string];
+    if (!APP_NAMES.includes(from)) throw unauthenticated('unknown service');
+    if (expected && from !== expected) throw unauthenticated(`reply from ${from}, expected ${expected}`);
+    if (!NONCE.test(nonce) || !/^\d{1,15}$/.test(tsText)) throw unauthenticated('malformed header');
+    const ts = Number(tsText);
+    if (Math.abs(Date.now() - ts) > this.skewMs) throw unauthenticated('outside the clock-skew window');
+    const pair = this.pairKeyOrUndefined(from);
+    if (!pair) throw unauthenticated(`no public key for service ${from}`);
+    try {
+      const body = decryptGcm(messageKey(pair, Buffer.from(nonce, 'base64url')), data, aad(kind, subject, from, this.app, ts, nonce, requestNonce));
+      return { from, body, nonce };
+    } catch (e) {
+      if (e instanceof AeadError) throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
+      throw e;
+    }
+  }
+
+  private pairKey(peer: AppName): Buffer {
+    const k = this.pairKeyOrUndefined(peer);
+    if (!k) throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `No public key for service ${peer}: its identity is not installed here`, { service: peer });
+    return k;
+  }
+
+  private pairKeyOrUndefined(peer: AppName): Buffer | undefined {
+    const hit = this.pairs.get(peer);
+    if (hit) return hit;
+    const pub = this.peers.get(peer);
+    if (!pub) return undefined;
+    const k = pairwiseKey(this.own, pub, [this.app, peer], 'toolplane/service-seal/v1');
+    this.pairs.set(peer, k);
+    return k;
+  }
+}
+
+function aad(kind: string, subject: string, from: string, to: string, ts: number, nonce: string, requestNonce: string): Buffer {
+  return Buffer.from(['toolplane/seal/v1', kind, subject, from, to, String(ts), nonce, requestNonce].join('\u0000'));
+}
+
+/** Nonces seen within the last `windowMs` (two rotating generations; memory bounded by traffic in one window). */
+export class ReplayWindow {
+  private current = new Set<string>();
+  private previous = new Set<string>();
+  private rotatedAt = Date.now();
+
+  constructor(private readonly windowMs: number) {}
+
+  /** false when seen before (a replay). */
+  add(id: string): boolean {
+    const now = Date.now();
+    if (now - this.rotatedAt >= this.windowMs) {
+      this.previous = now - this.rotatedAt >= 2 * this.windowMs ? new Set() : this.current;
+      this.current = new Set();
+      this.rotatedAt = now;
+    }
+    if (this.current.has(id) || this.previous.has(id)) return false;
+    this.current.add(id);
+    return true;
+  }
+}
