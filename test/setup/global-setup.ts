@@ -26,6 +26,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.TOOLPLANE_TEST_DB = dbName;
   process.env.TOOLPLANE_TEST_DATABASE_URL = databaseUrlFor(dbName);
   const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(dbName) });
+  process.env.TOOLPLANE_TEST_HEALTH_PORTS = JSON.stringify(Object.fromEntries([...stack.apps].map(([name, app]) => [name, app.healthPort])));
   globalThis.__toolplaneStack = { stack, dbName, containers };
 }
 

@@ -14,3 +14,10 @@ export function testDatabaseUrl(): string {
 export function uniqueOrg(label = 'org'): string {
   return `${label}-${Math.random().toString(36).slice(2, 10)}`;
 }
+
+/** The health/metrics port of an app of the run's shared stack. */
+export function sharedAppPort(app: string): number {
+  const port = (JSON.parse(process.env.TOOLPLANE_TEST_HEALTH_PORTS ?? '{}') as Record<string, number>)[app];
+  if (!port) throw new Error(`no ${app} in the shared stack (TOOLPLANE_TEST_HEALTH_PORTS)`);
+  return port;
+}

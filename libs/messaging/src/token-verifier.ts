@@ -56,7 +56,7 @@ const unauthenticated = (message: string) => new ToolplaneError(ErrorCode.UNAUTH
  */
 export class TokenVerifier {
   private readonly log = new Logger(TokenVerifier.name);
-  private state?: { version: string; keys: Map<string, KeyObject>; revoked: Set<string>; deleted: Set<string> };
+  private state?: { version: string; raw: Record<string, string>; keys: Map<string, KeyObject>; revoked: Set<string>; deleted: Set<string> };
   private fetchedAt = 0;
   private inflight?: Promise<void>;
   private timer?: NodeJS.Timeout;
@@ -112,13 +112,15 @@ export class TokenVerifier {
     if (value.length > MAX_TOKEN_BYTES + 7) throw unauthenticated(`The authorization header is longer than ${MAX_TOKEN_BYTES} bytes`);
     const token = BEARER.exec(value)?.[1];
     if (!token) throw unauthenticated('The authorization header is not `Bearer <jwt>`');
-    const state = await this.currentState();
+    await this.currentState();
     let v = this.cache.get(token);
     if (!v) {
       v = await this.verifySignature(token);
       if (this.cache.size >= this.opts.cacheMax) this.cache.clear();
       this.cache.set(token, v);
     }
+    // Read after the check: an unknown key may have made it fetch a newer state.
+    const state = this.state!;
     if (v.expiresAt <= Date.now()) {
       this.cache.delete(token);
       throw unauthenticated('The token has expired');
@@ -182,11 +184,11 @@ export class TokenVerifier {
     const keys = new Map<string, KeyObject>();
     for (const [kid, raw] of Object.entries(s.keys)) {
       try {
-        keys.set(kid, this.state?.keys.get(kid) ?? ed25519PublicKey(raw));
+        keys.set(kid, this.state?.raw[kid] === raw ? this.state.keys.get(kid)! : ed25519PublicKey(raw));
       } catch {
         this.log.warn(`ignoring a malformed token key ${kid}`);
       }
     }
-    this.state = { version: s.version, keys, revoked: new Set(s.revoked_tokens), deleted: new Set(s.deleted_orgs) };
+    this.state = { version: s.version, raw: s.keys, keys, revoked: new Set(s.revoked_tokens), deleted: new Set(s.deleted_orgs) };
   }
 }
