@@ -30,7 +30,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 tini ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 toolplane \
- && useradd --system --uid 10001 --gid 10001 --home-dir /home/toolplane --create-home --shell /usr/sbin/nologin toolplane
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/toolplane --create-home --shell /usr/sbin/nologin toolplane \
+ && install -d -o 10001 -g 10001 -m 0700 /etc/toolplane/keys
 ENV NODE_ENV=production \
     TOOLPLANE_PROFILE=production \
     LOG_FORMAT=json \

@@ -235,12 +235,28 @@ describe.each(APPS)('app %s', (app) => {
   it('gets NATS_URL from env/envFrom and its environment passes the app config schema', () => {
     const c = containerOf(deployment(app), app);
     for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
-    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(e.valueFrom.secretKeyRef.name).toBe('toolplane-db');
+    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(['toolplane-db', 'toolplane-nats']).toContain(e.valueFrom.secretKeyRef.name);
     const env = effectiveEnv(c);
     expect(env.NATS_URL).toMatch(/^nats:\/\//);
     expect(env.OTEL_SERVICE_NAME).toBe(app);
     const parsed = appConfigResult(app);
     expect(parsed).toBe('ok'); // npm test builds dist/ first
+  });
+
+  it('connects to NATS as its own user and mounts its own service identity (and no other app’s)', () => {
+    const d = deployment(app);
+    const c = containerOf(d, app);
+    const env = effectiveEnv(c);
+    expect(env.NATS_USER).toBe(app);
+    expect(c.env.find((e: Obj) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-nats', key: app });
+    const mount = (c.volumeMounts ?? []).find((m: Obj) => m.mountPath === (env.SERVICE_KEYS_DIR ?? '/etc/toolplane/keys'));
+    expect(mount?.readOnly).toBe(true);
+    const volume = podOf(d).volumes.find((v: Obj) => v.name === mount.name);
+    const secrets = volume.projected.sources.filter((s: Obj) => s.secret).map((s: Obj) => [s.secret.name, s.secret.items.map((i: Obj) => i.path)]);
+    expect(secrets).toEqual([[`toolplane-identity-${app}`, [`${app}.key`]]]);
+    expect(volume.projected.sources.filter((s: Obj) => s.configMap).map((s: Obj) => s.configMap.name)).toEqual(['toolplane-service-keys']);
+    // Group-readable for the pod's fsGroup, never world-readable.
+    expect(volume.projected.defaultMode & 0o007).toBe(0);
   });
 
   it('has a Service on its health port and a PodDisruptionBudget selecting its pods', () => {
@@ -351,5 +367,22 @@ describe('runner-local isolation', () => {
     expect(env.RUNNER_PYTHON).toBe('/usr/bin/python3');
     const tmp = pod.volumes.find((v: Obj) => v.name === c.volumeMounts.find((m: Obj) => m.mountPath === '/tmp')?.name);
     expect(tmp?.emptyDir?.sizeLimit).toBeTruthy();
+  });
+});
+
+describe('NATS users and permissions (deploy/nats)', () => {
+  it('ships the authorization generated from the contracts (run `npm run nats:config` after a contract change)', () => {
+    const { natsServerConfig } = require('../../tools/deploy/nats-config') as typeof import('../../tools/deploy/nats-config');
+    expect(readFileSync(join(DEPLOY, 'nats', 'toolplane-auth.conf'), 'utf8')).toBe(natsServerConfig());
+    const server = readFileSync(join(DEPLOY, 'nats', 'nats-server.conf'), 'utf8');
+    expect(server).toMatch(/^include \.\/toolplane-auth\.conf$/m);
+    expect(server).toMatch(/^jetstream \{/m);
+  });
+
+  it('holds no password: every one is an environment reference of the nats-server process', () => {
+    const text = readFileSync(join(DEPLOY, 'nats', 'toolplane-auth.conf'), 'utf8');
+    const passwords = [...text.matchAll(/password: (\S+),/g)].map((m) => m[1]!);
+    expect(passwords.length).toBe(APPS.length + 1);
+    for (const p of passwords) expect(p).toMatch(/^\$NATS_PASSWORD_[A-Z_]+$/);
   });
 });

@@ -1,4 +1,4 @@
-import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders, type ConnectionOptions, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { Headers, requestDescriptorFor, type AppName } from '@toolplane/contracts';
 import { natsUrl } from './env';
 import { operatorToken, sealerOf } from './identity';
@@ -35,10 +35,13 @@ export class RawClient {
     private readonly operator: () => string,
   ) {}
 
-  /** `operator`: the platform operator token of a stack with its own key ring (default: the run's). */
-  static async connect(prefix: string, opts: { operatorToken?: string } = {}): Promise<RawClient> {
+  /**
+   * `operatorToken`: the platform operator token of a stack with its own key ring (default: the
+   * run's); `nats`: another server or NATS credentials (an agent user: its inbox prefix too).
+   */
+  static async connect(prefix: string, opts: { operatorToken?: string; nats?: ConnectionOptions } = {}): Promise<RawClient> {
     const operator = opts.operatorToken;
-    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client' }), prefix, operator ? () => operator : operatorToken);
+    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client', ...opts.nats }), prefix, operator ? () => operator : operatorToken);
   }
 
   subject(s: string): string {

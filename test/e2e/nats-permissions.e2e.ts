@@ -1,0 +1,107 @@
+/**
+ * The NATS layer of the trust boundary: a nats-server running the authorization Toolplane ships
+ * (generated from the contracts), the services on it with their own users, and an agent runtime
+ * that may send public requests and read its own replies — nothing else.
+ */
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { APP_NAMES } from '@toolplane/contracts';
+import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { RawClient } from '../support/nats-client';
+import { freePort, startStack, stopProcess, type Stack } from '../support/stack';
+import { ADD } from '../support/tools';
+
+const NATS_SERVER = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
+
+describe('NATS users and permissions (the shipped authorization)', () => {
+  const prefix = `${testPrefix()}np`;
+  const dir = mkdtempSync(join(tmpdir(), 'tp-nats-'));
+  const passwords = Object.fromEntries([...APP_NAMES, agentUser('acme'), agentUser('evil')].map((u) => [u, randomBytes(12).toString('hex')]));
+  let server: ChildProcess;
+  let url: string;
+  let stack: Stack;
+  let acme: RawClient;
+  const org = uniqueOrg('np');
+
+  const as = (user: string, extra: Record<string, unknown> = {}): Promise<NatsConnection> =>
+    connect({ servers: url, user, pass: passwords[user], inboxPrefix: `_INBOX.${user}`, ...extra });
+  /** The error a subscription gets from the server (it never gets a message). */
+  const subscriptionRefused = async (nc: NatsConnection, subject: string): Promise<string> => {
+    const sub = nc.subscribe(subject);
+    const closed = sub.closed.then((e) => (e ? e.message : 'closed without error'));
+    await nc.flush();
+    return closed;
+  };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `nats://127.0.0.1:${port}`;
+    writeFileSync(join(dir, 'toolplane-auth.conf'), natsServerConfig({ prefix, agents: ['acme', 'evil'], passwords }));
+    writeFileSync(join(dir, 'nats-server.conf'), `listen: 127.0.0.1:${port}\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\ninclude ./toolplane-auth.conf\n`);
+    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats-server.conf')], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      try {
+        await (await as(agentUser('acme'))).close();
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    const appEnv = Object.fromEntries(APP_NAMES.map((app) => [app, { NATS_URL: url, NATS_USER: app, NATS_PASSWORD: passwords[app]! }]));
+    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'], env: { LOG_LEVEL: 'warn' }, appEnv });
+    acme = await RawClient.connect(prefix, { nats: { servers: url, user: agentUser('acme'), pass: passwords[agentUser('acme')], inboxPrefix: `_INBOX.${agentUser('acme')}` } });
+  });
+  afterAll(async () => {
+    await acme?.close();
+    await stack?.stop();
+    if (server) await stopProcess(server);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lets the services do all their work with their own users: an agent registers and runs a tool', async () => {
+    const up = await acme.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
+    expect(up.tool.name).toBe('add');
+    const r = await acme.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 40 } }, { timeoutMs: 30_000 });
+    expect(r).toMatchObject({ status: 'success', func_return: 42 });
+  });
+
+  it('lets an agent neither subscribe to nor request an internal subject, nor read others’ traffic', async () => {
+    const evil = await as(agentUser('evil'));
+    try {
+      for (const subject of [`${prefix}.toolplane.internal.>`, `${prefix}.toolplane.internal.v1.local-runner.run`, `${prefix}.toolplane.v1.>`, `${prefix}.toolplane.v1.events.>`, '_INBOX.>', `_INBOX.${agentUser('acme')}.>`, '_INBOX.executor.>', '>']) {
+        expect([subject, await subscriptionRefused(evil, subject)]).toEqual([subject, expect.stringMatching(/Permissions Violation for Subscription/)]);
+      }
+      for (const subject of [`${prefix}.toolplane.internal.v1.execution-env.resolve`, `${prefix}.toolplane.internal.v1.local-runner.run`, `${prefix}.toolplane.internal.v1.auth-state.get`]) {
+        const err = await evil.request(subject, '{}', { timeout: 5000 }).then(() => undefined, (e: Error) => e.message);
+        expect([subject, err]).toEqual([subject, expect.stringMatching(/Permissions Violation for Publish/)]);
+      }
+      // Nor forge an event into the stream other services read.
+      const ev = await evil.request(`${prefix}.toolplane.v1.events.tool.deleted`, '{}', { timeout: 5000 }).then(() => undefined, (e: Error) => e.message);
+      expect(ev).toMatch(/Permissions Violation for Publish/);
+      // A public request with its own inbox works (and still needs a token).
+      const anon = await evil.request(`${prefix}.toolplane.v1.tools.list`, JSON.stringify({ org_id: org }), { timeout: 10_000 });
+      expect(anon.json<any>().error.code).toBe('UNAUTHENTICATED');
+    } finally {
+      await evil.close();
+    }
+  });
+
+  it('lets only runner-local take runner calls, and no service read another app’s replies', async () => {
+    for (const app of ['executor', 'registry', 'credentials'] as const) {
+      const nc = await as(app);
+      try {
+        expect(await subscriptionRefused(nc, `${prefix}.toolplane.internal.v1.local-runner.run`)).toMatch(/Permissions Violation for Subscription/);
+        expect(await subscriptionRefused(nc, '_INBOX.runner-local.>')).toMatch(/Permissions Violation for Subscription/);
+      } finally {
+        await nc.close();
+      }
+    }
+    // And a wrong password gets no connection at all.
+    await expect(connect({ servers: url, user: 'runner-local', pass: 'guess' })).rejects.toThrow(/Authorization Violation/i);
+  });
+});
