@@ -1,8 +1,10 @@
 /**
- * The README's example: register a Python function and run it, with nothing but a NATS client.
+ * The README's example: register a Python function and run it, with nothing but a NATS client and
+ * an org token (TOOLPLANE_TOKEN, or one minted for org `acme` with the development admin token).
  * `node dist/tools/dev/example.js` against a running stack.
  */
-import { connect } from '@nats-io/transport-node';
+import { connect, headers } from '@nats-io/transport-node';
+import { mintOrgToken } from './dev-auth';
 
 const source = `def add(a: int, b: int = 2) -> int:
     """Add two integers.
@@ -17,7 +19,12 @@ const source = `def add(a: int, b: int = 2) -> int:
 
 async function main(): Promise<void> {
   const nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
-  const ask = async (subject: string, body: unknown) => (await nc.request(subject, JSON.stringify(body), { timeout: 30_000 })).json();
+  const token = process.env.TOOLPLANE_TOKEN ?? (await mintOrgToken(nc, 'acme', { name: 'npm run example', ttl_s: 3600 })).token;
+  const ask = async (subject: string, body: unknown) => {
+    const h = headers();
+    h.set('authorization', `Bearer ${token}`);
+    return (await nc.request(subject, JSON.stringify(body), { timeout: 30_000, headers: h })).json();
+  };
   const upserted = await ask('toolplane.v1.tools.upsert', { org_id: 'acme', tool: { source_code: source } });
   process.stdout.write(`${JSON.stringify(upserted, null, 2)}\n`);
   const result = await ask('toolplane.v1.tools.execute', { org_id: 'acme', tool_name: 'add', args: { a: 40 } });

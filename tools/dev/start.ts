@@ -6,11 +6,14 @@
  *   missing); if none answers, an embedded Postgres (PGlite) served on a local socket.
  * - Every app from dist/, migrations applied at start, pretty logs.
  */
+import { connect } from '@nats-io/transport-node';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
+
+import { ADMIN_TOKEN_FILE, ask } from './dev-auth';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const APPS = [
@@ -135,6 +138,32 @@ async function waitReady(port: number, timeoutMs = 60_000): Promise<boolean> {
   return false;
 }
 
+/**
+ * The development operator token: created once (mode 0600) by the credentials CLI from the
+ * development key ring; made again if it no longer verifies (a new key or database).
+ */
+async function ensureAdminToken(env: NodeJS.ProcessEnv, natsUrl: string): Promise<void> {
+  if (existsSync(ADMIN_TOKEN_FILE) && (await adminTokenWorks(natsUrl))) return;
+  if (existsSync(ADMIN_TOKEN_FILE)) {
+    renameSync(ADMIN_TOKEN_FILE, `${ADMIN_TOKEN_FILE}.stale`);
+    say('the development admin token no longer verifies (new key ring or database): making a new one');
+  }
+  const cli = join(ROOT, 'dist', 'apps', 'credentials', 'src', 'auth', 'token-cli.js');
+  const r = spawnSync(process.execPath, [cli, 'operator', '--name', 'development', '--out', ADMIN_TOKEN_FILE], { cwd: ROOT, env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`could not create the development admin token: ${r.stderr.trim()}`);
+  say(`created the development admin token in ${ADMIN_TOKEN_FILE}`);
+}
+
+async function adminTokenWorks(natsUrl: string): Promise<boolean> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const r = await ask(nc, 'toolplane.v1.auth.tokens.list', { org_id: 'acme', limit: 1 }, readFileSync(ADMIN_TOKEN_FILE, 'utf8').trim());
+    return !r.error;
+  } finally {
+    await nc.close();
+  }
+}
+
 async function main(): Promise<void> {
   const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
   await ensureNats(natsUrl);
@@ -156,9 +185,11 @@ async function main(): Promise<void> {
       return stop(1);
     }
   }
+  await ensureAdminToken(env, natsUrl);
   say('Toolplane is up:');
   for (const app of APPS) say(`  ${app.name.padEnd(13)} health http://127.0.0.1:${app.port}/readyz`);
-  say(`  public API    NATS ${natsUrl}  subjects toolplane.v1.*  (try: node dist/tools/dev/example.js)`);
+  say(`  public API    NATS ${natsUrl}  subjects toolplane.v1.*  (try: npm run example)`);
+  say(`  admin token   ${ADMIN_TOKEN_FILE} (development operator token: mints org tokens; \`npm run token -- --org acme\` prints one)`);
   say('Press Ctrl+C to stop.');
 }
 
