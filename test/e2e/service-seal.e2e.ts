@@ -79,7 +79,7 @@ describe('service-only internal subjects and sealed service traffic', () => {
     expect(captured).toHaveLength(1);
     const m = captured[0]!;
     const header = m.headers!.get(Headers.SERVICE_SEAL);
-    expect(header).toMatch(/^v1 executor \d+ [A-Za-z0-9_-]{22}$/);
+    expect(header).toMatch(/^v1 executor \d+ [A-Za-z0-9_-]{16}$/);
     expect(Buffer.from(m.data).toString('latin1')).not.toContain('leak_key');
 
     const send = async (subject: string, seal: string, data: Uint8Array) => {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * The one authenticated-encryption format of Toolplane: AES-256-GCM with a random 96-bit IV and
@@ -22,8 +22,12 @@ export class AeadError extends Error {
   }
 }
 
-/** iv | tag | ciphertext of `plaintext` under `key`; `iv` only when the key is used once (else random). */
-export function encryptGcm(key: Buffer, plaintext: Buffer | string, aad: Buffer | string, iv: Buffer = randomBytes(IV_BYTES)): Buffer {
+/**
+ * iv | tag | ciphertext of `plaintext` under `key`; `iv` only when the key is used once (else
+ * random). A key used for many messages should be a KeyObject (createSecretKey): Node 24 sets up
+ * a cipher from one ~8x faster than from raw bytes.
+ */
+export function encryptGcm(key: Buffer | KeyObject, plaintext: Buffer | string, aad: Buffer | string, iv: Buffer = randomBytes(IV_BYTES)): Buffer {
   const c = createCipheriv('aes-256-gcm', key, iv);
   c.setAAD(typeof aad === 'string' ? Buffer.from(aad) : aad);
   const ct = Buffer.concat([typeof plaintext === 'string' ? c.update(plaintext, 'utf8') : c.update(plaintext), c.final()]);
@@ -31,7 +35,7 @@ export function encryptGcm(key: Buffer, plaintext: Buffer | string, aad: Buffer 
 }
 
 /** The plaintext of encryptGcm's output, or AeadError (never garbage). */
-export function decryptGcm(key: Buffer, sealed: Buffer | Uint8Array, aad: Buffer | string): Buffer {
+export function decryptGcm(key: Buffer | KeyObject, sealed: Buffer | Uint8Array, aad: Buffer | string): Buffer {
   const b = Buffer.isBuffer(sealed) ? sealed : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
   if (b.length < IV_BYTES + TAG_BYTES) throw new AeadError();
   try {
@@ -45,11 +49,11 @@ export function decryptGcm(key: Buffer, sealed: Buffer | Uint8Array, aad: Buffer
 }
 
 /** version | iv | tag | ciphertext. */
-export function sealAead(key: Buffer, plaintext: Buffer | string, aad: Buffer | string): Buffer {
+export function sealAead(key: Buffer | KeyObject, plaintext: Buffer | string, aad: Buffer | string): Buffer {
   return Buffer.concat([Buffer.from([AEAD_VERSION]), encryptGcm(key, plaintext, aad)]);
 }
 
-export function openAead(key: Buffer, blob: Buffer, aad: Buffer | string): Buffer {
+export function openAead(key: Buffer | KeyObject, blob: Buffer, aad: Buffer | string): Buffer {
   if (blob.length < HEADER || blob[0] !== AEAD_VERSION) throw new AeadError();
   return decryptGcm(key, blob.subarray(1), aad);
 }

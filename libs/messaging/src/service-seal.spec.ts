@@ -23,7 +23,7 @@ describe('ServiceSealer', () => {
     const reply = runner.sealReply('toolplane.internal.v1.local-runner.run', 'executor', opened.nonce, Buffer.from('{"ok":true}'));
     expect(executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', sealed.nonce, reply.header, reply.data).toString()).toBe('{"ok":true}');
     // A reply to another request, or claimed by another service, does not open.
-    expect(() => executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', 'A'.repeat(22), reply.header, reply.data)).toThrow(/does not open/);
+    expect(() => executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', 'A'.repeat(16), reply.header, reply.data)).toThrow(/does not open/);
     expect(() => executor.openReply('toolplane.internal.v1.local-runner.run', 'credentials', sealed.nonce, reply.header, reply.data)).toThrow(/expected credentials/);
   });
 

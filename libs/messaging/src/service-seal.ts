@@ -1,11 +1,13 @@
 import { APP_NAMES, ErrorCode, ToolplaneError, type AppName } from '@toolplane/contracts';
-import { AeadError, decryptGcm, encryptGcm, messageKey, pairwiseKey } from '@toolplane/crypto';
-import { randomBytes, type KeyObject } from 'node:crypto';
+import { AeadError, decryptGcm, encryptGcm, IV_BYTES, messageKey, pairwiseKey } from '@toolplane/crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { PeerKeys } from './key-directory';
 
 const VERSION = 'v1';
-const ZERO_IV = Buffer.alloc(12);
-const NONCE = /^[A-Za-z0-9_-]{22}$/;
+/** The message's random 96-bit IV, base64url: also its id for replay checks and reply binding. */
+const NONCE = /^[A-Za-z0-9_-]{16}$/;
+/** Pair keys are re-derived per hour (epoch), far below the 2^32 messages a random-IV GCM key may take. */
+const EPOCH_MS = 3_600_000;
 
 export interface Sealed {
   /** The Headers.SERVICE_SEAL value. */
@@ -24,9 +26,9 @@ const unauthenticated = (why: string) => new ToolplaneError(ErrorCode.UNAUTHENTI
 
 /**
  * Service-to-service messages, sealed. Each pair of apps shares a static key (X25519 of their
- * identities + HKDF, see @toolplane/crypto); each message is encrypted with its own key (HMAC of
- * the pair key and a fresh 128-bit nonce) under AES-256-GCM, with the subject, both apps, the time
- * and — for a reply — the request's nonce as associated data. So a message:
+ * identities + HKDF, see @toolplane/crypto), re-derived each hour; each message is AES-256-GCM
+ * under it with a fresh random IV, with the subject, both apps, the time, the IV and — for a
+ * reply — the request's IV as associated data. So a message:
  * - opens only for its one receiver (a subscriber on the bus sees ciphertext),
  * - proves its sender (only the two apps can derive the key), and is bound to its subject: a
  *   header or body moved to another message, subject or receiver does not open;
@@ -34,6 +36,7 @@ const unauthenticated = (why: string) => new ToolplaneError(ErrorCode.UNAUTHENTI
  */
 export class ServiceSealer {
   private readonly pairs = new Map<AppName, Buffer>();
+  private readonly epochs = new Map<string, KeyObject>();
   private readonly replay: ReplayWindow;
 
   constructor(
@@ -65,11 +68,11 @@ export class ServiceSealer {
   }
 
   private seal(kind: 'req' | 'rep', subject: string, to: AppName, body: Uint8Array, requestNonce: string): Sealed {
-    const nonceBytes = randomBytes(16);
-    const nonce = nonceBytes.toString('base64url');
+    const iv = randomBytes(IV_BYTES);
+    const nonce = iv.toString('base64url');
     const ts = Date.now();
-    const key = messageKey(this.pairKey(to), nonceBytes);
-    const data = encryptGcm(key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), aad(kind, subject, this.app, to, ts, nonce, requestNonce), ZERO_IV);
+    const key = this.epochKey(to, this.pairKey(to), ts);
+    const data = encryptGcm(key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), aad(kind, subject, this.app, to, ts, nonce, requestNonce), iv);
     return { header: `${VERSION} ${this.app} ${ts} ${nonce}`, data, nonce };
   }
 
@@ -84,13 +87,28 @@ export class ServiceSealer {
     if (Math.abs(Date.now() - ts) > this.skewMs) throw unauthenticated('outside the clock-skew window');
     const pair = this.pairKeyOrUndefined(from);
     if (!pair) throw unauthenticated(`no public key for service ${from}`);
+    // The IV travels in the header too: a body whose IV is not the header's nonce is refused.
+    if (data.byteLength < IV_BYTES || Buffer.from(data.buffer, data.byteOffset, IV_BYTES).toString('base64url') !== nonce) throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
     try {
-      const body = decryptGcm(messageKey(pair, Buffer.from(nonce, 'base64url')), data, aad(kind, subject, from, this.app, ts, nonce, requestNonce));
+      const body = decryptGcm(this.epochKey(from, pair, ts), data, aad(kind, subject, from, this.app, ts, nonce, requestNonce));
       return { from, body, nonce };
     } catch (e) {
       if (e instanceof AeadError) throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
       throw e;
     }
+  }
+
+  /** The pair key of this hour (derived once per peer and hour). */
+  private epochKey(peer: AppName, pair: Buffer, ts: number): KeyObject {
+    const epoch = Math.floor(ts / EPOCH_MS);
+    const id = `${peer}/${epoch}`;
+    let k = this.epochs.get(id);
+    if (!k) {
+      if (this.epochs.size > 64) this.epochs.clear();
+      k = createSecretKey(messageKey(pair, Buffer.from(`epoch ${epoch}`)));
+      this.epochs.set(id, k);
+    }
+    return k;
   }
 
   private pairKey(peer: AppName): Buffer {

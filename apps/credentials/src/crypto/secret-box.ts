@@ -1,11 +1,11 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { decryptGcm, encryptGcm, IV_BYTES, KEY_BYTES, TAG_BYTES } from '@toolplane/crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { KeyRing } from './key-ring';
 
 const VERSION = 1;
-const IV = 12;
-const TAG = 16;
-const DEK = 32;
+/** version | sealed data key (iv | tag | 32 bytes) */
+const DEK_END = 1 + IV_BYTES + TAG_BYTES + KEY_BYTES;
 
 export interface Sealed {
   keyId: string;
@@ -13,14 +13,19 @@ export interface Sealed {
 }
 
 /**
- * AES-256-GCM envelope encryption. Each value gets its own data key (DEK); the DEK is sealed by
- * the active key-encryption key, whose id is stored beside the value. The associated data binds a
- * value to its owner (org, scope, name...), so a ciphertext moved to another row does not open.
+ * AES-256-GCM envelope encryption (the one format of @toolplane/crypto, twice). Each value gets
+ * its own data key (DEK); the DEK is sealed by the active key-encryption key, whose id is stored
+ * beside the value. The associated data binds a value to its owner (org, scope, name...), so a
+ * ciphertext moved to another row does not open.
  *
  * blob = version(1) | dek iv(12) | dek tag(16) | sealed dek(32) | iv(12) | tag(16) | ciphertext
  */
 export class SecretBox {
-  constructor(private readonly ring: KeyRing) {}
+  private readonly keks: Map<string, KeyObject>;
+
+  constructor(private readonly ring: KeyRing) {
+    this.keks = new Map([...ring.keys].map(([id, key]) => [id, createSecretKey(key)]));
+  }
 
   get activeKeyId(): string {
     return this.ring.activeKeyId;
@@ -32,23 +37,15 @@ export class SecretBox {
 
   seal(plaintext: string, aad: string): Sealed {
     const keyId = this.ring.activeKeyId;
-    const kek = this.ring.keys.get(keyId)!;
-    const dek = randomBytes(DEK);
-    const dekIv = randomBytes(IV);
-    const wrap = createCipheriv('aes-256-gcm', kek, dekIv);
-    wrap.setAAD(Buffer.from(`dek:${keyId}`));
-    const sealedDek = Buffer.concat([wrap.update(dek), wrap.final()]);
-    const iv = randomBytes(IV);
-    const c = createCipheriv('aes-256-gcm', dek, iv);
-    c.setAAD(Buffer.from(aad));
-    const ct = Buffer.concat([c.update(plaintext, 'utf8'), c.final()]);
+    const dek = randomBytes(KEY_BYTES);
+    const blob = Buffer.concat([Buffer.from([VERSION]), encryptGcm(this.keks.get(keyId)!, dek, `dek:${keyId}`), encryptGcm(dek, plaintext, aad)]);
     dek.fill(0);
-    return { keyId, blob: Buffer.concat([Buffer.from([VERSION]), dekIv, wrap.getAuthTag(), sealedDek, iv, c.getAuthTag(), ct]) };
+    return { keyId, blob };
   }
 
   /** The plaintext, or ENCRYPTION_KEY_MISSING / INTERNAL: never garbage. `what` names the value (no content). */
   open(sealed: Sealed, aad: string, what: string): string {
-    const kek = this.ring.keys.get(sealed.keyId);
+    const kek = this.keks.get(sealed.keyId);
     if (!kek) {
       throw new ToolplaneError(
         ErrorCode.ENCRYPTION_KEY_MISSING,
@@ -58,24 +55,10 @@ export class SecretBox {
       );
     }
     const b = sealed.blob;
-    if (b.length < 1 + IV + TAG + DEK + IV + TAG || b[0] !== VERSION) throw corrupt(what, sealed.keyId);
-    let o = 1;
-    const take = (n: number) => b.subarray(o, (o += n));
-    const dekIv = take(IV);
-    const dekTag = take(TAG);
-    const sealedDek = take(DEK);
-    const iv = take(IV);
-    const tag = take(TAG);
-    const ct = b.subarray(o);
+    if (b.length < DEK_END + IV_BYTES + TAG_BYTES || b[0] !== VERSION) throw corrupt(what, sealed.keyId);
     try {
-      const unwrap = createDecipheriv('aes-256-gcm', kek, dekIv);
-      unwrap.setAAD(Buffer.from(`dek:${sealed.keyId}`));
-      unwrap.setAuthTag(dekTag);
-      const dek = Buffer.concat([unwrap.update(sealedDek), unwrap.final()]);
-      const d = createDecipheriv('aes-256-gcm', dek, iv);
-      d.setAAD(Buffer.from(aad));
-      d.setAuthTag(tag);
-      const out = Buffer.concat([d.update(ct), d.final()]).toString('utf8');
+      const dek = decryptGcm(kek, b.subarray(1, DEK_END), `dek:${sealed.keyId}`);
+      const out = decryptGcm(dek, b.subarray(DEK_END), aad).toString('utf8');
       dek.fill(0);
       return out;
     } catch {

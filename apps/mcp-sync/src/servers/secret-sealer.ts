@@ -1,14 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { openAead, sealAead } from '@toolplane/crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { McpSyncConfig } from '../mcp-sync.config';
-
-const VERSION = 1;
-const IV = 12;
-const TAG = 16;
 
 /** What a server keeps sealed: every value that may carry a secret (templates included). */
 export interface ServerSecrets {
@@ -18,34 +15,27 @@ export interface ServerSecrets {
 }
 
 /**
- * AES-256-GCM with the key from MCP_ENCRYPTION_KEY(_FILE); the associated data binds a blob to its
- * org and server, so a blob copied to another row does not open. blob = version | iv | tag | ct.
+ * AES-256-GCM (@toolplane/crypto's format: version | iv | tag | ct) with the key from
+ * MCP_ENCRYPTION_KEY(_FILE); the associated data binds a blob to its org and server, so a blob
+ * copied to another row does not open.
  * (To be replaced by the credentials service's storage once it offers one for MCP servers.)
  */
 @Injectable()
 export class SecretSealer {
-  private readonly key: Buffer;
+  private readonly key: KeyObject;
 
   constructor(@Inject(APP_CONFIG) config: McpSyncConfig) {
-    this.key = loadKey(config);
+    this.key = createSecretKey(loadKey(config));
   }
 
   seal(secrets: object, aad: string): Buffer {
-    const iv = randomBytes(IV);
-    const c = createCipheriv('aes-256-gcm', this.key, iv);
-    c.setAAD(Buffer.from(aad));
-    const ct = Buffer.concat([c.update(JSON.stringify(secrets), 'utf8'), c.final()]);
-    return Buffer.concat([Buffer.from([VERSION]), iv, c.getAuthTag(), ct]);
+    return sealAead(this.key, JSON.stringify(secrets), aad);
   }
 
   open<T extends object = ServerSecrets>(blob: Buffer | null, aad: string): Partial<T> {
     if (!blob) return {};
     try {
-      if (blob[0] !== VERSION) throw new Error('version');
-      const d = createDecipheriv('aes-256-gcm', this.key, blob.subarray(1, 1 + IV));
-      d.setAAD(Buffer.from(aad));
-      d.setAuthTag(blob.subarray(1 + IV, 1 + IV + TAG));
-      return JSON.parse(Buffer.concat([d.update(blob.subarray(1 + IV + TAG)), d.final()]).toString('utf8')) as T;
+      return JSON.parse(openAead(this.key, blob, aad).toString('utf8')) as T;
     } catch {
       throw new ToolplaneError(
         ErrorCode.ENCRYPTION_KEY_MISSING,
