@@ -129,3 +129,56 @@ describe('a service limit and a missing runner', () => {
     }
   });
 });
+
+describe('text that cannot be stored and values nested too deep get CONTRACT_VIOLATION naming the field (never INTERNAL)', () => {
+  let client: RawClient;
+  beforeAll(async () => {
+    client = await RawClient.connect(testPrefix());
+  });
+  afterAll(() => client.close());
+
+  const NUL = 'a\u0000b';
+  const LONE = 'a\ud800b';
+  const refused = (r: any, path: string, what: RegExp) => {
+    expect(r.error).toMatchObject({ code: 'CONTRACT_VIOLATION', retryable: false });
+    expect(r.error.details.issues).toEqual([expect.objectContaining({ path, message: expect.stringMatching(what) })]);
+  };
+
+  it('on every field the fuzz run found reaching Postgres, and stores nothing', async () => {
+    const org = uniqueOrg('nul');
+    const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
+      ['toolplane.v1.tools.get', { org_id: org, name: NUL }, 'name', /NUL/],
+      ['toolplane.v1.tools.list', { org_id: org, tags: ['ok', NUL] }, 'tags.1', /NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, description: NUL } }, 'tool.description', /NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, tags: [NUL] } }, 'tool.tags.0', /NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { k: { deep: NUL } } } }, 'tool.metadata_.k.deep', /NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { [NUL]: 1 } } }, `tool.metadata_.${NUL}`, /key .*NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, project_id: NUL } }, 'tool.project_id', /NUL/],
+      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { k: LONE } } }, 'tool.metadata_.k', /lone UTF-16 surrogate/],
+      ['toolplane.v1.tools.execute', { org_id: org, tool_name: NUL, args: {} }, 'tool_name', /NUL/],
+      ['toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', agent_id: NUL, args: {} }, 'agent_id', /NUL/],
+      ['toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'K', value: NUL }, 'value', /NUL/],
+      ['toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'K', value: 'v', description: LONE }, 'description', /surrogate/],
+      ['toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'local', config: { template: NUL } }, 'config.template', /NUL/],
+      ['toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'local', config: { template: LONE } }, 'config.template', /surrogate/],
+    ];
+    for (const [subject, body, path, what] of cases) refused(await client.req(subject, body), path, what);
+    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
+    expect((await client.req('toolplane.v1.secrets.list', { org_id: org })).secrets).toEqual([]);
+    expect((await client.req('toolplane.v1.sandbox-configs.list', { org_id: org })).sandbox_configs).toEqual([]);
+  });
+
+  it('passes tool arguments through as they are (never stored as text), NUL included, but bounds their nesting', async () => {
+    const org = uniqueOrg('args');
+    const echo = 'def echo(text: str) -> str:\n    """Echo.\n\n    Args:\n        text (str): Text.\n    """\n    return text\n';
+    expect((await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: echo } })).tool.name).toBe('echo');
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'echo', args: { text: 'x\u0000y' } });
+    expect(r).toMatchObject({ status: 'success', func_return: 'x\u0000y' });
+    // 10,000 levels, written as text (even JSON.stringify would overflow on it).
+    const deep = `${'['.repeat(10_000)}"bottom"${']'.repeat(10_000)}`;
+    const execute = `{"org_id":${JSON.stringify(org)},"tool_name":"echo","args":{"text":${deep}}}`;
+    refused(await client.req('toolplane.v1.tools.execute', execute), `args.text${'.0'.repeat(62)}`, /nested deeper than 64/);
+    const upsert = `{"org_id":${JSON.stringify(org)},"tool":{"source_code":${JSON.stringify(echo)},"metadata_":{"d":${deep}}}}`;
+    refused(await client.req('toolplane.v1.tools.upsert', upsert), `tool.metadata_.d${'.0'.repeat(61)}`, /nested deeper/);
+  });
+});

@@ -5,3 +5,41 @@ export const JsonObject = z.record(z.string(), z.unknown());
 /** Python/TypeScript identifiers as OpenAI accepts them for function names. */
 export const ToolName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/, 'a function name of 1-64 letters, digits or _');
 export const MAX_SOURCE_BYTES = 256 * 1024;
+
+/** How deep a request's JSON may nest (deeper input would cost recursion everywhere it goes). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The one rule for values on the wire, applied to every request before its contract: nothing
+ * nested deeper than MAX_JSON_DEPTH, and every string (value or object key) storable — no NUL
+ * (U+0000: Postgres text and jsonb refuse it, an env var cannot hold it) and no lone UTF-16
+ * surrogate (not valid Unicode). A descriptor's `opaque` fields (tool arguments, handed to the tool
+ * as they are and never stored as text) are exempt from the text rule, not from the depth.
+ * Returns the first offending path.
+ */
+export function findWireIssue(value: unknown, opaque: readonly string[] = []): { path: string; message: string } | undefined {
+  const stack: Array<{ v: unknown; path: string; depth: number; text: boolean }> = [{ v: value, path: '', depth: 0, text: true }];
+  while (stack.length) {
+    const { v, path, depth, text } = stack.pop()!;
+    if (typeof v === 'string') {
+      const why = text ? unstorable(v) : undefined;
+      if (why) return { path: path || '(root)', message: why };
+    } else if (v !== null && typeof v === 'object') {
+      if (depth >= MAX_JSON_DEPTH) return { path: path || '(root)', message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
+      for (const [k, child] of Array.isArray(v) ? v.entries() : Object.entries(v)) {
+        const childPath = path ? `${path}.${k}` : String(k);
+        const childText = text && !(depth === 0 && opaque.includes(String(k)));
+        const why = childText && typeof k === 'string' ? unstorable(k) : undefined;
+        if (why) return { path: childPath, message: `key ${why}` };
+        stack.push({ v: child, path: childPath, depth: depth + 1, text: childText });
+      }
+    }
+  }
+  return undefined;
+}
+
+function unstorable(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'contains a NUL character (U+0000), which cannot be stored';
+  if (!(s as string & { isWellFormed(): boolean }).isWellFormed()) return 'contains a lone UTF-16 surrogate (not valid Unicode)';
+  return undefined;
+}

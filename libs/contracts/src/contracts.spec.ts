@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { EVENTS, REQUESTS } from './catalog';
 import { defineEvent, defineRequest } from './descriptor';
 import { ErrorCode, ToolplaneError, isRetryable } from './errors';
+import { findWireIssue } from './common';
 import { ToolsExecute } from './execute.contract';
 import { publicJsonSchemas } from './json-schemas';
 import { Tool } from './tool';
@@ -81,5 +82,23 @@ describe('contracts', () => {
     const remote = ToolplaneError.fromBody({ code: 'TOOL_NOT_FOUND', message: 'm', retryable: false, trace_id: 't' });
     expect(remote.code).toBe(ErrorCode.TOOL_NOT_FOUND);
     expect(ToolplaneError.fromBody({ code: 'WHAT', message: 'm', retryable: false, trace_id: 't' }).code).toBe(ErrorCode.INTERNAL);
+  });
+
+  it('finds text Postgres cannot store anywhere in a request, names its path, and skips opaque fields', () => {
+    expect(findWireIssue({ org_id: 'a', tool: { tags: ['ok', 'b\u0000ad'] } })).toEqual({ path: 'tool.tags.1', message: expect.stringMatching(/NUL/) });
+    expect(findWireIssue({ metadata_: { ['k\u0000']: 1 } })).toEqual({ path: 'metadata_.k\u0000', message: expect.stringMatching(/^key .*NUL/) });
+    expect(findWireIssue({ config: { template: 'x\ud800y' } })).toEqual({ path: 'config.template', message: expect.stringMatching(/lone UTF-16 surrogate/) });
+    expect(findWireIssue({ a: '\udc00' })?.path).toBe('a');
+    // A well-formed pair (an emoji) and ordinary control characters are fine.
+    expect(findWireIssue({ a: '\ud83d\ude00 tab\t newline\n', b: [1, true, null] })).toBeUndefined();
+    expect(findWireIssue({ args: { text: 'nul\u0000 inside' }, tool_name: 'x' }, ToolsExecute.opaque)).toBeUndefined();
+    expect(findWireIssue({ args: {}, tool_name: 'x\u0000' }, ToolsExecute.opaque)?.path).toBe('tool_name');
+    // Nesting is bounded everywhere, opaque fields included, without recursion of its own.
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(findWireIssue({ args: deep }, ToolsExecute.opaque)).toEqual({ path: 'args'.concat('.0'.repeat(63)), message: 'nested deeper than 64 levels' });
+    let ok: unknown = 'x';
+    for (let i = 0; i < 63; i++) ok = { k: ok };
+    expect(findWireIssue(ok)).toBeUndefined();
   });
 });

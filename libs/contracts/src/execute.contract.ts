@@ -36,6 +36,7 @@ export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
 
 export const ToolsExecute = defineRequest({
   subject: 'toolplane.v1.tools.execute',
+  opaque: ['args'],
   visibility: 'public',
   servedBy: 'executor',
   scope: 'tools:execute',
@@ -60,6 +61,7 @@ export const ToolsExecute = defineRequest({
 /** Internal: the executor hands a resolved call to the local sandbox runner. */
 export const LocalRunnerRun = defineRequest({
   subject: 'toolplane.internal.v1.local-runner.run',
+  opaque: ['args'],
   visibility: 'internal',
   servedBy: 'runner-local',
   callers: ['executor'],

@@ -255,6 +255,7 @@ export type McpToolMetadata = z.infer<typeof McpToolMetadata>;
 /** Internal: the executor hands an external_mcp tool call to mcp-sync. Same reply as a runner's. */
 export const McpToolsCall = defineRequest({
   subject: 'toolplane.internal.v1.mcp-tools.call',
+  opaque: ['args'],
   visibility: 'internal',
   servedBy: 'mcp-sync',
   callers: ['executor'],

@@ -1,4 +1,4 @@
-import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { ErrorCode, findWireIssue, ToolplaneError, type RequestDescriptor } from '@toolplane/contracts';
 import type { z } from 'zod';
 
 const encoder = new TextEncoder();
@@ -30,4 +30,10 @@ export function parseContract<S extends z.ZodType>(schema: S, value: unknown, wh
   const issues = r.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message, code: i.code }));
   const summary = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
   throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `${what} does not match the contract: ${summary}`, { issues });
+}
+
+/** CONTRACT_VIOLATION naming the field when a request nests too deep or holds text that cannot be stored (NUL, lone surrogates). */
+export function checkWireValue(d: RequestDescriptor, value: unknown): void {
+  const bad = findWireIssue(value, d.opaque);
+  if (bad) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `Request to ${d.subject} does not match the contract: ${bad.path}: ${bad.message}`, { issues: [{ path: bad.path, message: bad.message, code: 'wire_value' }] });
 }

@@ -4,7 +4,7 @@ import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { ErrorCode, Headers, ToolplaneError, requestDescriptorFor, type Principal, type RequestDescriptor } from '@toolplane/contracts';
 import { lastValueFrom, throwError, type Observable } from 'rxjs';
-import { decodeJson, encodeJson, parseContract } from './codec';
+import { checkWireValue, decodeJson, encodeJson, parseContract } from './codec';
 import { EdgeAuth, sealedForOf, type Admitted } from './edge-auth';
 import { toErrorBody } from './error-body';
 import { withPrefix } from './subjects';
@@ -113,6 +113,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             span.setAttribute('toolplane.caller', admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind);
             const json = decodeJson(admitted.body);
             EdgeAuth.checkOrg(admitted.principal, json);
+            checkWireValue(d, json);
             const request = parseContract(d.request, json, `Request to ${d.subject}`);
             const result$ = this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, admitted.principal])));
             const result = await lastValueFrom(result$);
