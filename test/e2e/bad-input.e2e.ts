@@ -49,6 +49,14 @@ describe('bad input gets a typed error and changes nothing', () => {
     await expect(client.req('toolplane.v1.tools.upsert', JSON.stringify({ org_id: 'acme', tool: { source_code: big } }))).rejects.toThrow(/payload/i);
   });
 
+  it('answers PAYLOAD_TOO_LARGE (not a dropped reply) when a reply would not fit on the bus', async () => {
+    // 21 KB of schema whose refs inline to 1.2 MB.
+    const properties = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`p${i}`, { $ref: '#/$defs/D' }]));
+    const r = await client.req('toolplane.v1.schemas.normalize', { json_schema: { type: 'object', properties, $defs: { D: { type: 'string', description: 'x'.repeat(20_000) } } } });
+    expect(r.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', retryable: false, details: { limit: expect.any(Number), bytes: expect.any(Number) } });
+    expect(r.error.details.bytes).toBeGreaterThan(r.error.details.limit);
+  });
+
   it('refuses source over the size limit with CONTRACT_VIOLATION and stores nothing', async () => {
     const org = uniqueOrg();
     const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: `${ADD}\n# ${'y'.repeat(300 * 1024)}` } });
