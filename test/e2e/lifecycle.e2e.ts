@@ -1,6 +1,6 @@
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { metricOf, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { metricOf, startApp, startStack, stopProcess, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 describe('health, graceful shutdown and a runner dying mid-call', () => {
@@ -64,4 +64,26 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
     const again = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
     expect(again.func_return).toBe('rested');
   });
+
+  it('answers SERVICE_RESTARTING to a call still running when an executor’s grace ends; another replica takes new calls', async () => {
+    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('long_nap', 'import time\ntime.sleep(20)\nreturn "late"') } });
+    expect(up.tool.name).toBe('long_nap');
+    // Only an executor with a short grace serves while the long call starts.
+    await stack.stopApp('executor');
+    stack.apps.set('executor', await startApp('executor', { ...opts, appEnv: { executor: { SHUTDOWN_GRACE_MS: '300' } } }));
+    const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'long_nap', args: {}, timeout_ms: 30_000 }, { timeoutMs: 45_000 });
+    await runnerBusy();
+    const other = await startApp('executor', opts);
+    const leaving = stack.apps.get('executor')!;
+    stack.apps.set('executor', other);
+    const exit = stopProcess(leaving.proc, 'SIGTERM');
+    const r = await call;
+    expect(r.error).toMatchObject({ code: 'SERVICE_RESTARTING', retryable: true, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(await exit).toBe(0);
+    expect(leaving.output()).toMatch(/1 request\(s\) still running after 300 ms are answered SERVICE_RESTARTING/);
+    // The remaining replica serves at once (the leaving one left the queue group first).
+    const again = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
+    expect(again.func_return).toBe('rested');
+  });
 });
+

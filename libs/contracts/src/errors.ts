@@ -19,6 +19,8 @@ export enum ErrorCode {
   UNSUPPORTED_TOOL = 'UNSUPPORTED_TOOL',
   RUNNER_UNAVAILABLE = 'RUNNER_UNAVAILABLE',
   SERVICE_UNAVAILABLE = 'SERVICE_UNAVAILABLE',
+  /** The service is shutting down (e.g. a rolling restart) and gave the request up unfinished: retry it. */
+  SERVICE_RESTARTING = 'SERVICE_RESTARTING',
   REQUEST_TIMEOUT = 'REQUEST_TIMEOUT',
   // Credentials
   CREDENTIALS_UNAVAILABLE = 'CREDENTIALS_UNAVAILABLE',
@@ -50,6 +52,7 @@ export enum ErrorCode {
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
   ErrorCode.RUNNER_UNAVAILABLE,
   ErrorCode.SERVICE_UNAVAILABLE,
+  ErrorCode.SERVICE_RESTARTING,
   ErrorCode.REQUEST_TIMEOUT,
   ErrorCode.CREDENTIALS_UNAVAILABLE,
   ErrorCode.MCP_CONNECTION_FAILED,

@@ -4,6 +4,7 @@ export * from './error-body';
 export * from './key-directory';
 export * from './messaging-client';
 export * from './nats-json.server';
+export * from './request-context';
 export * from './service-seal';
 export * from './streams';
 export * from './subjects';

@@ -13,12 +13,15 @@ import {
   type RequestIn,
 } from '@toolplane/contracts';
 import { decodeJson, encodeJson, parseContract } from './codec';
+import { currentRequestSignal } from './request-context';
 import type { ServiceSealer } from './service-seal';
 import { withPrefix } from './subjects';
 import { extractTraceContext, injectTraceContext } from './trace-context';
 
 export interface RequestOptions {
   timeoutMs: number;
+  /** Stop waiting when aborted (default: the signal of the request being served, if any). */
+  signal?: AbortSignal;
   /** The code to throw when nobody serves the subject (default SERVICE_UNAVAILABLE). */
   unavailableCode?: ErrorCode;
 }
@@ -58,7 +61,7 @@ export class MessagingClient {
         h.set(Headers.SERVICE_SEAL, sealed.header);
         let msg;
         try {
-          msg = await this.nc.request(withPrefix(this.prefix, d.subject), sealed.data, { timeout: opts.timeoutMs, headers: h });
+          msg = await abortable(this.nc.request(withPrefix(this.prefix, d.subject), sealed.data, { timeout: opts.timeoutMs, headers: h }), opts.signal ?? currentRequestSignal());
         } catch (e) {
           throw this.transportError(e, d.subject, opts);
         }
@@ -131,6 +134,7 @@ export class MessagingClient {
   }
 
   private transportError(e: unknown, subject: string, opts: RequestOptions): ToolplaneError {
+    if (e instanceof ToolplaneError) return e;
     const noResponders = e instanceof RequestError && e.isNoResponders();
     if (noResponders) {
       const code = opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE;
@@ -144,4 +148,16 @@ export class MessagingClient {
     }
     return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error).message}`, { subject });
   }
+}
+
+/** The promise, or the signal's reason (a ToolplaneError) as soon as it aborts. */
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  const reason = () => (signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'The request was abandoned'));
+  if (signal.aborted) return Promise.reject(reason());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(reason());
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

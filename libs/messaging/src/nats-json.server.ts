@@ -7,6 +7,7 @@ import { lastValueFrom, throwError, type Observable } from 'rxjs';
 import { checkWireValue, decodeJson, encodeJson, parseContract } from './codec';
 import { EdgeAuth, sealedForOf, type Admitted } from './edge-auth';
 import { toErrorBody } from './error-body';
+import { requestContext } from './request-context';
 import { withPrefix } from './subjects';
 import { extractTraceContext } from './trace-context';
 
@@ -44,6 +45,16 @@ export interface NatsJsonServerOptions {
 
 const tracer = trace.getTracer('@toolplane/messaging');
 
+/** One request being served. */
+interface InFlight {
+  d: RequestDescriptor;
+  msg: Msg;
+  answered: boolean;
+  abort: AbortController;
+  sealedFor?: Admitted['sealedFor'];
+  traceId?: string;
+}
+
 /**
  * A Nest transport strategy that serves contract descriptors as plain JSON request/reply on core
  * NATS: no framework framing on the wire, validation at the edge, one error envelope, and a
@@ -51,7 +62,7 @@ const tracer = trace.getTracer('@toolplane/messaging');
  */
 export class NatsJsonServer extends Server implements CustomTransportStrategy {
   private readonly subs: Subscription[] = [];
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Map<Promise<void>, InFlight>();
   private readonly log = new Logger('NatsJsonServer');
 
   constructor(private readonly opts: NatsJsonServerOptions) {
@@ -68,8 +79,9 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
         queue: this.opts.queue,
         callback: (err, msg) => {
           if (err) return this.log.error(`Subscription to ${d.subject} failed: ${err.message}`);
-          const p = this.onMessage(d, handler, msg).finally(() => this.inFlight.delete(p));
-          this.inFlight.add(p);
+          const call: InFlight = { d, msg, answered: false, abort: new AbortController() };
+          const p = this.onMessage(call, handler).finally(() => this.inFlight.delete(p));
+          this.inFlight.set(p, call);
         },
       });
       this.subs.push(sub);
@@ -81,11 +93,22 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     return this.inFlight.size;
   }
 
-  /** Stop taking requests, then wait (bounded) for those in flight. */
+  /**
+   * Stop taking requests (leave the queue group), wait (bounded) for those in flight, then answer
+   * every one still running with a typed, retryable SERVICE_RESTARTING and abort its work (its
+   * outgoing requests, e.g. a runner call, are cancelled through the request context).
+   */
   async close(): Promise<void> {
     await Promise.all(this.subs.splice(0).map((s) => s.drain().catch(() => undefined)));
-    const drained = Promise.all([...this.inFlight]);
+    const drained = Promise.all([...this.inFlight.keys()]);
     await Promise.race([drained, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref())]);
+    const abandoned = [...this.inFlight.values()].filter((c) => !c.answered);
+    if (abandoned.length) this.log.warn(`shutting down: ${abandoned.length} request(s) still running after ${this.opts.drainTimeoutMs} ms are answered SERVICE_RESTARTING`);
+    for (const call of abandoned) {
+      const err = new ToolplaneError(ErrorCode.SERVICE_RESTARTING, `The ${this.opts.queue} service is restarting and gave this request up: retry it`, { subject: call.d.subject });
+      this.respond(call, encodeJson({ error: toErrorBody(err, call.traceId ?? '') }));
+      call.abort.abort(err);
+    }
     this.opts.auth.tokens.stop();
   }
 
@@ -97,26 +120,30 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     return this.opts.nc as T;
   }
 
-  private async onMessage(d: RequestDescriptor, handler: MessageHandler, msg: Msg): Promise<void> {
+  private async onMessage(call: InFlight, handler: MessageHandler): Promise<void> {
+    const { d, msg } = call;
     const parent = extractTraceContext(msg.headers);
     await context.with(parent, () =>
       tracer.startActiveSpan(
         `process ${d.subject}`,
         { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } },
         async (span) => {
-          let admitted: Admitted | undefined;
+          call.traceId = span.spanContext().traceId;
           try {
             if (msg.data.byteLength > this.opts.maxRequestBytes) {
               throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request is ${msg.data.byteLength} bytes; the limit is ${this.opts.maxRequestBytes}`);
             }
-            admitted = await this.opts.auth.admit(d, msg);
+            const admitted = await this.opts.auth.admit(d, msg);
+            call.sealedFor = admitted.sealedFor;
             span.setAttribute('toolplane.caller', admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind);
             const json = decodeJson(admitted.body);
             EdgeAuth.checkOrg(admitted.principal, json);
             checkWireValue(d, json);
             const request = parseContract(d.request, json, `Request to ${d.subject}`);
-            const result$ = this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, admitted.principal])));
-            const result = await lastValueFrom(result$);
+            const principal = admitted.principal;
+            const result = await requestContext.run({ signal: call.abort.signal }, async () =>
+              lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))),
+            );
             const reply = encodeJson(this.checkReply(d, result));
             const limit = (this.opts.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM;
             if (reply.byteLength > limit) {
@@ -125,14 +152,15 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
                 limit,
               });
             }
-            this.respond(d, msg, reply, admitted.sealedFor);
+            this.respond(call, reply);
           } catch (e) {
             const traceId = span.spanContext().traceId;
             const body = toErrorBody(e, traceId);
             span.setStatus({ code: SpanStatusCode.ERROR, message: body.code });
             span.setAttribute('toolplane.error.code', body.code);
             if (body.code === ErrorCode.INTERNAL) this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
-            this.respond(d, msg, encodeJson({ error: body }), admitted?.sealedFor ?? sealedForOf(e));
+            call.sealedFor ??= sealedForOf(e);
+            this.respond(call, encodeJson({ error: body }));
           } finally {
             span.end();
           }
@@ -141,14 +169,15 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     );
   }
 
-  /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. */
-  private respond(d: RequestDescriptor, msg: Msg, body: Uint8Array, sealedFor: Admitted['sealedFor']): void {
-    if (!msg.reply) return;
-    if (!sealedFor) return void msg.respond(body);
-    const sealed = this.opts.auth.sealer.sealReply(d.subject, sealedFor.app, sealedFor.nonce, body);
+  /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. Once per request. */
+  private respond(call: InFlight, body: Uint8Array): void {
+    if (call.answered || !call.msg.reply) return;
+    call.answered = true;
+    if (!call.sealedFor) return void call.msg.respond(body);
+    const sealed = this.opts.auth.sealer.sealReply(call.d.subject, call.sealedFor.app, call.sealedFor.nonce, body);
     const h = natsHeaders();
     h.set(Headers.SERVICE_SEAL, sealed.header);
-    msg.respond(sealed.data, { headers: h });
+    call.msg.respond(sealed.data, { headers: h });
   }
 
   private checkReply(d: RequestDescriptor, result: unknown): unknown {

@@ -1,0 +1,14 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** What a served request carries into everything its handler does (read by MessagingClient). */
+export interface RequestContext {
+  /** Aborted when the service gives the request up (shutdown past its grace): work done for it stops too. */
+  signal: AbortSignal;
+}
+
+export const requestContext = new AsyncLocalStorage<RequestContext>();
+
+/** The abort signal of the request being served, if any. */
+export function currentRequestSignal(): AbortSignal | undefined {
+  return requestContext.getStore()?.signal;
+}
