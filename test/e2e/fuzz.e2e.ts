@@ -36,8 +36,11 @@ describe(`fuzz (seed ${SEED}, ${RUNS} runs per subject)`, () => {
     process.stdout.write(`fuzz: FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}\n`);
     client = await RawClient.connect(testPrefix());
     const add = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: 'def add(a: int, b: int = 2) -> int:\n    """Add.\n\n    Args:\n        a (int): A.\n        b (int): B.\n    """\n    return a + b\n' } });
+    expect(add.tool.name).toBe('add');
+    // What the destructive examples delete: a tool and a token of their own, never what the others use.
+    const victim = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: 'def victim() -> int:\n    """Victim."""\n    return 1\n' } });
     const token = await client.mint(org, { name: 'fuzz victim', scopes: ['tools:read'] });
-    valid = validPayloads(org, { tool: add.tool.id, server: 'mcp-00000000-0000-4000-8000-000000000000', token: token.token_id });
+    valid = validPayloads(org, { tool: victim.tool.id, server: 'mcp-00000000-0000-4000-8000-000000000000', token: token.token_id });
   });
   afterAll(async () => {
     const lines = [...stats].map(([subject, codes]) => `${subject.padEnd(40)} ${[...codes].map(([c, n]) => `${c}:${n}`).join(' ')}`);
