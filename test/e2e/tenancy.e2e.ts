@@ -1,0 +1,106 @@
+/**
+ * Two orgs, two adversaries, real identities: org A's token can neither read, change, run nor
+ * delete anything of org B — tools, secrets, webhooks, sandbox configs, MCP servers, tokens —
+ * whether it names org B (FORBIDDEN) or names itself and points at B's ids and names (not found).
+ * B's things are unchanged afterwards.
+ */
+import { testPrefix, uniqueOrg } from '../support/context';
+import { echoTool, FakeMcpServer } from '../support/mcp-servers';
+import { RawClient } from '../support/nats-client';
+import { pythonTool } from '../support/tools';
+
+describe('tenancy with real identities', () => {
+  let client: RawClient;
+  const a = uniqueOrg('ten-a');
+  const b = uniqueOrg('ten-b');
+  let tokenA: string;
+  let tokenB: string;
+  let adminA: string;
+  const mcp = new FakeMcpServer();
+  const ids: { tool?: string; server?: string; token?: string } = {};
+  const asA = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: tokenA });
+  const asAdminA = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: adminA });
+  const asB = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: tokenB });
+  const ok = (r: any) => {
+    if (r?.error) throw new Error(JSON.stringify(r.error));
+    return r;
+  };
+
+  beforeAll(async () => {
+    client = await RawClient.connect(testPrefix());
+    tokenA = await client.tokenFor(a);
+    tokenB = await client.tokenFor(b);
+    adminA = (await client.mint(a, { scopes: ['admin', 'tools:read'] })).token;
+    mcp.tools = [echoTool('b_echo')];
+    await mcp.start();
+    ids.tool = ok(await asB('toolplane.v1.tools.upsert', { org_id: b, tool: { source_code: pythonTool('b_secret_tool', 'import os\nreturn os.environ.get("B_KEY")') } })).tool.id;
+    ok(await asB('toolplane.v1.secrets.set', { org_id: b, scope: 'sandbox', key: 'B_KEY', value: 'b-secret-value-123' }));
+    ok(await asB('toolplane.v1.webhooks.set', { org_id: b, url: 'http://127.0.0.1:9/b-hook', signing_secret: 'whsec-b-0123456789abcdef', fail_mode: 'open' }));
+    ok(await asB('toolplane.v1.sandbox-configs.upsert', { org_id: b, provider: 'local', config: { memory_mb: 256 } }));
+    ids.server = ok(await asB('toolplane.v1.mcp.servers.add', { org_id: b, server: { name: 'b-server', transport: 'streamable_http', url: mcp.url } })).server.id;
+    ids.token = (await client.mint(b, { name: 'b token' })).token_id;
+  });
+  afterAll(async () => {
+    await client?.close();
+    await mcp.stop();
+  });
+
+  it('refuses every read, change, run and delete that names org B, with FORBIDDEN', async () => {
+    const attempts: Array<[string, Record<string, unknown>]> = [
+      ['toolplane.v1.tools.get', { org_id: b, id: ids.tool }],
+      ['toolplane.v1.tools.list', { org_id: b }],
+      ['toolplane.v1.tools.upsert', { org_id: b, tool: { source_code: pythonTool('b_secret_tool', 'return "owned"') } }],
+      ['toolplane.v1.tools.delete', { org_id: b, id: ids.tool }],
+      ['toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {} }],
+      ['toolplane.v1.secrets.list', { org_id: b }],
+      ['toolplane.v1.secrets.set', { org_id: b, scope: 'sandbox', key: 'B_KEY', value: 'overwritten' }],
+      ['toolplane.v1.secrets.delete', { org_id: b, scope: 'sandbox', key: 'B_KEY' }],
+      ['toolplane.v1.webhooks.get', { org_id: b }],
+      ['toolplane.v1.webhooks.set', { org_id: b, url: 'http://127.0.0.1:9/evil', signing_secret: 'whsec-evil-0123456789abcdef' }],
+      ['toolplane.v1.webhooks.delete', { org_id: b }],
+      ['toolplane.v1.sandbox-configs.get', { org_id: b, provider: 'local' }],
+      ['toolplane.v1.sandbox-configs.upsert', { org_id: b, provider: 'local', config: { memory_mb: 16 } }],
+      ['toolplane.v1.mcp.servers.get', { org_id: b, id: ids.server }],
+      ['toolplane.v1.mcp.servers.list', { org_id: b }],
+      ['toolplane.v1.mcp.servers.update', { org_id: b, id: ids.server, server: { url: 'http://127.0.0.1:9/evil' } }],
+      ['toolplane.v1.mcp.servers.sync', { org_id: b, id: ids.server }],
+      ['toolplane.v1.mcp.servers.remove', { org_id: b, id: ids.server }],
+    ];
+    for (const [subject, body] of attempts) expect([subject, (await asA(subject, body)).error?.code]).toEqual([subject, 'FORBIDDEN']);
+    for (const [subject, body] of [
+      ['toolplane.v1.auth.tokens.list', { org_id: b }],
+      ['toolplane.v1.auth.tokens.create', { org_id: b, name: 'x' }],
+      ['toolplane.v1.auth.tokens.revoke', { org_id: b, token_id: ids.token }],
+    ] as const) {
+      expect([subject, (await asAdminA(subject, body)).error?.code]).toEqual([subject, 'FORBIDDEN']);
+    }
+  });
+
+  it("finds nothing of org B's by id or name from inside org A", async () => {
+    expect((await asA('toolplane.v1.tools.get', { org_id: a, id: ids.tool })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.tools.delete', { org_id: a, id: ids.tool })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.tools.execute', { org_id: a, tool_id: ids.tool, args: {} })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.tools.execute', { org_id: a, tool_name: 'b_echo', args: { text: 'x' } })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.tools.list', { org_id: a })).tools).toEqual([]);
+    expect((await asA('toolplane.v1.secrets.list', { org_id: a })).secrets).toEqual([]);
+    expect((await asA('toolplane.v1.webhooks.get', { org_id: a })).error.code).toBe('WEBHOOK_NOT_FOUND');
+    expect((await asA('toolplane.v1.sandbox-configs.list', { org_id: a })).sandbox_configs).toEqual([]);
+    for (const s of ['get', 'sync', 'remove'] as const) expect((await asA(`toolplane.v1.mcp.servers.${s}`, { org_id: a, id: ids.server })).error.code).toBe('MCP_SERVER_NOT_FOUND');
+    expect((await asA('toolplane.v1.mcp.servers.update', { org_id: a, name: 'b-server', server: { url: 'http://127.0.0.1:9/evil' } })).error.code).toBe('MCP_SERVER_NOT_FOUND');
+    expect((await asAdminA('toolplane.v1.auth.tokens.revoke', { org_id: a, token_id: ids.token })).error.code).toBe('TOKEN_NOT_FOUND');
+    expect((await asAdminA('toolplane.v1.auth.tokens.list', { org_id: a })).tokens.map((t: any) => t.token_id)).not.toContain(ids.token);
+  });
+
+  it("leaves org B's things exactly as B made them", async () => {
+    expect(ok(await asB('toolplane.v1.tools.get', { org_id: b, id: ids.tool })).tool.name).toBe('b_secret_tool');
+    const run = ok(await asB('toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {} }));
+    expect(run).toMatchObject({ status: 'success', func_return: '***' }); // its own secret, masked in its own output
+    expect(ok(await asB('toolplane.v1.secrets.list', { org_id: b })).secrets.map((s: any) => s.key)).toEqual(['B_KEY']);
+    expect(ok(await asB('toolplane.v1.webhooks.get', { org_id: b })).webhook.url).toBe('http://127.0.0.1:9/b-hook');
+    expect(ok(await asB('toolplane.v1.sandbox-configs.get', { org_id: b, provider: 'local' })).sandbox_config.config).toEqual({ memory_mb: 256 });
+    expect(ok(await asB('toolplane.v1.mcp.servers.get', { org_id: b, id: ids.server })).server.url).toBe(mcp.url);
+    expect(ok(await asB('toolplane.v1.tools.execute', { org_id: b, tool_name: 'b_echo', args: { text: 'still mine' } })).func_return).toBe('still mine');
+    const tokens = ok(await client.req('toolplane.v1.auth.tokens.list', { org_id: b }));
+    expect(tokens.tokens.find((t: any) => t.token_id === ids.token).revoked_at).toBeNull();
+  });
+});
