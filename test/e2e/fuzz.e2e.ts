@@ -10,7 +10,7 @@
 import fc from 'fast-check';
 import { ErrorCode, requestDescriptorFor } from '@toolplane/contracts';
 import { sharedAppPort, testPrefix, uniqueOrg } from '../support/context';
-import { PUBLIC_SUBJECTS, mutatedSource, requestsFor, validPayloads } from '../support/fuzz';
+import { PUBLIC_REQUEST_SUBJECTS, mutatedSource, requestsFor, validPayloads } from '../support/fuzz';
 import { RawClient } from '../support/nats-client';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_125);
@@ -80,10 +80,10 @@ describe(`fuzz (seed ${SEED}, ${RUNS} runs per subject)`, () => {
   };
 
   it('has a valid example payload for every public subject', () => {
-    expect(Object.keys(valid).sort()).toEqual([...PUBLIC_SUBJECTS].sort());
+    expect(Object.keys(valid).sort()).toEqual([...PUBLIC_REQUEST_SUBJECTS].sort());
   });
 
-  it.each(PUBLIC_SUBJECTS)('%s: a valid reply or a typed error, never INTERNAL, for generated input', async (subject) => {
+  it.each(PUBLIC_REQUEST_SUBJECTS)('%s: a valid reply or a typed error, never INTERNAL, for generated input', async (subject) => {
     const seed = SEED + [...subject].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
     await runAll(subject, fc.sample(requestsFor(valid[subject]!), { seed, numRuns: RUNS }));
     expect(findings.filter((f) => f.subject === subject).map((f) => `${f.problem}: ${f.request.slice(0, 500)}`)).toEqual([]);

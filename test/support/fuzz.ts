@@ -155,4 +155,4 @@ export function validPayloads(org: string, ids: { tool: string; server: string; 
   };
 }
 
-export const PUBLIC_SUBJECTS = REQUESTS.filter((d) => d.visibility === 'public').map((d) => d.subject);
+export const PUBLIC_REQUEST_SUBJECTS = REQUESTS.filter((d) => d.visibility === 'public').map((d) => d.subject);

@@ -9,7 +9,7 @@
  * Passwords are environment references ($NATS_PASSWORD_<APP>, $NATS_PASSWORD_AGENT_<NAME>) that
  * the nats-server process resolves at start, so the file itself holds no secret.
  */
-import { APP_NAMES, EVENTS_SUBJECTS, REQUESTS, type AppName } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, PUBLIC_SUBJECTS, REQUESTS, type AppName } from '@toolplane/contracts';
 import { writeFileSync } from 'node:fs';
 
 export interface NatsConfigOptions {
@@ -41,8 +41,8 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
   for (const app of APP_NAMES) {
     const serves = REQUESTS.filter((d) => d.servedBy === app).map((d) => p(d.subject));
     const calls = REQUESTS.filter((d) => d.visibility === 'internal' && d.callers!.includes(app)).map((d) => p(d.subject));
-    const publish = [p('toolplane.v1.>'), ...calls, p('toolplane.internal.v1.events.>'), ...(STREAM_OWNERS.includes(app) ? ['$JS.API.>'] : [])];
-    const subscribe = [...serves, p(EVENTS_SUBJECTS), p('toolplane.internal.v1.events.>'), `_INBOX.${app}.>`];
+    const publish = [p(PUBLIC_SUBJECTS), ...calls, p(INTERNAL_EVENTS_SUBJECTS), ...(STREAM_OWNERS.includes(app) ? ['$JS.API.>'] : [])];
+    const subscribe = [...serves, p(EVENTS_SUBJECTS), p(INTERNAL_EVENTS_SUBJECTS), `_INBOX.${app}.>`];
     lines.push(
       `    # ${app}: serves ${serves.length} subject(s); replies go back on the caller's inbox (allow_responses)`,
       `    { user: ${JSON.stringify(app)}, password: ${password(app)}, permissions: {`,
@@ -57,7 +57,7 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
     lines.push(
       `    # agent runtime ${agent}: public requests only; replies on its own inbox (connect with inboxPrefix "_INBOX.${user}")`,
       `    { user: ${JSON.stringify(user)}, password: ${password(user)}, permissions: {`,
-      `        publish: { allow: ${list([p('toolplane.v1.>')])}, deny: ${list([p(EVENTS_SUBJECTS)])} }`,
+      `        publish: { allow: ${list([p(PUBLIC_SUBJECTS)])}, deny: ${list([p(EVENTS_SUBJECTS)])} }`,
       `        subscribe: { allow: ${list([`_INBOX.${user}.>`])} }`,
       `    } }`,
     );

@@ -3,6 +3,7 @@
  * .toolplane/admin.token (mode 0600); these helpers use it to mint org tokens over NATS.
  */
 import { headers, type NatsConnection } from '@nats-io/transport-node';
+import { Headers } from '@toolplane/contracts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
@@ -17,7 +18,7 @@ export function adminToken(): string {
 /** A JSON request with `authorization: Bearer <token>`; the reply body (or the error envelope). */
 export async function ask(nc: NatsConnection, subject: string, body: unknown, token: string): Promise<any> {
   const h = headers();
-  h.set('authorization', `Bearer ${token}`);
+  h.set(Headers.AUTHORIZATION, `Bearer ${token}`);
   return (await nc.request(subject, JSON.stringify(body), { timeout: 30_000, headers: h })).json();
 }
 

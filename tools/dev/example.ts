@@ -4,6 +4,7 @@
  * `node dist/tools/dev/example.js` against a running stack.
  */
 import { connect, headers } from '@nats-io/transport-node';
+import { Headers } from '@toolplane/contracts';
 import { mintOrgToken } from './dev-auth';
 
 const source = `def add(a: int, b: int = 2) -> int:
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   const token = process.env.TOOLPLANE_TOKEN ?? (await mintOrgToken(nc, 'acme', { name: 'npm run example', ttl_s: 3600 })).token;
   const ask = async (subject: string, body: unknown) => {
     const h = headers();
-    h.set('authorization', `Bearer ${token}`);
+    h.set(Headers.AUTHORIZATION, `Bearer ${token}`);
     return (await nc.request(subject, JSON.stringify(body), { timeout: 30_000, headers: h })).json();
   };
   const upserted = await ask('toolplane.v1.tools.upsert', { org_id: 'acme', tool: { source_code: source } });

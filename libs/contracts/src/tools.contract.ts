@@ -97,4 +97,8 @@ export const ToolDeleted = defineEvent({
 /** The JetStream stream that keeps every toolplane.v1.events.> message. */
 export const EVENTS_STREAM = 'TOOLPLANE_EVENTS';
 export const EVENTS_SUBJECTS = 'toolplane.v1.events.>';
+/** Every public request subject (what an agent runtime may publish, events excepted). */
+export const PUBLIC_SUBJECTS = 'toolplane.v1.>';
+/** Every internal core-NATS broadcast between services (hints: credentials.changed, auth.changed). */
+export const INTERNAL_EVENTS_SUBJECTS = 'toolplane.internal.v1.events.>';
 export const TOOL_EVENTS_SUBJECTS = 'toolplane.v1.events.tool.*';
