@@ -15,11 +15,10 @@ import {
   type ToolsExecute,
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { ArgumentsService } from './arguments.service';
 import { CredentialsClient } from './credentials.client';
-import { SecretMasker } from './masking';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
 
