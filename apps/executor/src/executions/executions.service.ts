@@ -174,5 +174,6 @@ export function sandboxOverrides(settings: SandboxSettings | null): RequestOf<ty
   const out: NonNullable<RequestOf<typeof LocalRunnerRun>['sandbox']> = {};
   if (settings.memory_mb !== undefined) out.memory_mb = settings.memory_mb;
   if (settings.network !== undefined) out.network = settings.network === 'egress';
+  if (settings.build_scripts !== undefined) out.build_scripts = settings.build_scripts;
   return Object.keys(out).length ? out : undefined;
 }
