@@ -1,0 +1,57 @@
+import { FairQueue } from './fair-queue';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('FairQueue', () => {
+  it('admits at most `limit` at once, first come first served within an org, and ignores a second release', async () => {
+    const sut = new FairQueue(2);
+    const r1 = await sut.acquire('a');
+    const r2 = await sut.acquire('a');
+    const order: number[] = [];
+    const w3 = sut.acquire('a').then((r) => (order.push(3), r));
+    const w4 = sut.acquire('a').then((r) => (order.push(4), r));
+    await tick();
+    expect(order).toEqual([]);
+    expect(sut.queued).toBe(2);
+    r1();
+    r1();
+    const r3 = await w3;
+    expect(order).toEqual([3]);
+    expect(sut.inUse).toBe(2);
+    r2();
+    (await w4)();
+    r3();
+    expect(sut.inUse).toBe(0);
+  });
+
+  it('serves a waiting org before the rest of a flood: orgs take turns', async () => {
+    const sut = new FairQueue(1);
+    const first = await sut.acquire('flood');
+    const order: string[] = [];
+    const calls = [...Array.from({ length: 5 }, (_, i) => ['flood', `f${i}`]), ['other', 'o0']].map(([org, id]) =>
+      sut.acquire(org!).then((release) => {
+        order.push(id!);
+        release();
+      }),
+    );
+    await tick();
+    first();
+    await Promise.all(calls);
+    expect(order).toEqual(['f0', 'o0', 'f1', 'f2', 'f3', 'f4']);
+  });
+
+  it('keeps an org within its own limit while another org has room', async () => {
+    const sut = new FairQueue(4, 2);
+    const a1 = await sut.acquire('a');
+    await sut.acquire('a');
+    let third = false;
+    const a3 = sut.acquire('a').then((r) => ((third = true), r));
+    const b = await sut.acquire('b'); // not behind a's third call
+    await tick();
+    expect(third).toBe(false);
+    expect(sut.inUse).toBe(3);
+    a1();
+    (await a3)();
+    b();
+  });
+});
