@@ -356,8 +356,8 @@ describe('runner-local isolation', () => {
     const rc = built.find((o: Obj) => o.kind === 'RuntimeClass');
     const runner = built.find((o: Obj) => o.kind === 'Deployment' && o.metadata.name === 'runner-local');
     expect(rc?.handler).toBeTruthy();
-    expect(runner.spec.template.spec.runtimeClassName).toBe(rc.metadata.name);
-    expect(runner.spec.template.spec.containers[0].env).toEqual(expect.arrayContaining([{ name: 'RUNNER_CGROUPS', value: 'required' }]));
+    expect(runner?.spec.template.spec.runtimeClassName).toBe(rc?.metadata.name);
+    expect(runner?.spec.template.spec.containers[0].env).toEqual(expect.arrayContaining([{ name: 'RUNNER_CGROUPS', value: 'required' }]));
   });
 
   it('tool code writes only to /tmp, the RUNNER_WORK_ROOT emptyDir', () => {

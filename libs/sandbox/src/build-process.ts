@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, lstatSync, promises as fs } from 'node:fs';
+import { constants as fsc, lstatSync, promises as fs, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { ONE_SHOT_FDS } from './bwrap.args';
@@ -171,7 +171,10 @@ export function runBuild(
         void (async () => {
           for (let i = 0; pid === undefined && i < 200; i++) await new Promise((r) => setTimeout(r, 5));
           if (pid === undefined) throw new Error('bwrap did not report the sandbox pid');
-          slirp = await attachNetwork(pid);
+          // bwrap's pid is the sandbox's init; the namespace was made by its child (confine.py).
+          const child = Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)[0]);
+          if (!child) throw new Error('the build process is gone');
+          slirp = await attachNetwork(child);
           go.end('g');
         })().catch((e: Error) => {
           keep(Buffer.from(`toolplane: the build's network could not be attached: ${e.message}\n`));

@@ -96,6 +96,8 @@ export class VenvBuilder {
     if (extraIndexUrl) pip.push('--extra-index-url', extraIndexUrl);
     for (const f of findLinks) pip.push('--find-links', f);
     if (noIndex) pip.push('--no-index');
+    // An index the operator configured over plain http is theirs to trust (pip refuses it otherwise).
+    for (const u of pipIndexUrls(this.o.pip).filter((x) => x.startsWith('http:'))) pip.push('--trusted-host', new URL(u).host);
     pip.push('--', ...specifiers);
     const localLinks = findLinks.filter((f) => f.startsWith('/'));
     const network = await this.o.network(pipIndexUrls(this.o.pip));
