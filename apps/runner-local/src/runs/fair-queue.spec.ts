@@ -24,7 +24,7 @@ describe('FairQueue', () => {
     expect(sut.inUse).toBe(0);
   });
 
-  it('serves a waiting org before the rest of a flood: orgs take turns', async () => {
+  it('gives a freed place to the waiting org served longest ago: another org goes before the rest of a flood', async () => {
     const sut = new FairQueue(1);
     const first = await sut.acquire('flood');
     const order: string[] = [];
@@ -37,7 +37,7 @@ describe('FairQueue', () => {
     await tick();
     first();
     await Promise.all(calls);
-    expect(order).toEqual(['f0', 'o0', 'f1', 'f2', 'f3', 'f4']);
+    expect(order).toEqual(['o0', 'f0', 'f1', 'f2', 'f3', 'f4']); // the flood was served last: the other org goes first
   });
 
   it('keeps an org within its own limit while another org has room', async () => {
@@ -53,5 +53,21 @@ describe('FairQueue', () => {
     a1();
     (await a3)();
     b();
+  });
+
+  it('alternates between two orgs that both keep calls waiting', async () => {
+    const sut = new FairQueue(1);
+    const first = await sut.acquire('a');
+    const order: string[] = [];
+    const calls = ['a1', 'a2', 'a3', 'b1', 'b2', 'b3'].map((id) =>
+      sut.acquire(id[0]!).then((release) => {
+        order.push(id);
+        release();
+      }),
+    );
+    await tick();
+    first();
+    await Promise.all(calls);
+    expect(order).toEqual(['b1', 'a1', 'b2', 'a2', 'b3', 'a3']);
   });
 });

@@ -1,14 +1,17 @@
 /**
  * Admission of calls to the sandboxes: at most `limit` run at once, and at most `perOrg` of one
- * org. Waiting calls are admitted org by org in turn (round robin; first come, first served within
- * an org), so an org that floods the runner delays another org's call by at most the wait for one
- * place to free up, however many of its own calls are queued.
+ * org. When a place frees up it goes to the waiting org served longest ago (first come, first
+ * served within an org), so an org that floods the runner delays another org's call by at most
+ * the wait for one place to free up, however many of its own calls are queued.
  */
 export class FairQueue {
   private active = 0;
   private readonly activeByOrg = new Map<string, number>();
-  /** Waiting calls per org; the Map's order is the round-robin order (an org moves to the end once served). */
+  /** Waiting calls per org. */
   private readonly waiting = new Map<string, Array<() => void>>();
+  /** When each org with calls running or waiting was last admitted (a counter, not a time). */
+  private readonly lastTurn = new Map<string, number>();
+  private turns = 0;
 
   constructor(
     private readonly limit: number,
@@ -43,7 +46,10 @@ export class FairQueue {
       this.active--;
       const n = (this.activeByOrg.get(org) ?? 1) - 1;
       if (n > 0) this.activeByOrg.set(org, n);
-      else this.activeByOrg.delete(org);
+      else {
+        this.activeByOrg.delete(org);
+        if (!this.waiting.has(org)) this.lastTurn.delete(org); // an org that uses nothing keeps no state
+      }
       this.dispatch();
     };
   }
@@ -55,23 +61,22 @@ export class FairQueue {
   private admit(org: string): void {
     this.active++;
     this.activeByOrg.set(org, (this.activeByOrg.get(org) ?? 0) + 1);
+    this.lastTurn.set(org, ++this.turns);
   }
 
-  /** Fills free places from the waiting orgs in turn. */
+  /** Fills free places, each from the waiting org (that may take one) served longest ago. */
   private dispatch(): void {
-    let progress = true;
-    while (progress && this.active < this.limit) {
-      progress = false;
-      for (const [org, q] of this.waiting) {
-        if (!this.canAdmit(org)) continue;
-        const next = q.shift()!;
-        this.waiting.delete(org);
-        if (q.length) this.waiting.set(org, q); // to the back of the turn
-        this.admit(org);
-        next();
-        progress = true;
-        break;
+    while (this.active < this.limit) {
+      let pick: string | undefined;
+      for (const org of this.waiting.keys()) {
+        if (this.canAdmit(org) && (pick === undefined || (this.lastTurn.get(org) ?? 0) < (this.lastTurn.get(pick) ?? 0))) pick = org;
       }
+      if (pick === undefined) return;
+      const q = this.waiting.get(pick)!;
+      const next = q.shift()!;
+      if (q.length === 0) this.waiting.delete(pick);
+      this.admit(pick);
+      next();
     }
   }
 }
