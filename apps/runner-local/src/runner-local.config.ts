@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { baseEnvShape, boolEnv as bool, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv as bool, parseCidr, parseEnv } from '@toolplane/platform';
 
 const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
 
@@ -38,7 +38,21 @@ export const runnerEnvShape = {
    */
   RUNNER_ALLOW_NETWORK: bool.default(false),
   /** CIDRs network-enabled calls and package builds may reach although the egress policy refuses them (private, link-local, …). */
-  RUNNER_EGRESS_ALLOW: list.default([]),
+  RUNNER_EGRESS_ALLOW: list.default([]).pipe(
+    z.array(
+      z.string().refine(
+        (c) => {
+          try {
+            parseCidr(c);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { message: 'each entry must be an IP address or CIDR (10.1.0.0/16, fd00::/8)' },
+      ),
+    ),
+  ),
   /** slirp4netns (user-mode networking of network-enabled sandboxes and package builds that reach an index). */
   RUNNER_SLIRP4NETNS: z.string().startsWith('/', 'an absolute path').default('/usr/bin/slirp4netns'),
   /** Per-call cgroups: `auto` (when delegated to the runner, else per-process limits, said at start), `required`, `off`. */

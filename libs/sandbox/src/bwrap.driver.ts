@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EgressPolicy, SecretMasker } from '@toolplane/platform';
-import { failed, invalidEnv, messageOf, toolEnv, type RunResult } from './outcome';
+import { failed, invalidEnv, maskResult, messageOf, toolEnv, type RunResult } from './outcome';
 import { MAX_RESULT_FRAME_BYTES } from './process.driver';
 import type { IsolationLimits, SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
 import type { SlotLimits } from './slot';
@@ -225,7 +225,7 @@ export class BwrapDriver implements SandboxDriver {
     const started = performance.now();
     const masker = new SecretMasker(spec.maskValues ?? []);
     const done = (r: RunResult, extra: Partial<SandboxRunOutcome> = {}): SandboxRunOutcome => ({
-      ...masked(r, masker),
+      ...maskResult(r, masker),
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...extra,
     });
@@ -319,16 +319,6 @@ export class BwrapDriver implements SandboxDriver {
       this.options.onWarmFailure?.(`${w.pipRequirements.join(' ') || '(no requirements)'}${w.network ? ' +network' : ''}: ${messageOf(e)}`);
     }
   }
-}
-
-/** An outcome with the call's secrets masked in its return value and error message (stdout/stderr are masked before they are cut, in the slot). */
-function masked(r: RunResult, masker: SecretMasker): RunResult {
-  if (!masker.active) return r;
-  return {
-    ...r,
-    ...(r.value !== undefined ? { value: masker.value(r.value) } : {}),
-    ...(r.error ? { error: { ...r.error, message: masker.text(r.error.message), type: masker.text(r.error.type) } } : {}),
-  };
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {
