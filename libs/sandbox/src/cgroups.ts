@@ -30,6 +30,13 @@ interface Hierarchy {
   kind: 'unified' | 'memory' | 'pids' | 'cpu';
   /** Directory holding the runner's slot groups. */
   base: string;
+  /**
+   * Slot groups sit directly in the runner's own group (v2; v1 cpu), named `<id>-slot-<n>`, rather
+   * than in a `<id>` group of their own. For CPU this is the point: each call then weighs what one
+   * process of the machine weighs, whatever its number of processes, instead of all calls
+   * together weighing one.
+   */
+  flat: boolean;
 }
 
 const CONTROLLERS_V1 = ['memory', 'pids', 'cpu'] as const;
@@ -71,8 +78,8 @@ export class CgroupManager {
   /** A cgroup for one slot (undefined without cgroups). */
   slotGroup(): SlotCgroup | undefined {
     if (this.mode === 'none') return undefined;
-    const name = this.mode === 'v2' ? `${this.id}-slot-${++this.seq}` : `slot-${++this.seq}`;
-    const dirs = this.hierarchies.map((h) => ({ kind: h.kind, dir: path.join(h.base, name) }));
+    const n = ++this.seq;
+    const dirs = this.hierarchies.map((h) => ({ kind: h.kind, dir: path.join(h.base, h.flat ? `${this.id}-slot-${n}` : `slot-${n}`) }));
     for (const d of dirs) {
       rmdirQuiet(d.dir); // a leftover of an earlier slot of the same name (empty by now)
       mkdirSync(d.dir);
@@ -87,7 +94,7 @@ export class CgroupManager {
     await Promise.all([...this.groups].map((g) => g.remove()));
     this.groups.clear();
     for (const h of this.hierarchies) {
-      if (h.kind === 'unified') {
+      if (h.flat) {
         for (const e of safeReaddir(h.base)) if (e.startsWith(`${this.id}-slot-`)) rmdirQuiet(path.join(h.base, e));
       } else {
         for (const e of safeReaddir(h.base)) if (e.startsWith('slot-')) rmdirQuiet(path.join(h.base, e));
@@ -204,7 +211,7 @@ function tryV2(root: string, id: string): CgroupManager | undefined {
     throw new Error(`cgroup v2: ${base} is not delegated to this runner (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   cleanStale(base); // groups of runners that are gone
-  return new CgroupManager('v2', `cgroup v2 at ${base}`, [{ kind: 'unified', base }], id);
+  return new CgroupManager('v2', `cgroup v2 at ${base}`, [{ kind: 'unified', base, flat: true }], id);
 }
 
 /** cgroup v1: memory, pids and cpu hierarchies, each under the runner's own group, writable (root). */
@@ -221,16 +228,18 @@ function tryV1(root: string, id: string): CgroupManager | undefined {
       if (c === 'cpu') continue; // optional: weights only
       return undefined;
     }
-    const base = path.join(mount, own.get(c) ?? '/', id);
+    const flat = c === 'cpu';
+    const parent = path.join(mount, own.get(c) ?? '/');
+    const base = flat ? parent : path.join(parent, id);
     try {
-      cleanStale(path.dirname(base));
+      cleanStale(parent);
       if (!existsSync(base)) mkdirSync(base);
     } catch (e) {
       throw new Error(`cgroup v1: cannot create ${base} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; the runner must be root, or run with cgroup v2 delegation)`);
     }
-    hierarchies.push({ kind: c, base });
+    hierarchies.push({ kind: c, base, flat });
   }
-  return new CgroupManager('v1', `cgroup v1 (${hierarchies.map((h) => h.base).join(', ')})`, hierarchies, id);
+  return new CgroupManager('v1', `cgroup v1 (${hierarchies.map((h) => (h.flat ? `${h.base}/${id}-slot-*` : h.base)).join(', ')})`, hierarchies, id);
 }
 
 /** Groups `toolplane-<pid>-…` of runners that are gone (empty once their sandboxes are). */
