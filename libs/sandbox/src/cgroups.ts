@@ -239,7 +239,7 @@ function tryV1(root: string, id: string): CgroupManager | undefined {
     }
     hierarchies.push({ kind: c, base, flat });
   }
-  return new CgroupManager('v1', `cgroup v1 (${hierarchies.map((h) => (h.flat ? `${h.base}/${id}-slot-*` : h.base)).join(', ')})`, hierarchies, id);
+  return new CgroupManager('v1', `cgroup v1 (${hierarchies.map((h) => (h.flat ? path.join(h.base, `${id}-slot-*`) : h.base)).join(', ')})`, hierarchies, id);
 }
 
 /** Groups `toolplane-<pid>-…` of runners that are gone (empty once their sandboxes are). */
