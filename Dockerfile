@@ -24,10 +24,10 @@ RUN npm run build \
  && test -f dist/apps/registry/src/database/migrate.js \
  && npm prune --omit=dev --ignore-scripts
 
-# ---- runtime: Node 24 + python3 (runner-local runs tool code with /usr/bin/python3), non-root ----
+# ---- runtime: Node 24 + python3, bubblewrap and slirp4netns (runner-local sandboxes tool code), non-root ----
 FROM ${NODE_IMAGE} AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 tini ca-certificates \
+ && apt-get install -y --no-install-recommends python3 tini ca-certificates bubblewrap slirp4netns \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 toolplane \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/toolplane --create-home --shell /usr/sbin/nologin toolplane \

@@ -132,9 +132,9 @@ describe('Dockerfile', () => {
     expect(run).toMatch(/npm prune --omit=dev\b/);
   });
 
-  it('runtime: python3 installed, non-root numeric USER, WORKDIR /app, no CMD (each service picks its app)', () => {
+  it('runtime: python3, bubblewrap and slirp4netns installed, non-root numeric USER, WORKDIR /app, no CMD (each service picks its app)', () => {
     const runtime = lines.slice(lines.lastIndexOf(instr('FROM').at(-1)!));
-    expect(runtime.filter((l) => l.startsWith('RUN')).join(' ')).toMatch(/apt-get install[^&]*\bpython3\b/);
+    for (const pkg of ['python3', 'bubblewrap', 'slirp4netns']) expect(runtime.filter((l) => l.startsWith('RUN')).join(' ')).toMatch(new RegExp(`apt-get install[^&]*\\b${pkg}\\b`));
     const user = runtime.filter((l) => l.startsWith('USER ')).at(-1);
     expect(user).toMatch(/^USER [1-9]\d*(:\d+)?$/);
     expect(runtime).toContain('WORKDIR /app');

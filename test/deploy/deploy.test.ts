@@ -360,6 +360,22 @@ describe('runner-local isolation', () => {
     expect(readFileSync(join(DEPLOY, 'seccomp', 'README.md'), 'utf8')).toContain('/var/lib/kubelet/seccomp/profiles/toolplane-runner-local.json');
   });
 
+  it('asks for a delegated cgroup (per-call limits) and keeps network-enabled tools off', () => {
+    expect(d.spec.template.metadata?.annotations?.['io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw']).toBe('true');
+    const env = effectiveEnv(containerOf(d, 'runner-local'));
+    expect(env.RUNNER_CGROUPS).toBe('auto');
+    expect(env.RUNNER_ALLOW_NETWORK).toBe('false');
+    // containerd: the overlay runs the runner on a writable-cgroup runtime handler and requires delegation.
+    const overlay = kustomizeBuild(join(DEPLOY, 'overlays', 'runner-cgroups-containerd'))!;
+    expect(overlay.ok).toBe(true);
+    const built = parseAllDocuments(overlay.output).map((doc) => doc.toJS() as Obj);
+    const rc = built.find((o: Obj) => o.kind === 'RuntimeClass');
+    const runner = built.find((o: Obj) => o.kind === 'Deployment' && o.metadata.name === 'runner-local');
+    expect(rc?.handler).toBeTruthy();
+    expect(runner?.spec.template.spec.runtimeClassName).toBe(rc?.metadata.name);
+    expect(runner?.spec.template.spec.containers[0].env).toEqual(expect.arrayContaining([{ name: 'RUNNER_CGROUPS', value: 'required' }]));
+  });
+
   it('tool code writes only to /tmp, the RUNNER_WORK_ROOT emptyDir', () => {
     const c = containerOf(d, 'runner-local');
     const env = effectiveEnv(c);

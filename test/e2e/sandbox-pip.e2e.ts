@@ -24,7 +24,7 @@ describe('sandbox pip requirements (local wheelhouse)', () => {
     if (r.error) throw new Error(JSON.stringify(r.error));
   };
   const execute = (tool_name: string) => client.req('toolplane.v1.tools.execute', { org_id: org, tool_name, args: {} }, { timeoutMs: 60_000 });
-  const venvs = () => readdirSync(join(house.workRoot, 'venvs')).filter((d) => d.startsWith('py-') && !d.endsWith('.lock'));
+  const venvs = () => readdirSync(join(house.workRoot, 'venvs')).filter((d) => /^py-[0-9a-f]+$/.test(d));
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
 
   beforeAll(async () => {

@@ -2,8 +2,12 @@
  * `npm run bench:sandbox`: the isolated local runner through the public API (agent → executor →
  * runner → agent), warm and cold, at concurrency 1 and 16, against the same-run baselines of a
  * fresh isolated interpreter per call (bwrap with the same namespaces + python3) and a bare
- * `/usr/bin/python3` spawn. Starts its own stack (fresh database, own subject prefix).
- * BENCH_N (default 400) calls per warm case; BENCH_COLD (default 20) new tools for the cold case.
+ * `/usr/bin/python3` spawn. Then what network costs (a network-enabled call gets a sandbox of its
+ * own: from a ready one, and back to back, when each call waits for its namespace and slirp4netns)
+ * and fairness (another org's call latency while one org floods the runner).
+ * Starts its own stack (fresh database, own subject prefix).
+ * BENCH_N (default 400) calls per warm case; BENCH_COLD (default 20) new tools for the cold case;
+ * BENCH_NET (default 40) network-enabled calls per case; BENCH_FAIR (default 40) calls of the other org.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +20,8 @@ import { HEADER, measure, row, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 400);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
+const NET = Number(process.env.BENCH_NET ?? 40);
+const FAIR = Number(process.env.BENCH_FAIR ?? 40);
 const tool = (name: string) => `def ${name}(x: int) -> int:
     """Return x.
 
@@ -80,7 +86,7 @@ async function main(): Promise<void> {
     prefix,
     databaseUrl: databaseUrlFor(db),
     env: { LOG_LEVEL: 'warn' },
-    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16' } },
+    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16', RUNNER_ALLOW_NETWORK: 'true', RUNNER_POOL_WARM_NET: '2' } },
   });
   const client = await RawClient.connect(prefix);
   try {
@@ -90,8 +96,8 @@ async function main(): Promise<void> {
     };
     await upsert('ping');
     let i = 0;
-    const call = (name = 'ping') => async () => {
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: name, args: { x: ++i } });
+    const call = (name = 'ping', org = 'bench') => async () => {
+      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args: { x: ++i } });
       if (r.status !== 'success') throw new Error(JSON.stringify(r));
     };
     for (let w = 0; w < 50; w++) await call()(); // warm the tool cache and the JIT
@@ -116,6 +122,43 @@ async function main(): Promise<void> {
     // (network namespaces above all) is deferred kernel work that would otherwise run during them.
     const warm1 = await measure(N, 1, call());
     const warm16 = await measure(N, 16, call());
+    // Network: an org whose sandbox config turns it on; each call gets a sandbox of its own.
+    const netOrg = 'bench-net';
+    const r0 = await client.req('toolplane.v1.sandbox-configs.upsert', { org_id: netOrg, provider: 'local', config: { network: 'egress' } });
+    if (r0.error) throw new Error(JSON.stringify(r0.error));
+    const r1 = await client.req('toolplane.v1.tools.upsert', { org_id: netOrg, tool: { source_code: tool('ping') } });
+    if (r1.error) throw new Error(JSON.stringify(r1.error));
+    await call('ping', netOrg)();
+    const spaced: number[] = [];
+    for (let k = 0; k < NET; k++) {
+      await new Promise((r) => setTimeout(r, 400)); // the pool has its warm network sandboxes ready again
+      const t = performance.now();
+      await call('ping', netOrg)();
+      spaced.push(performance.now() - t);
+    }
+    const netReady = summarizeSamples(spaced);
+    const netBackToBack = await measure(NET, 1, call('ping', netOrg));
+
+    // Fairness: one org keeps 48 slow calls in flight (100 ms each, 3x the places), another calls one at a time.
+    const floodOrg = 'bench-flood';
+    const r2 = await client.req('toolplane.v1.tools.upsert', { org_id: floodOrg, tool: { source_code: 'def nap() -> str:\n    """Sleep 100 ms."""\n    import time\n    time.sleep(0.1)\n    return "z"\n' } });
+    if (r2.error) throw new Error(JSON.stringify(r2.error));
+    await client.req('toolplane.v1.tools.upsert', { org_id: 'bench-other', tool: { source_code: tool('ping') } });
+    const otherAlone = await measure(FAIR, 1, call('ping', 'bench-other'));
+    let flooding = true;
+    let floodCalls = 0;
+    const floodWorkers = Array.from({ length: 48 }, async () => {
+      while (flooding) {
+        const r = await client.req('toolplane.v1.tools.execute', { org_id: floodOrg, tool_name: 'nap', args: {} }, { timeoutMs: 120_000 });
+        if (r.status !== 'success') throw new Error(JSON.stringify(r));
+        floodCalls++;
+      }
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    const otherUnderFlood = await measure(FAIR, 1, call('ping', 'bench-other'));
+    flooding = false;
+    await Promise.all(floodWorkers);
+
     const results: Array<[string, Summary]> = [
       ['bare /usr/bin/python3 spawn (baseline)', await measure(Math.min(N, 200), 1, bare)],
       ['fresh isolated interpreter per call (bwrap)', await measure(Math.min(N, 200), 1, isolated)],
@@ -123,6 +166,10 @@ async function main(): Promise<void> {
       ['execute warm, concurrency 1', warm1],
       ['execute warm, concurrency 16', warm16],
       ['execute cold (first call of a new tool)', cold],
+      ['network on: a ready sandbox (calls spaced)', netReady],
+      ['network on: back to back (namespace per call)', netBackToBack],
+      ['other org alone', otherAlone],
+      ['other org while one org floods (48 in flight)', otherUnderFlood],
     ];
     process.stdout.write(`\nToolplane sandbox benchmark (${new Date().toISOString()}, public API, bubblewrap driver)\n${HEADER}\n`);
     for (const [label, s] of results) process.stdout.write(`${row(label, s)}\n`);
@@ -134,6 +181,8 @@ async function main(): Promise<void> {
         `concurrency 16: ${warm16.perSecond.toFixed(0)} calls/s (target ≥ 300)`,
         `vs a fresh isolated interpreter per call: ${(iso!.p50 / warm1.p50).toFixed(1)}x faster at p50, ${(warm16.perSecond / iso16!.perSecond).toFixed(1)}x the throughput at concurrency 16 (target ≥ 5x)`,
         `cold p50 ${cold.p50.toFixed(2)} ms = ${(cold.p50 / bareS!.p50).toFixed(2)}x a bare python3 spawn (target ≤ 1.5x)`,
+        `network on: +${(netReady.p50 - warm1.p50).toFixed(2)} ms p50 from a ready sandbox; ${netBackToBack.p50.toFixed(2)} ms p50 back to back (its own namespace and slirp4netns each call)`,
+        `fairness: the other org's call p50 ${otherUnderFlood.p50.toFixed(2)} ms / p99 ${otherUnderFlood.p99.toFixed(2)} ms while another org floods (${floodCalls} flood calls of 100 ms), vs ${otherAlone.p50.toFixed(2)} / ${otherAlone.p99.toFixed(2)} ms alone`,
         '',
       ].join('\n'),
     );

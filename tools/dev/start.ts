@@ -1,5 +1,7 @@
 /**
  * `npm start`: runs the whole stack on this machine.
+ * - First the install step shared with CI (tools/dev/prerequisites.sh): bubblewrap, slirp4netns
+ *   and python3 for runner-local, installed with apt-get when missing and this runs as root.
  * - NATS at NATS_URL (default nats://127.0.0.1:4222); if none answers, starts `nats-server -js`
  *   from PATH, or says how to get one.
  * - Postgres at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/toolplane, created if
@@ -164,7 +166,17 @@ async function adminTokenWorks(natsUrl: string): Promise<boolean> {
   }
 }
 
+/** The install step shared with CI: stops the start with its message when something cannot be installed. */
+function ensurePrerequisites(): void {
+  const r = spawnSync('bash', [join(ROOT, 'tools', 'dev', 'prerequisites.sh')], { stdio: 'inherit' });
+  if (r.status !== 0) {
+    say('the prerequisites above are missing: install them and run `npm start` again.');
+    process.exit(1);
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.env.RUNNER_ISOLATION !== 'unsafe') ensurePrerequisites();
   const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
   await ensureNats(natsUrl);
   const pg = await ensurePostgres(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/toolplane');

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { baseEnvShape, boolEnv as bool, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv as bool, parseCidr, parseEnv } from '@toolplane/platform';
 
 const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
 
@@ -14,6 +14,8 @@ export const runnerEnvShape = {
   RUNNER_PYTHON: z.string().startsWith('/', 'an absolute path').default('/usr/bin/python3'),
   RUNNER_WORK_ROOT: z.string().startsWith('/', 'an absolute path').default(join(tmpdir(), 'toolplane-runs')),
   RUNNER_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  /** Calls of one org run at once (default: three quarters of RUNNER_MAX_CONCURRENCY); waiting orgs take turns. */
+  RUNNER_MAX_CONCURRENCY_PER_ORG: z.coerce.number().int().min(1).max(1024).optional(),
   RUNNER_STDOUT_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
   RUNNER_STDERR_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
   RUNNER_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
@@ -29,12 +31,38 @@ export const runnerEnvShape = {
   RUNNER_LIMIT_WORK_DIR_MB: z.coerce.number().int().min(1).default(64),
   /** Network for calls whose sandbox config does not say (off: an empty network namespace). */
   RUNNER_NETWORK: bool.default(false),
-  /** May a sandbox config turn the network on (`network: "egress"`)? false: every call runs without. */
-  RUNNER_ALLOW_NETWORK: bool.default(true),
+  /**
+   * May a call have network (`network: "egress"` in its sandbox config, or RUNNER_NETWORK)? Each
+   * such call gets a network namespace of its own through slirp4netns, under the egress policy.
+   * false: every call runs without network (and says so).
+   */
+  RUNNER_ALLOW_NETWORK: bool.default(false),
+  /** CIDRs network-enabled calls and package builds may reach although the egress policy refuses them (private, link-local, …). */
+  RUNNER_EGRESS_ALLOW: list.default([]).pipe(
+    z.array(
+      z.string().refine(
+        (c) => {
+          try {
+            parseCidr(c);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { message: 'each entry must be an IP address or CIDR (10.1.0.0/16, fd00::/8)' },
+      ),
+    ),
+  ),
+  /** slirp4netns (user-mode networking of network-enabled sandboxes and package builds that reach an index). */
+  RUNNER_SLIRP4NETNS: z.string().startsWith('/', 'an absolute path').default('/usr/bin/slirp4netns'),
+  /** Per-call cgroups: `auto` (when delegated to the runner, else per-process limits, said at start), `required`, `off`. */
+  RUNNER_CGROUPS: z.enum(['auto', 'required', 'off']).default('auto'),
   /** Ceiling on a sandbox config's memory_mb (larger values are lowered to it). */
   RUNNER_MAX_MEMORY_MB: z.coerce.number().int().min(16).default(4096),
   // Warm pool
   RUNNER_POOL_WARM: z.coerce.number().int().min(0).max(256).default(4),
+  /** Network-enabled sandboxes kept ready (each serves one call); only with RUNNER_ALLOW_NETWORK. */
+  RUNNER_POOL_WARM_NET: z.coerce.number().int().min(0).max(256).default(1),
   RUNNER_POOL_MAX_PER_ENV: z.coerce.number().int().min(1).max(1024).default(16),
   RUNNER_POOL_MAX_SLOTS: z.coerce.number().int().min(1).max(4096).default(64),
   RUNNER_POOL_IDLE_TTL_MS: z.coerce.number().int().min(1000).default(300_000),
@@ -72,6 +100,13 @@ export const runnerEnvShape = {
   RUNNER_PIP_FIND_LINKS: list.default([]),
   RUNNER_PIP_NO_INDEX: bool.default(false),
   RUNNER_PIP_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
+  /** pip installs wheels only (`--only-binary :all:`): no sdist build runs, unless a sandbox config sets `build_scripts`. */
+  RUNNER_PIP_ONLY_BINARY: bool.default(false),
+  // Environment store (virtualenvs and node_modules trees)
+  /** Disk all environments may use; beyond it the least recently used ones not in use are evicted. */
+  RUNNER_ENV_STORE_MAX_MB: z.coerce.number().int().min(1).default(10_240),
+  /** An environment used (by any runner sharing RUNNER_WORK_ROOT) more recently than this is never evicted. */
+  RUNNER_ENV_STORE_MIN_IDLE_MS: z.coerce.number().int().min(0).default(600_000),
   // Node (TypeScript/JavaScript tools; node_modules per requirements hash)
   /** Node binary bound read-only into the sandboxes of TS/JS tools (default: the runner's own, process.execPath). */
   RUNNER_NODE: z.string().startsWith('/', 'an absolute path').optional(),

@@ -133,6 +133,8 @@ export const SandboxSettings = z.strictObject({
   network: z.enum(['none', 'egress']).optional(),
   pip_requirements: z.array(PipRequirement).max(256).optional(),
   template: z.string().min(1).max(256).optional(),
+  /** local: let package builds run build scripts (npm lifecycle scripts, sdist builds when the runner installs wheels only); default off. */
+  build_scripts: z.boolean().optional(),
 });
 export type SandboxSettings = z.infer<typeof SandboxSettings>;
 

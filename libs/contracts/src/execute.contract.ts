@@ -98,6 +98,8 @@ export const LocalRunnerRun = defineRequest({
         file_size_mb: z.number().int().min(1).optional(),
         work_dir_mb: z.number().int().min(1).optional(),
         max_output_bytes: z.number().int().min(1024).optional(),
+        /** Let package builds run build scripts (npm lifecycle scripts; sdists when the runner installs wheels only). */
+        build_scripts: z.boolean().optional(),
       })
       .optional(),
   }),

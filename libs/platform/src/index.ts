@@ -5,3 +5,5 @@ export * from './run-service';
 export * from './database';
 export * from './org-cache';
 export * from './nats-connection';
+export * from './egress-policy';
+export * from './secret-masker';

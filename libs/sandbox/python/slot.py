@@ -17,14 +17,26 @@ File descriptors (see libs/sandbox/README.md, "Warm slots"):
                      it). The control frame goes first: a runner that has read any sentinel byte
                      has the control frame too (see Slot in slot.ts).
 
-Per call: an empty tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR): a new one, or the
-previous call's when that call left it exactly as mounted (see _reusable); then a fork made
-before the call arrives. The child drops every capability, sets no-new-privileges, loads the
+Start-up (environment set by the runner through bwrap):
+  TOOLPLANE_CGROUP_FDS  fds of cgroup.procs files (one per hierarchy) the runner opened for this
+                        slot: the slot writes "0" (itself) to each, so the slot and every process of
+                        its calls live in the slot's cgroup (limits per call, see cgroups.ts).
+  TOOLPLANE_NET         network-enabled slots: the egress routes (JSON). The slot makes its own
+                        network namespace, says {"netns": true} on fd 4, waits for one byte on
+                        TOOLPLANE_NET_GO_FD (the runner has attached slirp4netns to it), then
+                        installs the routes (netconf.py) while it still holds CAP_NET_ADMIN.
+  Every other inherited fd above 4 is closed.
+
+Per call: an empty tmpfs on /tmp (size-capped, the work dir, HOME and TMPDIR) and on /dev/shm
+(size-capped; /dev itself is read-only): a new one, or the previous call's when that call left it
+exactly as mounted (see _reusable); then a fork made before the call arrives. The child drops every capability, sets no-new-privileges, loads the
 seccomp filter and warms its copy-on-write pages with a dummy tool, all while idle; then it reads
 its job, applies the call's rlimits and env and runs the tool through harness.run_job. When the child exits, kill(-1, SIGKILL) ends
 every other process of the call (pid 1 is never hit by it, nor by signals from inside the
-namespace it has no handler for), they are reaped, the result is reported, and the tmpfs is detached
-before the next child is forked.
+namespace it has no handler for), they are reaped, and the slot proves it is clean (_dirt: no
+process, no socket — TIME_WAIT included — and no mount of the call left). The result is reported
+with the proof; a slot that is not clean says why ("dirty") and exits, it is never reused. Then
+the tmpfs mounts are detached (unless reusable) before the next child is forked.
 """
 
 import _signal
@@ -49,6 +61,7 @@ del sys.path[0]
 CTRL_IN, OUT, ERR, RESULT, CTRL_OUT = 0, 1, 2, 3, 4
 NODE_JOB = 5  # the job of a Node tool (a memfd), read by node_harness.cjs
 CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 MNT_DETACH = 2
 FS_IOC_GETFLAGS = 0x80086601
@@ -160,6 +173,7 @@ def _child(fprog, caps, ready_w):
         os.set_inheritable(RESULT, False)  # subprocesses of the tool never get the result channel
         os.chdir("/tmp")
         os.umask(0o077)
+        _raise_oom_score()
         libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         _check(libc.capset(caps[0], caps[1]), "capset")
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -206,6 +220,19 @@ def _exec_node(job):
     os.execve(node["path"], argv, dict(os.environ))
 
 
+def _raise_oom_score():
+    # When the call's cgroup runs out of memory, the kernel kills the call's processes, not the
+    # slot: raising one's own score needs no privilege, and children inherit it.
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, b"1000")
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
 def _setup_failed(exc):
     try:
         os.write(ERR, ("toolplane sandbox setup failed: %s\n" % exc).encode())
@@ -213,21 +240,24 @@ def _setup_failed(exc):
         os._exit(EXIT_SETUP_FAILED)
 
 
-def _fresh_workdir(size_bytes):
-    """Mounts a new tmpfs on /tmp; returns what _reusable() compares it with after a call."""
-    libc.umount2(b"/tmp", MNT_DETACH)  # the previous call's tmpfs (EINVAL the first time)
+WORK_MOUNTS = ("/tmp", "/dev/shm")
+
+
+def _fresh_mount(path, size_bytes):
+    """Mounts a new tmpfs on `path`; returns what _reusable() compares it with after a call."""
+    libc.umount2(path.encode(), MNT_DETACH)  # the previous call's tmpfs (EINVAL the first time)
     opts = ("size=%d,mode=0700" % max(int(size_bytes), 4096)).encode()
-    _check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount /tmp")
-    return _workdir_state()
+    _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts), "mount " + path)
+    return _mount_state(path)
 
 
-def _workdir_state():
-    """Everything a call could leave on /tmp itself once its entries are gone: mode, owner, link
-    count, extended attributes (ACLs included) and inode flags; plus its times, to restore them."""
-    st = os.lstat("/tmp")
-    xattrs = tuple(sorted((n, os.getxattr("/tmp", n, follow_symlinks=False)) for n in os.listxattr("/tmp", follow_symlinks=False)))
+def _mount_state(path):
+    """Everything a call could leave on the mount's root once its entries are gone: mode, owner,
+    link count, extended attributes (ACLs included) and inode flags; plus its times, to restore them."""
+    st = os.lstat(path)
+    xattrs = tuple(sorted((n, os.getxattr(path, n, follow_symlinks=False)) for n in os.listxattr(path, follow_symlinks=False)))
     flags = bytearray(4)
-    fd = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         fcntl.ioctl(fd, FS_IOC_GETFLAGS, flags)
     except OSError:
@@ -237,22 +267,68 @@ def _workdir_state():
     return (st.st_mode, st.st_uid, st.st_gid, st.st_nlink, xattrs, bytes(flags)), (st.st_atime_ns, st.st_mtime_ns)
 
 
-def _reusable(work):
-    """True when the call left /tmp as it was mounted: no entry, and nothing else _workdir_state()
-    sees changed. Its times are then put back and the tmpfs serves the next call too (a new mount
-    per call costs deferred kernel work that competes with the calls). Anything else, or any
-    error, and the caller mounts a new one."""
-    state, times = work
+def _reusable(path, mounted):
+    """True when the call left the mount as it was mounted: no entry, and nothing else
+    _mount_state() sees changed. Its times are then put back and the tmpfs serves the next call
+    too (a new mount per call costs deferred kernel work that competes with the calls). Anything
+    else, or any error, and the caller mounts a new one."""
+    state, times = mounted
     try:
-        with os.scandir("/tmp") as entries:
+        with os.scandir(path) as entries:
             if next(entries, None) is not None:
                 return False
-        if _workdir_state()[0] != state:
+        if _mount_state(path)[0] != state:
             return False
-        os.utime("/tmp", ns=times, follow_symlinks=False)
+        os.utime(path, ns=times, follow_symlinks=False)
         return True
     except OSError:
         return False
+
+
+def _count_lines(path):
+    with open(path, "rb") as f:
+        return f.read().count(b"\n")
+
+
+def _socket_counts():
+    with open("/proc/self/net/sockstat", "rb") as f:
+        stats = f.read().split()
+    return int(stats[stats.index(b"used") + 1]), int(stats[stats.index(b"tw") + 1])
+
+
+def _dirt(baseline):
+    """Why the slot is not clean after a call (every process of the call is dead and reaped by
+    now), or None. Processes: only pid 1 may be left. Sockets: none in the slot's network namespace,
+    TIME_WAIT included (a socket sent over a socket and closed unread stays until the kernel's
+    garbage collector runs; a port in TIME_WAIT is visible to the next call). Mounts: the slot's own
+    set (no call can mount: no capability, and seccomp refuses). `baseline`: what the slot itself
+    holds before any call (the mount count; the tap device of a network-enabled slot is a socket)."""
+    left = [e for e in os.listdir("/proc") if e.isdigit() and e != "1"]
+    if left:
+        return "%d process(es) of the call are still alive" % len(left)
+    used, time_wait = _socket_counts()
+    if used > baseline["sockets"] or time_wait > baseline["time_wait"]:
+        return "the call left %d socket(s) and %d TCP connection(s) in TIME_WAIT" % (used - baseline["sockets"], time_wait)
+    if _count_lines("/proc/self/mountinfo") != baseline["mounts"]:
+        return "the mounts changed"
+    return None
+
+
+def _isolate_network(routes, go_fd):
+    """A network namespace of the slot's own (owned by its user namespace, so it holds
+    CAP_NET_ADMIN there), loopback up, attached to the outside by the runner (slirp4netns), then
+    the egress routes. Tools inherit it without any capability."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import netconf  # noqa: E402 - network-enabled slots only
+
+    del sys.path[0]
+    _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+    netconf.link_up("lo")
+    _write_frame(CTRL_OUT, {"netns": True})
+    if not os.read(go_fd, 1):
+        raise OSError("the runner did not attach the network")
+    os.close(go_fd)
+    netconf.apply(routes)
 
 
 def _reap_all():
@@ -271,6 +347,9 @@ def main():
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no /proc/1/mem or /proc/1/environ for the tools
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
+    for fd in filter(None, os.environ.get("TOOLPLANE_CGROUP_FDS", "").split(",")):
+        os.write(int(fd), b"0")  # into the slot's cgroup: every process forked from now on is in it
+        os.close(int(fd))
     for name in filter(None, os.environ.get("TOOLPLANE_PRELOAD", "").split(",")):
         try:
             __import__(name)
@@ -278,15 +357,23 @@ def main():
             pass
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    if os.environ.get("TOOLPLANE_NET"):
+        _isolate_network(json.loads(os.environ["TOOLPLANE_NET"]), int(os.environ["TOOLPLANE_NET_GO_FD"]))
+    os.closerange(CTRL_OUT + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # nothing else inherited reaches a call
     keep_alive, fprog = _load_filter(os.environ["TOOLPLANE_SECCOMP"])
     caps = _no_capabilities()
-    default_work = int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20))
+    sizes = {"/tmp": int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20)), "/dev/shm": int(os.environ.get("TOOLPLANE_SHM_BYTES") or (64 << 20))}
     os.environ.clear()
+    mounted = {path: _fresh_mount(path, sizes[path]) for path in WORK_MOUNTS}
+    sockets, time_wait = _socket_counts()
+    baseline = {"mounts": _count_lines("/proc/self/mountinfo"), "sockets": sockets, "time_wait": time_wait}
     _write_frame(CTRL_OUT, {"ready": True, "python": sys.version.split()[0]})
-    work = None
+    first = True
     while True:
-        if work is None or not _reusable(work):
-            work = _fresh_workdir(default_work)
+        for path in WORK_MOUNTS:
+            if not first and not _reusable(path, mounted[path]):
+                mounted[path] = _fresh_mount(path, sizes[path])
+        first = False
         # The slot's own objects move to the permanent generation: a collection in the child never
         # walks (and copies on write) the pages they live on.
         gc.freeze()
@@ -304,16 +391,25 @@ def main():
             _reap_all()
             os._exit(0)
         _reap_all()
-        # Every process of the call is dead: report first, then (unless _reusable) _fresh_workdir()
-        # detaches this call's tmpfs before the next child is forked (off the reply's critical path). The control
-        # frame is written before the sentinels, so the runner never sees sentinel bytes it cannot
-        # recognize yet.
+        # Every process of the call is dead: prove the slot clean and report first, then (unless
+        # _reusable) _fresh_mount() detaches this call's tmpfs mounts before the next child is
+        # forked (off the reply's critical path). The control frame is written before the
+        # sentinels, so the runner never sees sentinel bytes it cannot recognize yet.
+        try:
+            dirt = _dirt(baseline)
+        except Exception as exc:  # noqa: BLE001 - a proof that cannot be made is no proof
+            dirt = "the cleanliness check failed: %s" % exc
         sentinel = os.urandom(24).hex().encode()
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
-        _write_frame(CTRL_OUT, {"exit": code, "signal": sig, "sentinel": sentinel.decode()})
+        frame = {"exit": code, "signal": sig, "sentinel": sentinel.decode()}
+        if dirt:
+            frame["dirty"] = dirt
+        _write_frame(CTRL_OUT, frame)
         for fd in (OUT, ERR, RESULT):
             harness._write_all(fd, sentinel)
+        if dirt:
+            os._exit(0)  # never reused: the runner starts a new slot
     del keep_alive
 
 

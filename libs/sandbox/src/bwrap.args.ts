@@ -2,7 +2,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 
-/** Where the sandbox sees the support files (slot.py, harness.py, seccomp.bpf, passwd, group). */
+import { SLIRP_DNS, type Route } from './network';
+import { slotFds } from './slot';
+
+/** Where the sandbox sees the support files (slot.py, harness.py, confine.py, netconf.py, seccomp.bpf, passwd, group, resolv.conf, hosts). */
 export const SUPPORT_MOUNT = '/opt/toolplane';
 /** Where the sandbox sees the call's virtualenv (never under /tmp: each call mounts its own /tmp). */
 export const VENV_MOUNT = '/opt/venv';
@@ -16,8 +19,15 @@ export interface SandboxLayout {
   python: string;
   /** A virtualenv (host dir) to bind read-only at VENV_MOUNT. */
   venvDir?: string;
-  /** Share the host network namespace (default: a new, empty one). */
-  network: boolean;
+  /**
+   * Network-enabled slot: its own network namespace attached through slirp4netns, with these
+   * egress routes (undefined: an empty namespace, loopback only).
+   */
+  network?: readonly Route[];
+  /** Number of cgroup.procs fds the slot receives (from fd 5). */
+  cgroupFds?: number;
+  /** Size of each call's /dev/shm (tmpfs). */
+  shmBytes?: number;
   /** Modules the slot imports before forking calls. */
   preload: readonly string[];
   /** Default size of a call's work dir (tmpfs). */
@@ -28,9 +38,17 @@ export interface SandboxLayout {
   npmDir?: string;
 }
 
-/** bwrap arguments of one warm slot. The slot is pid 1 with CAP_SYS_ADMIN in its own user namespace only. */
+/** Namespaces of every sandbox: all of them, and no user namespace can be made inside (on top of the seccomp filter). */
+const UNSHARE = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session'];
+
+/**
+ * bwrap arguments of one warm slot. The slot is pid 1 with CAP_SYS_ADMIN (its mounts, and for a
+ * network-enabled slot its own network namespace) and CAP_NET_ADMIN (its routes) in its own user
+ * namespace only; its children drop every capability.
+ */
 export function slotArgs(l: SandboxLayout): string[] {
-  const a = ['--unshare-all', ...(l.network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN'];
+  const fds = slotFds(l.cgroupFds ?? 0, l.network !== undefined);
+  const a = [...UNSHARE, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', ...(l.network ? ['--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(fds.info)] : [])];
   a.push('--hostname', 'toolplane', '--ro-bind', '/usr', '/usr');
   for (const [link, target] of [
     ['/bin', 'usr/bin'],
@@ -42,25 +60,50 @@ export function slotArgs(l: SandboxLayout): string[] {
     if (existsSync(link)) a.push('--symlink', target, link);
   }
   for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/localtime', '/etc/ld.so.cache', '/etc/alternatives', '/etc/mime.types']) a.push('--ro-bind-try', f, f);
-  if (l.network) for (const f of ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/gai.conf']) a.push('--ro-bind-try', f, f);
+  if (l.network) {
+    // slirp4netns answers DNS on 10.0.2.3; the host's resolver and hosts file are not the sandbox's.
+    a.push('--ro-bind', path.join(l.supportDir, 'resolv.conf'), '/etc/resolv.conf', '--ro-bind', path.join(l.supportDir, 'hosts'), '/etc/hosts');
+    for (const f of ['/etc/nsswitch.conf', '/etc/gai.conf']) a.push('--ro-bind-try', f, f);
+  }
   a.push('--ro-bind', l.supportDir, SUPPORT_MOUNT);
   a.push('--ro-bind', path.join(l.supportDir, 'passwd'), '/etc/passwd', '--ro-bind', path.join(l.supportDir, 'group'), '/etc/group');
   if (l.venvDir) a.push('--ro-bind', l.venvDir, VENV_MOUNT);
   if (l.node) a.push('--ro-bind', l.node, '/opt/node/bin/node');
   if (l.npmDir) a.push('--ro-bind', l.npmDir, '/opt/npm');
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--chdir', '/', '--clearenv');
+  // /dev: the usual device nodes, read-only; the slot mounts each call's /tmp and /dev/shm.
+  a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev', '--tmpfs', '/tmp', '--chdir', '/', '--clearenv');
   a.push('--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`, '--setenv', 'TOOLPLANE_PRELOAD', l.preload.join(','));
-  a.push('--setenv', 'TOOLPLANE_WORK_BYTES', String(l.workBytes));
+  a.push('--setenv', 'TOOLPLANE_WORK_BYTES', String(l.workBytes), '--setenv', 'TOOLPLANE_SHM_BYTES', String(l.shmBytes ?? l.workBytes));
+  if (fds.cgroup.length) a.push('--setenv', 'TOOLPLANE_CGROUP_FDS', fds.cgroup.join(','));
+  if (l.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(l.network), '--setenv', 'TOOLPLANE_NET_GO_FD', String(fds.go));
   a.push('--remount-ro', '/', '--', l.python, '-I', '-B', '-u', `${SUPPORT_MOUNT}/slot.py`);
   return a;
 }
 
+/** Fds of a one-shot sandbox with network: bwrap's info fd, "namespace made" (confine.py writes one byte), "network attached" (one byte from the runner). */
+export const ONE_SHOT_FDS = { info: 3, made: 4, go: 5 } as const;
+
 /**
- * Arguments of a one-shot sandbox (venv builds): the same system mounts, no slot; `writable` (host
- * dir) bound read-write at `writableAt`, `readable` dirs read-only at their own paths.
+ * Arguments of a one-shot sandbox (package builds): the same system mounts, no slot; `writable`
+ * (host dir) bound read-write at `writableAt`, `readable` dirs read-only at their own paths. The
+ * command runs under python/confine.py: the tool seccomp filter, no capabilities, no new
+ * privileges, no further user namespaces, and either an empty network namespace or (`network`)
+ * one of its own attached through slirp4netns with these routes and `hosts` as /etc/hosts.
  */
-export function oneShotArgs(opts: { supportDir: string; network: boolean; writable?: string; writableAt?: string; readable?: string[]; command: string[] }): string[] {
-  const a = ['--unshare-all', ...(opts.network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--ro-bind', '/usr', '/usr'];
+export function oneShotArgs(opts: {
+  supportDir: string;
+  network?: { routes: readonly Route[]; hostsFile: string };
+  writable?: string;
+  writableAt?: string;
+  readable?: string[];
+  /** More bwrap arguments (binds) before the command. */
+  extra?: string[];
+  chdir?: string;
+  command: string[];
+}): string[] {
+  const a = [...UNSHARE];
+  if (opts.network) a.push('--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(ONE_SHOT_FDS.info));
+  a.push('--ro-bind', '/usr', '/usr');
   for (const [link, target] of [
     ['/bin', 'usr/bin'],
     ['/sbin', 'usr/sbin'],
@@ -69,15 +112,18 @@ export function oneShotArgs(opts: { supportDir: string; network: boolean; writab
   ] as const) {
     if (existsSync(link)) a.push('--symlink', target, link);
   }
-  for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/ld.so.cache', '/etc/alternatives']) {
-    a.push('--ro-bind-try', f, f);
-  }
+  for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/nsswitch.conf', '/etc/ld.so.cache', '/etc/alternatives']) a.push('--ro-bind-try', f, f);
+  if (opts.network) a.push('--ro-bind', path.join(opts.supportDir, 'resolv.conf'), '/etc/resolv.conf', '--ro-bind', opts.network.hostsFile, '/etc/hosts');
   a.push('--ro-bind', path.join(opts.supportDir, 'passwd'), '/etc/passwd', '--ro-bind', path.join(opts.supportDir, 'group'), '/etc/group');
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp'); // before the binds: they may live under /tmp
+  a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev', '--tmpfs', '/tmp'); // before the binds: they may live under /tmp
+  a.push('--ro-bind', opts.supportDir, SUPPORT_MOUNT);
   for (const r of opts.readable ?? []) a.push('--ro-bind', r, r);
   if (opts.writable) a.push('--bind', opts.writable, opts.writableAt ?? opts.writable);
-  a.push('--chdir', '/tmp', '--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
-  a.push('--', ...opts.command);
+  a.push(...(opts.extra ?? []));
+  a.push('--chdir', opts.chdir ?? '/tmp', '--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
+  a.push('--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`);
+  if (opts.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(opts.network.routes), '--setenv', 'TOOLPLANE_NET_FDS', `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`);
+  a.push('--remount-ro', '/', '--', '/usr/bin/python3', '-I', '-B', `${SUPPORT_MOUNT}/confine.py`, '--', ...opts.command);
   return a;
 }
 
@@ -90,8 +136,12 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
   const files: Record<string, Buffer> = {
     'slot.py': await fs.readFile(path.join(PYTHON_DIR, 'slot.py')),
     'harness.py': await fs.readFile(path.join(PYTHON_DIR, 'harness.py')),
+    'confine.py': await fs.readFile(path.join(PYTHON_DIR, 'confine.py')),
+    'netconf.py': await fs.readFile(path.join(PYTHON_DIR, 'netconf.py')),
     'node_harness.cjs': await fs.readFile(path.join(PYTHON_DIR, 'node_harness.cjs')),
     'seccomp.bpf': seccompProgram,
+    'resolv.conf': Buffer.from(`nameserver ${SLIRP_DNS}\n`),
+    hosts: Buffer.from('127.0.0.1 localhost\n::1 localhost\n'),
     passwd: Buffer.from(`root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${uid}:${gid}:toolplane sandbox:/tmp:/usr/sbin/nologin\n`),
     group: Buffer.from(`root:x:0:\nsandbox:x:${gid}:\n`),
   };
@@ -112,4 +162,3 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
   return dir;
 }
 
-export const SECCOMP_GENERATOR = path.join(PYTHON_DIR, 'seccomp_gen.py');

@@ -1,40 +1,25 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs, realpathSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
-import { prepareSupportDir, SECCOMP_GENERATOR, slotArgs, VENV_MOUNT } from './bwrap.args';
-import { failed, invalidEnv, messageOf, toolEnv, type RunResult } from './outcome';
+import { EgressPolicy, SecretMasker } from '@toolplane/platform';
+import { failed, invalidEnv, maskResult, messageOf, toolEnv, type RunResult } from './outcome';
 import { MAX_RESULT_FRAME_BYTES } from './process.driver';
-import { pipSpecifiers } from './requirements';
 import type { IsolationLimits, SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
-import { Slot, type SlotLimits } from './slot';
-import { DependencyInstallError, VenvBuilder, type PipIndexOptions } from './venv.builder';
-import { NODE_MOUNT, NodeModulesBuilder, NPM_MOUNT, npmSpecifiers, type NpmSourceOptions } from './npm.builder';
+import type { SlotLimits } from './slot';
+import { DependencyInstallError, type PipIndexOptions } from './venv.builder';
+import { NODE_MOUNT, NPM_MOUNT, type NpmSourceOptions } from './npm.builder';
 import { prepareScript } from './typescript';
+import { EnvironmentStore, type Environment } from './environment-store';
+import { IsolationPolicy, IsolationUnavailableError } from './isolation';
+import type { Slot } from './slot';
+import { SlotPool, type PoolEnvironment, type PoolOptions, type PoolStats } from './slot-pool';
+import type { CgroupMode, CgroupOptions } from './cgroups';
 
-const execFileP = promisify(execFile);
+export { IsolationUnavailableError } from './isolation';
+export type { PoolOptions } from './slot-pool';
+
 const NOBODY = 65534;
 const WORK_DIR = '/tmp';
-
-export interface PoolOptions {
-  /** Slots per environment (calls of one environment served at once). */
-  maxPerEnvironment: number;
-  /** Slots across all environments: the memory budget (~10 MB each for a bare interpreter). */
-  maxTotal: number;
-  /** Slots kept ready for the default environment (no requirements, no network). */
-  warm: number;
-  /** An idle slot is closed after this long (the default environment keeps `warm`). */
-  idleTtlMs: number;
-  /** Modules every slot imports before forking calls. */
-  preload: string[];
-  /**
-   * More environments to keep warm: each one's virtualenv is built (in the background, after
-   * `init()`) and `warm` of its slots are kept ready like the default environment's.
-   */
-  warmEnvironments?: WarmEnvironment[];
-}
 
 /** An environment kept warm besides the default one (keyed like a call's: requirements, network). */
 export interface WarmEnvironment {
@@ -50,7 +35,24 @@ export interface BwrapDriverOptions {
   workRoot?: string;
   runAsUid?: number;
   runAsGid?: number;
-  pool?: Partial<PoolOptions>;
+  pool?: Partial<PoolOptions> & {
+    /**
+     * More environments to keep warm: each one's virtualenv is built (in the background, after
+     * `init()`) and `warm` of its slots are kept ready like the default environment's.
+     */
+    warmEnvironments?: WarmEnvironment[];
+  };
+  /** Per-call cgroups (`auto`: when delegated; see cgroups.ts). */
+  cgroups?: CgroupOptions;
+  /**
+   * Network-enabled calls (`spec.network`): each in a network namespace of its own through
+   * slirp4netns, with the egress policy (loopback, private, link-local, CGNAT, multicast,
+   * metadata… refused unless `allow` lists them). `enabled`: init() refuses to start without
+   * slirp4netns. The policy applies to package builds too.
+   */
+  network?: { enabled?: boolean; slirpPath?: string; allow?: string[] };
+  /** Virtualenvs and node_modules trees: byte budget (LRU eviction) and the idle time that protects an environment. */
+  environments?: { maxBytes?: number; minIdleMs?: number };
   /** Defaults for the kernel limits of each call. */
   limits?: Partial<Required<IsolationLimits>>;
   pip?: PipIndexOptions;
@@ -81,50 +83,25 @@ export const DEFAULT_ISOLATION_LIMITS: Required<IsolationLimits> = {
   workDirBytes: 64 * 1024 * 1024,
 };
 
-export class IsolationUnavailableError extends Error {}
+/** Node's own memory beside its heap (code, buffers): added to a Node call's cgroup memory limit. */
+export const NODE_CGROUP_HEADROOM = 128 * 1024 * 1024;
 
-export interface DriverStats {
-  slots: number;
-  idle: number;
-  busy: number;
-  environments: number;
-  warmHits: number;
-  warmMisses: number;
-  slotsStarted: number;
-  slotsKilled: number;
+export interface DriverStats extends PoolStats {
   venvBuilds: number;
-}
-
-interface Env {
-  key: string;
-  python: string;
-  venvDir?: string;
-  network: boolean;
-  /** Size of each call's work dir: fixed per slot (its tmpfs is mounted before the call arrives). */
-  workBytes: number;
-  /** Node tools: the Node binary (host path) and the node_modules tree (host dir), if any. */
-  node?: string;
-  npmDir?: string;
-}
-
-class Pool {
-  readonly idle: Slot[] = [];
-  readonly busy = new Set<Slot>();
-  starting = 0;
-  lastUsed = Date.now();
-  constructor(readonly env: Env) {}
-  get size(): number {
-    return this.idle.length + this.busy.size + this.starting;
-  }
+  npmBuilds: number;
+  /** Environments (virtualenvs, node_modules trees) evicted under the byte budget. */
+  environmentsEvicted: number;
 }
 
 /**
  * Runs each call in a forked child of a warm slot (python/slot.py): pid 1 of a bubblewrap sandbox
  * with its own user, pid, network, ipc, uts and mount namespaces, read-only system dirs, running
- * as an unprivileged host uid. Per call: a fresh size-capped tmpfs work dir, rlimits, no
- * capabilities, no new privileges, the seccomp filter, the declared env only; when the call ends
- * every process it started is killed. Slots are pooled per environment (interpreter or
- * virtualenv, network on/off).
+ * as an unprivileged host uid. Per call: fresh size-capped tmpfs mounts on /tmp and /dev/shm,
+ * its cgroup limits (or rlimits), no capabilities, no new privileges, the seccomp filter, the
+ * declared env only; when the call ends every process it started is killed and the slot proves
+ * itself clean or is destroyed. Composes the three parts: the isolation policy (how a sandbox is
+ * made), the slot pool (warm sandboxes per environment) and the environment store (virtualenvs,
+ * node_modules trees).
  */
 export class BwrapDriver implements SandboxDriver {
   readonly name = 'bwrap';
@@ -133,85 +110,84 @@ export class BwrapDriver implements SandboxDriver {
   private readonly pythonPath: string;
   private readonly workRoot: string;
   private readonly runAs?: { uid: number; gid: number };
-  private readonly pool: PoolOptions;
   private readonly limits: Required<IsolationLimits>;
-  private readonly pools = new Map<string, Pool>();
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<SandboxRunOutcome>>();
-  private readonly slotWaiters: Array<() => void> = [];
-  private supportDir = '';
-  private pythonVersion = '';
-  private venvs?: VenvBuilder;
-  private nodeModules?: Promise<NodeModulesBuilder>;
-  private nodeRuntime?: Promise<{ node: string; npmDir: string; version: string }>;
-  private sweeper?: NodeJS.Timeout;
-  /** Configured warm environments: slots kept per environment key. */
-  private readonly warmTargets = new Map<string, number>();
-  private counters = { warmHits: 0, warmMisses: 0, slotsStarted: 0, slotsKilled: 0 };
+  private isolation?: IsolationPolicy;
+  private pool?: SlotPool;
+  private store?: EnvironmentStore;
 
   constructor(private readonly options: BwrapDriverOptions = {}) {
     this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
     this.pythonPath = options.pythonPath ?? '/usr/bin/python3';
     this.workRoot = options.workRoot ?? path.join(os.tmpdir(), 'toolplane-runs');
     this.runAs = process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
-    this.pool = { maxPerEnvironment: 16, maxTotal: 64, warm: 2, idleTtlMs: 300_000, preload: [], ...options.pool };
     this.limits = { ...DEFAULT_ISOLATION_LIMITS, ...options.limits };
   }
 
+  /** How calls are limited: per-call cgroups (v2 or v1), or per-process rlimits only ('none', with the reason). */
+  get cgroups(): { mode: CgroupMode; reason: string } {
+    return { mode: this.isolation?.cgroups.mode ?? 'none', reason: this.isolation?.cgroups.reason ?? 'not initialized' };
+  }
+
   /**
-   * Checks that isolation works here (bubblewrap, user namespaces, the seccomp generator), writes
-   * the support files and warms the default environment. Throws IsolationUnavailableError.
+   * Checks that isolation works here (bubblewrap, user namespaces, the seccomp filter, cgroups,
+   * slirp4netns when network is enabled), writes the support files and warms the default
+   * environment. Throws IsolationUnavailableError.
    */
   async init(): Promise<void> {
-    if (!existsSync(this.bwrapPath)) throw new IsolationUnavailableError(`bubblewrap is not installed (${this.bwrapPath} is missing; apt-get install bubblewrap)`);
-    let program: Buffer;
-    try {
-      const { stdout } = await execFileP('/usr/bin/python3', ['-I', SECCOMP_GENERATOR], { encoding: 'buffer', maxBuffer: 1 << 20 });
-      program = stdout;
-    } catch (e) {
-      throw new IsolationUnavailableError(`cannot build the seccomp filter (apt-get install python3-seccomp): ${messageOf(e).split('\n').slice(-3).join(' ')}`);
-    }
-    await fs.mkdir(this.workRoot, { recursive: true, mode: 0o711 });
-    await fs.chmod(this.workRoot, 0o711);
-    this.supportDir = await prepareSupportDir(this.workRoot, program, this.runAs?.uid ?? process.getuid?.() ?? NOBODY, this.runAs?.gid ?? process.getgid?.() ?? NOBODY);
-    const probe = this.poolFor({ key: 'default', python: this.pythonPath, network: false, workBytes: this.limits.workDirBytes });
+    const egress = new EgressPolicy({ allow: this.options.network?.allow ?? [] });
+    this.isolation = await IsolationPolicy.prepare({
+      bwrapPath: this.bwrapPath,
+      workRoot: this.workRoot,
+      runAs: this.runAs,
+      cgroups: this.options.cgroups,
+      egress,
+      slirpPath: this.options.network?.slirpPath,
+      requireNetwork: this.options.network?.enabled,
+    });
+    const isolation = this.isolation;
+    const poolOptions: PoolOptions = { maxPerEnvironment: 16, maxTotal: 64, warm: 2, warmNetwork: 0, idleTtlMs: 300_000, preload: [], ...this.options.pool };
+    this.pool = new SlotPool(poolOptions, (env) =>
+      isolation.slotSpawn({ python: env.python, venvDir: env.venvDir, network: env.network, preload: poolOptions.preload, workBytes: env.workBytes, node: env.node, npmDir: env.npmDir }),
+    );
     let first: Slot;
     try {
-      first = await this.startSlot(probe);
+      first = await this.pool.prime(this.poolEnv({ key: 'default', python: this.pythonPath }, false, this.limits.workDirBytes));
     } catch (e) {
+      await this.pool.close();
+      await isolation.close();
       throw new IsolationUnavailableError(`a bubblewrap sandbox cannot start here: ${messageOf(e)}`);
     }
-    this.pythonVersion = first.python;
-    probe.idle.push(first);
-    const venvRoot = path.join(this.workRoot, 'venvs');
-    await fs.mkdir(venvRoot, { recursive: true, mode: 0o755 });
-    this.venvs = new VenvBuilder({
-      root: venvRoot,
+    const pool = this.pool;
+    this.store = new EnvironmentStore({
+      workRoot: this.workRoot,
       bwrapPath: this.bwrapPath,
-      supportDir: this.supportDir,
+      supportDir: isolation.supportDir,
       python: this.pythonPath,
-      pythonVersion: this.pythonVersion,
+      pythonVersion: first.python,
+      runAs: this.runAs,
       pip: this.options.pip ?? {},
-      uid: this.runAs?.uid,
-      gid: this.runAs?.gid,
-      timeoutMs: this.options.pipTimeoutMs ?? 300_000,
+      pipTimeoutMs: this.options.pipTimeoutMs ?? 300_000,
+      nodePath: this.options.nodePath,
+      npmDir: this.options.npmDir,
+      npm: this.options.npm ?? {},
+      npmTimeoutMs: this.options.npmTimeoutMs ?? 300_000,
+      network: isolation.buildNetwork,
+      maxBytes: this.options.environments?.maxBytes ?? 10 * 1024 ** 3,
+      minIdleMs: this.options.environments?.minIdleMs ?? 600_000,
+      inUse: (dir) => pool.uses(dir),
     });
-    await this.warmUp(probe);
-    for (const w of this.pool.warmEnvironments ?? []) void this.keepWarm(w);
-    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(this.pool.idleTtlMs / 2, 30_000)));
-    this.sweeper.unref();
+    await this.store.init();
+    await pool.warmUp(this.poolEnv({ key: 'default', python: this.pythonPath }, false, this.limits.workDirBytes));
+    if (poolOptions.warmNetwork > 0 && isolation.networkAvailable) void pool.warmUp(this.poolEnv({ key: 'default', python: this.pythonPath }, true, this.limits.workDirBytes)).catch(() => undefined);
+    for (const w of this.options.pool?.warmEnvironments ?? []) void this.keepWarm(w);
+    pool.start();
   }
 
   stats(): DriverStats {
-    let idle = 0;
-    let busy = 0;
-    let slots = 0;
-    for (const p of this.pools.values()) {
-      idle += p.idle.length;
-      busy += p.busy.size;
-      slots += p.size;
-    }
-    return { slots, idle, busy, environments: this.pools.size, ...this.counters, venvBuilds: this.venvs?.builds ?? 0 };
+    const empty: PoolStats = { slots: 0, idle: 0, busy: 0, environments: 0, warmHits: 0, warmMisses: 0, slotsStarted: 0, slotsKilled: 0, slotsDirty: 0 };
+    return { ...(this.pool?.stats() ?? empty), venvBuilds: this.store?.builds ?? 0, npmBuilds: this.store?.npmBuilds ?? 0, environmentsEvicted: this.store?.evictions ?? 0 };
   }
 
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome> {
@@ -221,26 +197,43 @@ export class BwrapDriver implements SandboxDriver {
     return p;
   }
 
+  /**
+   * Builds (or finds) the call's environment ahead of the run, so that a caller that limits how
+   * many calls run at once need not hold a place while a virtualenv is built. Undefined when the
+   * environment is ready; else the outcome the call will have.
+   */
+  async prepare(spec: SandboxRunSpec): Promise<SandboxRunOutcome | undefined> {
+    if (!this.store || this.closing.signal.aborted) return undefined;
+    const started = performance.now();
+    try {
+      await this.environmentFor(spec);
+      return undefined;
+    } catch (e) {
+      const r = e instanceof DependencyInstallError || e instanceof Error ? failed('dependency_failed', 'DependencyInstallFailed', messageOf(e)) : failed('dependency_failed', 'DependencyInstallFailed', String(e));
+      return { ...r, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+    }
+  }
+
   async close(): Promise<void> {
     this.closing.abort();
-    if (this.sweeper) clearInterval(this.sweeper);
     await Promise.allSettled([...this.inFlight]);
-    const all: Slot[] = [];
-    for (const p of this.pools.values()) all.push(...p.idle.splice(0), ...p.busy);
-    await Promise.allSettled(all.map((s) => s.kill()));
+    await this.pool?.close();
+    await this.isolation?.close();
   }
 
   private async runOnce(spec: SandboxRunSpec, signal: AbortSignal | undefined): Promise<SandboxRunOutcome> {
     const started = performance.now();
+    const masker = new SecretMasker(spec.maskValues ?? []);
     const done = (r: RunResult, extra: Partial<SandboxRunOutcome> = {}): SandboxRunOutcome => ({
-      ...r,
+      ...maskResult(r, masker),
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...extra,
     });
-    if (this.closing.signal.aborted || !this.supportDir) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed or not initialized'));
+    if (this.closing.signal.aborted || !this.pool || !this.isolation) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed or not initialized'));
     if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
     const invalid = invalidEnv(spec.env);
     if (invalid) return done(failed('spawn_failed', 'InvalidEnv', invalid));
+    if (spec.network === true && !this.isolation.networkAvailable) return done(failed('spawn_failed', 'NetworkUnavailable', 'network-enabled sandboxes need slirp4netns, which is not installed on this runner'));
     const nonce = randomBytes(16).toString('hex');
     const lim = { ...this.limits, ...definedOnly(spec.isolation ?? {}) };
     const onNode = isNodeSource(spec.sourceType);
@@ -260,22 +253,20 @@ export class BwrapDriver implements SandboxDriver {
     } catch (e) {
       return done(failed('spawn_failed', 'InvalidArguments', `the arguments are not JSON: ${messageOf(e)}`));
     }
-    let env: Env;
+    let env: PoolEnvironment;
     try {
       env = await this.environmentFor(spec);
     } catch (e) {
-      if (e instanceof DependencyInstallError) return done(failed('dependency_failed', 'DependencyInstallFailed', e.message));
       return done(failed('dependency_failed', 'DependencyInstallFailed', messageOf(e)));
     }
-    const pool = this.poolFor(env);
     const queued = performance.now();
-    let slot: Slot;
-    let warm: boolean;
+    let lease: Awaited<ReturnType<SlotPool['acquire']>>;
     try {
-      ({ slot, warm } = await this.acquire(pool));
+      lease = await this.pool.acquire(env);
     } catch (e) {
       return done(failed('spawn_failed', 'SpawnError', `the sandbox could not start: ${messageOf(e)}`));
     }
+    const { slot, warm } = lease;
     const queueMs = Math.round((performance.now() - queued) * 100) / 100;
     try {
       const r = await slot.run(
@@ -288,6 +279,8 @@ export class BwrapDriver implements SandboxDriver {
           stderrBytes: spec.limits.stderrBytes,
           maxOutputBytes: spec.limits.maxOutputBytes,
           maxResultBytes: MAX_RESULT_FRAME_BYTES,
+          cgroupLimits: { memoryBytes: lim.memoryBytes + (onNode ? NODE_CGROUP_HEADROOM : 0), processes: lim.processes },
+          masker: masker.active ? masker : undefined,
         },
         signal,
         this.closing.signal,
@@ -295,138 +288,24 @@ export class BwrapDriver implements SandboxDriver {
       return done(r, { warm, queueMs });
     } finally {
       // The reply may come before the call's end (see Slot): the slot goes back to the pool only
-      // once every process of the call is dead and its streams are closed off by the sentinel.
-      void slot.idle().then(() => this.release(pool, slot));
+      // once every process of the call is dead, its streams are closed off by the sentinel and it
+      // has proved itself clean.
+      void slot.idle().then(lease.release);
     }
   }
 
-  private async environmentFor(spec: SandboxRunSpec): Promise<Env> {
+  private async environmentFor(spec: SandboxRunSpec): Promise<PoolEnvironment> {
+    const store = this.store!;
     const network = spec.network === true;
     const workBytes = spec.isolation?.workDirBytes ?? this.limits.workDirBytes;
+    const scripts = spec.buildScripts === true;
+    const environment = isNodeSource(spec.sourceType) ? await store.node(spec.npmRequirements ?? [], scripts) : await store.python(spec.pipRequirements ?? [], scripts);
+    return this.poolEnv(environment, network, workBytes);
+  }
+
+  private poolEnv(e: Environment, network: boolean, workBytes: number): PoolEnvironment {
     const suffix = `${network ? '+net' : ''}${workBytes !== this.limits.workDirBytes ? `+work${workBytes}` : ''}`;
-    if (isNodeSource(spec.sourceType)) return this.nodeEnvironment(spec, network, workBytes, suffix);
-    const reqs = spec.pipRequirements?.length ? pipSpecifiers(spec.pipRequirements.map(parseSpecifier)) : [];
-    if (reqs.length === 0) return { key: `default${suffix}`, python: this.pythonPath, network, workBytes };
-    const venvDir = await this.venvs!.ensure(reqs);
-    return { key: `${path.basename(venvDir)}${suffix}`, python: `${VENV_MOUNT}/bin/python3`, venvDir, network, workBytes };
-  }
-
-  private async nodeEnvironment(spec: SandboxRunSpec, network: boolean, workBytes: number, suffix: string): Promise<Env> {
-    const { node } = await this.nodeHost();
-    const reqs = spec.npmRequirements?.length ? npmSpecifiers(spec.npmRequirements.map(parseNpmSpecifier)) : [];
-    if (reqs.length === 0) return { key: `node${suffix}`, python: this.pythonPath, network, workBytes, node };
-    const npmDir = await (await this.npmBuilder()).ensure(reqs);
-    return { key: `${path.basename(npmDir)}${suffix}`, python: this.pythonPath, network, workBytes, node, npmDir };
-  }
-
-  /** The Node binary and npm the sandboxes bind, where the sandbox user can read them (see `shareable`). */
-  private nodeHost(): Promise<{ node: string; npmDir: string; version: string }> {
-    this.nodeRuntime ??= (async () => {
-      const host = realpathSync(this.options.nodePath ?? process.execPath);
-      const { stdout } = await execFileP(host, ['-p', 'process.versions.node'], { env: {} });
-      const besideNode = path.resolve(path.dirname(host), '..', 'lib', 'node_modules', 'npm');
-      const npmDir = this.options.npmDir ?? (existsSync(path.join(besideNode, 'bin', 'npm-cli.js')) ? besideNode : '/usr/lib/node_modules/npm');
-      return { node: await this.shareable(host, 'node'), npmDir: existsSync(npmDir) ? await this.shareable(npmDir, 'npm') : npmDir, version: stdout.trim() };
-    })();
-    this.nodeRuntime.catch(() => (this.nodeRuntime = undefined));
-    return this.nodeRuntime;
-  }
-
-  /**
-   * A host path bound read-only into sandboxes must be readable by the sandbox user. When the
-   * runner runs as root and the path is not (e.g. Node from a checkout under a 0700 temp dir), a
-   * copy under the work root is used instead, made once per runner start.
-   */
-  private async shareable(hostPath: string, name: string): Promise<string> {
-    if (!this.runAs || (await readableByOthers(hostPath))) return hostPath;
-    const copy = path.join(this.workRoot, 'host', name);
-    await fs.rm(copy, { recursive: true, force: true });
-    await fs.mkdir(path.dirname(copy), { recursive: true, mode: 0o755 });
-    await fs.cp(hostPath, copy, { recursive: true, dereference: true });
-    await execFileP('/bin/chmod', ['-R', 'a+rX', copy]);
-    return copy;
-  }
-
-  private npmBuilder(): Promise<NodeModulesBuilder> {
-    this.nodeModules ??= (async () => {
-      const { node, npmDir, version } = await this.nodeHost();
-      const root = path.join(this.workRoot, 'node_modules');
-      await fs.mkdir(root, { recursive: true, mode: 0o755 });
-      return new NodeModulesBuilder({
-        root,
-        bwrapPath: this.bwrapPath,
-        supportDir: this.supportDir,
-        node,
-        nodeVersion: version,
-        npmDir,
-        npm: this.options.npm ?? {},
-        uid: this.runAs?.uid,
-        gid: this.runAs?.gid,
-        timeoutMs: this.options.npmTimeoutMs ?? 300_000,
-      });
-    })();
-    this.nodeModules.catch(() => (this.nodeModules = undefined));
-    return this.nodeModules;
-  }
-
-  private poolFor(env: Env): Pool {
-    let p = this.pools.get(env.key);
-    if (!p) {
-      p = new Pool(env);
-      this.pools.set(env.key, p);
-    }
-    return p;
-  }
-
-  private async acquire(pool: Pool): Promise<{ slot: Slot; warm: boolean }> {
-    pool.lastUsed = Date.now();
-    for (;;) {
-      if (this.closing.signal.aborted) throw new Error('the sandbox driver is closed');
-      const idle = takeIdle(pool.idle);
-      if (idle) {
-        if (idle.dead) continue;
-        pool.busy.add(idle);
-        this.counters.warmHits++;
-        return { slot: idle, warm: true };
-      }
-      if (pool.size < this.pool.maxPerEnvironment && (this.total() < this.pool.maxTotal || (await this.evictIdle(pool)))) {
-        this.counters.warmMisses++;
-        const slot = await this.startSlot(pool);
-        pool.busy.add(slot);
-        return { slot, warm: false };
-      }
-      await new Promise<void>((r) => this.slotWaiters.push(r));
-    }
-  }
-
-  private release(pool: Pool, slot: Slot): void {
-    pool.busy.delete(slot);
-    if (slot.dead) {
-      this.counters.slotsKilled++;
-      if (this.warmTarget(pool.env.key) > 0 && !this.closing.signal.aborted) void this.warmUp(pool);
-    } else if (this.closing.signal.aborted) {
-      void slot.kill();
-    } else {
-      pool.idle.push(slot);
-    }
-    this.slotWaiters.shift()?.();
-  }
-
-  private async startSlot(pool: Pool): Promise<Slot> {
-    pool.starting++;
-    try {
-      const env = pool.env;
-      const slot = new Slot(env.key, {
-        bwrapPath: this.bwrapPath,
-        args: slotArgs({ supportDir: this.supportDir, python: env.python, venvDir: env.venvDir, network: env.network, preload: this.pool.preload, workBytes: env.workBytes, node: env.node, npmDir: env.npmDir }),
-        ...(this.runAs ?? {}),
-      });
-      await slot.ready;
-      this.counters.slotsStarted++;
-      return slot;
-    } finally {
-      pool.starting--;
-    }
+    return { ...e, key: `${e.key}${suffix}`, network, workBytes };
   }
 
   /** Builds a configured environment (its virtualenv) and keeps `warm` of its slots ready. */
@@ -434,73 +313,12 @@ export class BwrapDriver implements SandboxDriver {
     try {
       const env = await this.environmentFor({ pipRequirements: w.pipRequirements, network: w.network } as SandboxRunSpec);
       if (this.closing.signal.aborted) return;
-      this.warmTargets.set(env.key, w.warm);
-      await this.warmUp(this.poolFor(env));
+      this.pool!.setWarmTarget(env.key, w.warm);
+      await this.pool!.warmUp(env);
     } catch (e) {
       this.options.onWarmFailure?.(`${w.pipRequirements.join(' ') || '(no requirements)'}${w.network ? ' +network' : ''}: ${messageOf(e)}`);
     }
   }
-
-  /** Slots an environment keeps ready: `warm` for the default one, its own number for a configured one. */
-  private warmTarget(key: string): number {
-    return key === 'default' ? this.pool.warm : (this.warmTargets.get(key) ?? 0);
-  }
-
-  private async warmUp(pool: Pool): Promise<void> {
-    // Warm slots count against the total budget like any other.
-    const missing = Math.min(this.warmTarget(pool.env.key) - pool.size, this.pool.maxTotal - this.total());
-    const started = await Promise.allSettled(Array.from({ length: Math.max(0, missing) }, () => this.startSlot(pool)));
-    for (const s of started) if (s.status === 'fulfilled') pool.idle.push(s.value);
-    if (started.length) this.slotWaiters.shift()?.();
-  }
-
-  private total(): number {
-    let n = 0;
-    for (const p of this.pools.values()) n += p.size;
-    return n;
-  }
-
-  /** Closes the least recently used idle slot of another environment; false when none is idle. */
-  private async evictIdle(except: Pool): Promise<boolean> {
-    const candidates = [...this.pools.values()].filter((p) => p !== except && p.idle.length > 0).sort((a, b) => a.lastUsed - b.lastUsed);
-    const victim = candidates[0]?.idle.shift();
-    if (!victim) return false;
-    await victim.kill();
-    return true;
-  }
-
-  private sweep(): void {
-    const now = Date.now();
-    for (const [key, p] of this.pools) {
-      const keep = this.warmTarget(key);
-      p.idle.sort((a, b) => b.lastUsed - a.lastUsed);
-      while (p.idle.length > keep && now - p.idle[p.idle.length - 1]!.lastUsed > this.pool.idleTtlMs) void p.idle.pop()!.kill();
-      if (p.size === 0 && keep === 0) this.pools.delete(key);
-    }
-  }
-}
-
-/**
- * The idle slot a call takes: the most recently used one whose next child is already confined,
- * warmed and waiting for its job (its memory is the likeliest still in the CPU caches: at low
- * concurrency a few slots take turns instead of the whole pool), else the one idle longest (its
- * child is the closest to ready; the slot used last is still forking and warming its next child).
- */
-function takeIdle(idle: Slot[]): Slot | undefined {
-  let pick = -1;
-  for (let i = 0; i < idle.length; i++) {
-    const s = idle[i]!;
-    if (s.childReady && (pick < 0 || !idle[pick]!.childReady || s.lastUsed > idle[pick]!.lastUsed)) pick = i;
-    else if (!s.childReady && (pick < 0 || (!idle[pick]!.childReady && s.lastUsed < idle[pick]!.lastUsed))) pick = i;
-  }
-  return pick < 0 ? undefined : idle.splice(pick, 1)[0];
-}
-
-/** `name`, `name==1.0`, `name>=1,<2` → {name, version}. */
-function parseSpecifier(s: string): { name: string; version?: string } {
-  const m = /^([^<>=!~\s]+)\s*(.*)$/.exec(s.trim());
-  if (!m) return { name: s };
-  return m[2] ? { name: m[1]!, version: m[2] } : { name: m[1]! };
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {
@@ -515,22 +333,4 @@ function isNodeSource(t: string | undefined): boolean {
 function nodeJob(spec: SandboxRunSpec, memoryBytes: number): Record<string, unknown> {
   const { code, params } = prepareScript(spec.sourceCode, spec.functionName);
   return { runtime: 'node', source: code, params, module_dir: NPM_MOUNT, node: { path: NODE_MOUNT, heap_mb: Math.max(16, Math.floor(memoryBytes / (1024 * 1024))) } };
-}
-
-/** `name`, `@scope/name`, `name@1.2.3`, `name@^1` → {name, version}. */
-function parseNpmSpecifier(s: string): { name: string; version?: string } {
-  const t = s.trim();
-  const at = t.indexOf('@', 1);
-  return at < 0 ? { name: t } : { name: t.slice(0, at), version: t.slice(at + 1) };
-}
-
-/** Can a user who is neither owner nor group read `p` (every ancestor searchable, the file readable)? */
-async function readableByOthers(p: string): Promise<boolean> {
-  const st = await fs.stat(p).catch(() => null);
-  if (!st || !(st.mode & 0o004)) return false;
-  for (let dir = path.dirname(p); ; dir = path.dirname(dir)) {
-    const d = await fs.stat(dir).catch(() => null);
-    if (!d || !(d.mode & 0o001)) return false;
-    if (dir === '/') return true;
-  }
 }

@@ -1,4 +1,7 @@
 export * from './bwrap.driver';
+export { CgroupUnavailableError, type CgroupMode } from './cgroups';
+export { egressRoutes, type Route } from './network';
+export { seccompProgram } from './seccomp';
 export * from './env-layers';
 export * from './process.driver';
 export * from './requirements';

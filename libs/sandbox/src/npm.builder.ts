@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { oneShotArgs } from './bwrap.args';
 import { DependencyInstallError } from './venv.builder';
 import { BuildOnce, runBuild } from './build-process';
+import type { BuildNetworkFor } from './build-network';
 import { environmentKey } from './requirements';
 
 /** Where the sandbox sees the Node binary, npm, and a call's node_modules (`${NPM_MOUNT}/node_modules`). */
@@ -35,6 +36,8 @@ export interface NodeModulesBuilderOptions {
   uid?: number;
   gid?: number;
   timeoutMs: number;
+  /** The network of a build that needs the registry (only the registry is reachable). */
+  network: BuildNetworkFor;
 }
 
 const NAME = /^(?:@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
@@ -59,10 +62,12 @@ function splitSpec(spec: string): { name: string; version?: string } {
 }
 
 /**
- * node_modules trees keyed by sha256(Node version, sorted specifiers), built once per key (like
- * VenvBuilder: shared in-process promise, O_EXCL lock across runners, ready marker written last).
- * `npm install` runs in a one-shot bubblewrap sandbox as the unprivileged uid (install scripts are
- * tool code too) with only the target dir writable, and never on the hot path.
+ * node_modules trees keyed by sha256(Node version, scripts on/off, sorted specifiers), built once
+ * per key (like VenvBuilder: shared in-process promise, O_EXCL lock across runners, ready marker
+ * beside the tree, the tree locked down). `npm install` runs in a one-shot bubblewrap sandbox as the
+ * unprivileged uid, confined like a tool, with only the target dir writable and no network but
+ * the registry's pinned addresses; with `--ignore-scripts` unless the call opts in to build
+ * scripts (lifecycle scripts are tool code too). Never on the hot path.
  */
 export class NodeModulesBuilder {
   private readonly once: BuildOnce;
@@ -75,14 +80,14 @@ export class NodeModulesBuilder {
     this.once = new BuildOnce({ root: o.root, timeoutMs: o.timeoutMs });
   }
 
-  dirFor(specifiers: readonly string[]): string {
-    return path.join(this.o.root, `npm-${environmentKey(`node ${this.o.nodeVersion}`, specifiers)}`);
+  dirFor(specifiers: readonly string[], buildScripts = false): string {
+    return path.join(this.o.root, `npm-${environmentKey(`node ${this.o.nodeVersion}${buildScripts ? ' scripts' : ''}`, specifiers)}`);
   }
 
   /** The host dir to bind at NPM_MOUNT (it holds node_modules/). */
-  ensure(specifiers: readonly string[]): Promise<string> {
-    const dir = this.dirFor(specifiers);
-    return this.once.ensure(dir, specifiers, (d) => this.build(d, specifiers));
+  ensure(specifiers: readonly string[], buildScripts = false): Promise<string> {
+    const dir = this.dirFor(specifiers, buildScripts);
+    return this.once.ensure(dir, specifiers, (d) => this.build(d, specifiers, buildScripts));
   }
 
   /** A requirement → a tarball path in a local dir (exact version, or the newest without one), else undefined. */
@@ -100,7 +105,7 @@ export class NodeModulesBuilder {
     return undefined;
   }
 
-  private async build(dir: string, specifiers: readonly string[]): Promise<void> {
+  private async build(dir: string, specifiers: readonly string[], buildScripts: boolean): Promise<void> {
     await fs.mkdir(dir, { recursive: true, mode: 0o755 });
     await fs.writeFile(path.join(dir, 'package.json'), '{"name":"toolplane-tool-env","version":"0.0.0","private":true}\n', { mode: 0o644 });
     if (this.o.uid !== undefined) {
@@ -115,17 +120,31 @@ export class NodeModulesBuilder {
       else targets.push(s);
     }
     const npm = [NODE_MOUNT, `${NPM_CLI_MOUNT}/bin/npm-cli.js`, 'install', '--no-audit', '--no-fund', '--no-update-notifier', '--no-package-lock', '--omit=dev', '--loglevel=error'];
+    if (!buildScripts) npm.push('--ignore-scripts');
     if (this.o.npm.registry) npm.push('--registry', this.o.npm.registry);
     if (this.o.npm.offline) npm.push('--offline');
     npm.push('--', ...targets);
     const readable = (this.o.npm.localDirs ?? []).filter((d) => d.startsWith('/') && existsSync(d));
-    const args = oneShotArgs({ supportDir: this.o.supportDir, network: !this.o.npm.offline, writable: dir, writableAt: NPM_MOUNT, readable, command: npm });
-    const at = args.indexOf('--chdir');
-    args.splice(at, 2, '--ro-bind', this.o.node, NODE_MOUNT, '--ro-bind', this.o.npmDir, NPM_CLI_MOUNT, '--chdir', NPM_MOUNT);
-    const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs);
-    if (r.code !== 0) {
-      const message = r.timedOut ? `npm did not finish within ${this.o.timeoutMs} ms` : npmMessage(r.output);
-      throw new DependencyInstallError(failedNpmPackage(r.output, specifiers), message);
+    // Only a requirement that is not a local tarball needs the registry.
+    const network = await this.o.network(this.o.npm.offline || targets.every((t) => t.startsWith('/')) ? [] : [this.o.npm.registry ?? 'https://registry.npmjs.org/']);
+    try {
+      const args = oneShotArgs({
+        supportDir: this.o.supportDir,
+        network,
+        writable: dir,
+        writableAt: NPM_MOUNT,
+        readable,
+        extra: ['--ro-bind', this.o.node, NODE_MOUNT, '--ro-bind', this.o.npmDir, NPM_CLI_MOUNT],
+        chdir: NPM_MOUNT,
+        command: npm,
+      });
+      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, network?.attach);
+      if (r.code !== 0) {
+        const message = r.timedOut ? `npm did not finish within ${this.o.timeoutMs} ms` : npmMessage(r.output);
+        throw new DependencyInstallError(failedNpmPackage(r.output, specifiers), message);
+      }
+    } finally {
+      await network?.release();
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { SecretMasker } from '@toolplane/platform';
 import { parseResultFrame } from './result-frame';
 import type { SandboxErrorKind, SandboxRunOutcome } from './sandbox.types';
 
@@ -55,4 +56,14 @@ export function failed(kind: SandboxErrorKind, type: string, message: string): R
 
 export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** An outcome with the call's secrets masked in its return value and error message. */
+export function maskResult(r: RunResult, masker: SecretMasker): RunResult {
+  if (!masker.active) return r;
+  return {
+    ...r,
+    ...(r.value !== undefined ? { value: masker.value(r.value) } : {}),
+    ...(r.error ? { error: { ...r.error, message: masker.text(r.error.message), type: masker.text(r.error.type) } } : {}),
+  };
 }

@@ -1,3 +1,5 @@
+import type { SecretMasker } from '@toolplane/platform';
+
 /**
  * Keeps the first `limit` bytes of a stream and counts the rest, so the writer can be drained
  * without bound while memory stays bounded.
@@ -28,6 +30,16 @@ export class OutputCapture {
 
   bytes(): Buffer {
     return Buffer.concat(this.chunks, this.kept);
+  }
+
+  /**
+   * UTF-8 text of the first `limit` bytes, masked first when a masker is given: the capture must
+   * then have been made `masker.lookaheadBytes` longer than `limit` (see SecretMasker.maskedPrefix).
+   */
+  maskedText(limit: number, masker: SecretMasker): { text: string; truncated: boolean } {
+    const bytes = this.bytes();
+    const text = new TextDecoder('utf-8').decode(this.truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes);
+    return masker.maskedPrefix(text, limit, this.truncated);
   }
 
   /** UTF-8 text; invalid bytes become U+FFFD and a character cut by the limit is dropped whole. */

@@ -78,6 +78,16 @@ describe('ProcessDriver: calling a tool', () => {
     expect(outcome.value).toEqual({ model: { name: 'm', when: '2024-01-02' }, point: { x: 1, y: 2 }, set: '{3}', tuple: [1, 2], nan: 'nan', '5': 'int key' });
   });
 
+  it('masks secrets before cutting the output (unsafe mode too): a secret straddling the cut leaks nothing', async () => {
+    const secret = 'sk-unsafe-0123456789';
+    const outcome = await sut.run(
+      spec(`import sys\ndef f():\n    sys.stdout.write("x" * 65530 + "${secret}")\n    raise ValueError("bad ${secret}")\n`, {}, { maskValues: [secret] }),
+    );
+    expect(outcome.stdout).toBe(`${'x'.repeat(65530)}***`);
+    expect(outcome.stdoutTruncated).toBe(false); // the masked text fits: the secret is whole, as ***
+    expect(outcome.error).toMatchObject({ type: 'ValueError', message: 'bad ***' });
+  });
+
   it('captures print() on stdout and stderr separately', async () => {
     const source = 'import sys\ndef f():\n    print("to out")\n    print("to err", file=sys.stderr)\n    print("ünï")\n    return None\n';
     const outcome = await sut.run(spec(source));

@@ -3,8 +3,9 @@ import { randomBytes } from 'node:crypto';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Readable } from 'node:stream';
+import { SecretMasker } from '@toolplane/platform';
 import { OutputCapture } from './output-capture';
-import { failed, fromChannel, invalidEnv, messageOf, pipesClosed, toolEnv, type RunError, type RunResult } from './outcome';
+import { failed, fromChannel, invalidEnv, maskResult, messageOf, pipesClosed, toolEnv, type RunError, type RunResult } from './outcome';
 import type { SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
 import { createRunDir, prepareWorkRoot, removeRunDir, type RunAs } from './work-dir';
 
@@ -74,7 +75,8 @@ export class ProcessDriver implements SandboxDriver {
 
   private async runOnce(spec: SandboxRunSpec, signal: AbortSignal | undefined): Promise<SandboxRunOutcome> {
     const started = performance.now();
-    const done = (r: RunResult): SandboxRunOutcome => ({ ...r, durationMs: Math.round((performance.now() - started) * 10) / 10 });
+    const masker = new SecretMasker(spec.maskValues ?? []);
+    const done = (r: RunResult): SandboxRunOutcome => ({ ...maskResult(r, masker), durationMs: Math.round((performance.now() - started) * 10) / 10 });
     if (this.closing.signal.aborted) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed'));
     if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
     const invalid = invalidEnv(spec.env);
@@ -92,7 +94,7 @@ export class ProcessDriver implements SandboxDriver {
       const harnessPath = await this.prepareHarness();
       dir = await createRunDir(this.workRoot, this.runAs);
       const ctx: RunContext = { pythonPath: this.pythonPath, harnessPath, dir, runAs: this.runAs, job, nonce };
-      return done(await execute(spec, ctx, signal, this.closing.signal));
+      return done(await execute(spec, ctx, signal, this.closing.signal, masker));
     } catch (err) {
       return done(failed('spawn_failed', 'SpawnError', `the sandbox could not start: ${messageOf(err)}`));
     } finally {
@@ -109,10 +111,11 @@ export class ProcessDriver implements SandboxDriver {
   }
 }
 
-function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | undefined, closing: AbortSignal): Promise<RunResult> {
+function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | undefined, closing: AbortSignal, masker: SecretMasker): Promise<RunResult> {
   return new Promise((resolve) => {
-    const stdout = new OutputCapture(spec.limits.stdoutBytes);
-    const stderr = new OutputCapture(spec.limits.stderrBytes);
+    // Masked before cut: each stream keeps the longest secret's length past its limit.
+    const stdout = new OutputCapture(spec.limits.stdoutBytes + masker.lookaheadBytes);
+    const stderr = new OutputCapture(spec.limits.stderrBytes + masker.lookaheadBytes);
     const channel = new OutputCapture(MAX_RESULT_FRAME_BYTES);
     let stop: RunError | undefined;
     let exitCode: number | null = null;
@@ -192,7 +195,9 @@ function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | un
       exitSignal = sig;
       killGroup(); // background children die with the run, success or not
       void pipesClosed(pipes, PIPE_GRACE_MS).then(() => {
-        const streams = { stdout: stdout.text(), stderr: stderr.text(), stdoutTruncated: stdout.truncated, stderrTruncated: stderr.truncated };
+        const out = stdout.maskedText(spec.limits.stdoutBytes, masker);
+        const err = stderr.maskedText(spec.limits.stderrBytes, masker);
+        const streams = { stdout: out.text, stderr: err.text, stdoutTruncated: out.truncated, stderrTruncated: err.truncated };
         const base = { ...streams, exitCode, signal: exitSignal };
         finish(stop ? { status: 'error', error: stop, ...base } : fromChannel(channel.bytes(), ctx.nonce, base));
       });

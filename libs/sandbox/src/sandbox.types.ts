@@ -36,8 +36,18 @@ export interface SandboxRunSpec {
   agentId?: string;
   /** Kernel limits (BwrapDriver); ProcessDriver ignores them. */
   isolation?: IsolationLimits;
-  /** Give the sandbox the host network (default false: an empty network namespace). */
+  /**
+   * Network (BwrapDriver): a network namespace of the call's own, reaching out through
+   * slirp4netns under the egress policy (default false: an empty namespace, loopback only).
+   */
   network?: boolean;
+  /**
+   * Secret values (the call's masked env values): masked in stdout, stderr, the return value and
+   * error messages before anything is cut. Values shorter than 4 characters are not masked.
+   */
+  maskValues?: string[];
+  /** Let package builds run build scripts (npm lifecycle scripts; sdists when pip is limited to wheels). */
+  buildScripts?: boolean;
   /** pip requirement specifiers (`name`, `name==1.0`, `name>=2`); the call runs in their virtualenv. */
   pipRequirements?: string[];
   /** `python` (default), or `typescript` / `javascript`: run on Node (BwrapDriver only). */
@@ -82,6 +92,11 @@ export interface SandboxDriver {
   readonly isolated: boolean;
   /** Never rejects: every failure is an outcome with status 'error'. */
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome>;
+  /**
+   * Makes the call's environment ready ahead of `run` (builds its requirements); undefined when it
+   * is, else the outcome the call ends with. Optional: drivers without environments have none.
+   */
+  prepare?(spec: SandboxRunSpec): Promise<SandboxRunOutcome | undefined>;
   /** Kills the runs in flight and refuses new ones. */
   close(): Promise<void>;
 }

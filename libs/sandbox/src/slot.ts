@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import type { SecretMasker } from '@toolplane/platform';
+import { closeFds, type SlotCgroup } from './cgroups';
+import type { SlirpHandle } from './network';
 import { completeUtf8Length, OutputCapture } from './output-capture';
 import { failed, fromChannel, pipesClosed, type RunError, type RunResult } from './outcome';
 
@@ -11,9 +14,21 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface SlotSpawn {
   bwrapPath: string;
+  /** bwrap arguments; they name the fds below by number (see `slotFds`). */
   args: string[];
   uid?: number;
   gid?: number;
+  /** The slot's cgroup and its `cgroup.procs` fds (passed as fds 5…, closed here once spawned). */
+  cgroup?: SlotCgroup;
+  cgroupFds?: number[];
+  /** Network-enabled slots: attaches the outside to the network namespace the slot made (host pid of the slot). */
+  attachNetwork?: (pid: number) => Promise<SlirpHandle>;
+}
+
+/** Fd numbers of a slot's extra channels: cgroup.procs files from 5, then (network) bwrap's info fd and the "network attached" fd. */
+export function slotFds(cgroupFds: number, network: boolean): { cgroup: number[]; info?: number; go?: number } {
+  const cgroup = Array.from({ length: cgroupFds }, (_, i) => 5 + i);
+  return network ? { cgroup, info: 5 + cgroupFds, go: 6 + cgroupFds } : { cgroup };
 }
 
 /** What the slot applies in the child before the tool runs (slot.py `_set_limits`). */
@@ -29,6 +44,10 @@ export interface SlotLimits {
 export interface SlotCall {
   /** The job JSON the child reads: {nonce, env, limits: SlotLimits, source, function, args, agent_id}. */
   job: Buffer;
+  /** Limits of the call's cgroup (when the slot has one). */
+  cgroupLimits?: { memoryBytes: number; processes: number };
+  /** Secret values masked in stdout/stderr before they are cut (and in the result, in the driver). */
+  masker?: SecretMasker;
   nonce: string;
   functionName: string;
   timeoutMs: number;
@@ -38,13 +57,20 @@ export interface SlotCall {
   maxResultBytes: number;
 }
 
-/** First `limit` bytes of a stream that ends with the slot's sentinel; the sentinel is not tool output. */
+/**
+ * First `limit` bytes of a stream that ends with the slot's sentinel; the sentinel is not tool
+ * output. With a masker, `lookahead` more bytes are kept so that a secret straddling the cut is
+ * masked whole before the text is cut.
+ */
 class SplitStream {
   readonly capture: OutputCapture;
   private tail = Buffer.alloc(0);
 
-  constructor(private readonly limit: number) {
-    this.capture = new OutputCapture(limit + SENTINEL_LEN);
+  constructor(
+    private readonly limit: number,
+    private readonly lookahead = 0,
+  ) {
+    this.capture = new OutputCapture(limit + lookahead + SENTINEL_LEN);
   }
 
   push(chunk: Buffer): void {
@@ -58,13 +84,19 @@ class SplitStream {
   }
 
   /** Tool bytes only: `ended` says the sentinel was seen (else all bytes so far are the tool's). */
-  toolBytes(ended: boolean): { bytes: Buffer; total: number; truncated: boolean } {
+  toolBytes(ended: boolean, extra = 0): { bytes: Buffer; total: number; truncated: boolean } {
     const total = Math.max(0, this.capture.total - (ended ? SENTINEL_LEN : 0));
-    const kept = this.capture.bytes().subarray(0, Math.min(total, this.limit));
-    return { bytes: kept, total, truncated: total > this.limit };
+    const kept = this.capture.bytes().subarray(0, Math.min(total, this.limit + extra));
+    return { bytes: kept, total, truncated: total > this.limit + extra };
   }
 
-  text(ended: boolean): { text: string; truncated: boolean } {
+  text(ended: boolean, masker?: SecretMasker): { text: string; truncated: boolean } {
+    if (masker?.active) {
+      // Mask first, then cut: the kept bytes reach `lookahead` past the limit.
+      const { bytes, truncated } = this.toolBytes(ended, this.lookahead);
+      const text = new TextDecoder('utf-8').decode(truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes);
+      return masker.maskedPrefix(text, this.limit, truncated);
+    }
     const { bytes, truncated } = this.toolBytes(ended);
     return { text: new TextDecoder('utf-8').decode(truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes), truncated };
   }
@@ -109,7 +141,16 @@ export class Slot {
   /** The slot's next child is confined, warmed and waiting for its job (a call now starts at once). */
   childReady = false;
   python = '';
+  /** Why the slot could not prove itself clean after a call (it then exits and is never reused). */
+  dirty?: string;
+  /** Calls this slot has taken. */
+  calls = 0;
   private readonly proc: ChildProcess;
+  private readonly cgroup?: SlotCgroup;
+  private slirp?: SlirpHandle;
+  private hostPid?: number;
+  private readonly attachNetwork?: (pid: number) => Promise<SlirpHandle>;
+  private go?: Writable;
   private readonly ctrlIn: Writable;
   private current?: CallState;
   private ctrlBuf = Buffer.alloc(0);
@@ -125,12 +166,31 @@ export class Slot {
       this.readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    this.proc = spawn(spawnSpec.bwrapPath, spawnSpec.args, {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
-      env: { PATH: '/usr/bin:/bin' },
-      detached: true,
-      ...(spawnSpec.uid !== undefined ? { uid: spawnSpec.uid, gid: spawnSpec.gid } : {}),
-    });
+    this.cgroup = spawnSpec.cgroup;
+    this.attachNetwork = spawnSpec.attachNetwork;
+    const cgroupFds = spawnSpec.cgroupFds ?? [];
+    try {
+      this.proc = spawn(spawnSpec.bwrapPath, spawnSpec.args, {
+        stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...cgroupFds, ...(this.attachNetwork ? (['pipe', 'pipe'] as const) : [])],
+        env: { PATH: '/usr/bin:/bin' },
+        detached: true,
+        ...(spawnSpec.uid !== undefined ? { uid: spawnSpec.uid, gid: spawnSpec.gid } : {}),
+      });
+    } finally {
+      closeFds(cgroupFds); // the slot holds them now (and writes itself into its cgroup)
+    }
+    if (this.attachNetwork) {
+      const info = this.proc.stdio[5 + cgroupFds.length] as Readable;
+      this.go = this.proc.stdio[6 + cgroupFds.length] as Writable;
+      this.go.on('error', () => undefined);
+      let text = '';
+      info.on('error', () => undefined);
+      info.on('data', (d: Buffer) => {
+        text += d.toString();
+        const pid = /"child-pid"\s*:\s*(\d+)/.exec(text)?.[1];
+        if (pid && this.hostPid === undefined) this.hostPid = Number(pid);
+      });
+    }
     this.ctrlIn = this.proc.stdin!;
     this.ctrlIn.on('error', () => undefined);
     const [, out, err, res, ctrl] = this.proc.stdio as [unknown, Readable, Readable, Readable, Readable];
@@ -147,12 +207,17 @@ export class Slot {
     this.exited = new Promise((resolve) => {
       this.proc.once('exit', (code, sig) => {
         this.dead = true;
+        this.slirp?.stop();
         this.readyReject(new Error(`the sandbox exited (${sig ?? code}) before it was ready: ${this.bootErr.trim().slice(0, 2000) || 'no message'}`));
-        void pipesClosed([out, err, res], PIPE_GRACE_MS).then(() => this.onExit());
+        void pipesClosed([out, err, res], PIPE_GRACE_MS).then(() => {
+          this.onExit();
+          void this.cgroup?.remove();
+        });
         resolve();
       });
       this.proc.once('error', (e) => {
         this.dead = true;
+        void this.cgroup?.remove();
         this.readyReject(e);
         this.onExit();
         resolve();
@@ -172,6 +237,14 @@ export class Slot {
 
   run(call: SlotCall, caller?: AbortSignal, closing?: AbortSignal): Promise<RunResult> {
     if (this.dead || this.current) return Promise.resolve(failed('spawn_failed', 'SpawnError', 'the sandbox slot is not available'));
+    try {
+      if (call.cgroupLimits) this.cgroup?.apply(call.cgroupLimits);
+    } catch (e) {
+      void this.kill();
+      return Promise.resolve(failed('spawn_failed', 'SpawnError', `cannot set the call's cgroup limits: ${(e as Error).message}`));
+    }
+    this.calls++;
+    const lookahead = call.masker?.lookaheadBytes ?? 0;
     return new Promise((resolve) => {
       const timer = setTimeout(
         () => this.stop({ kind: 'timeout', type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms` }),
@@ -183,8 +256,8 @@ export class Slot {
       closing?.addEventListener('abort', onClosing, { once: true });
       const state: CallState = {
         call,
-        out: new SplitStream(call.stdoutBytes),
-        err: new SplitStream(call.stderrBytes),
+        out: new SplitStream(call.stdoutBytes, lookahead),
+        err: new SplitStream(call.stderrBytes, lookahead),
         res: new SplitStream(call.maxResultBytes),
         timer,
         replied: false,
@@ -195,6 +268,7 @@ export class Slot {
           resolve(r);
         },
         finish: () => {
+          this.cgroup?.takeOomKills(); // what this call caused is its own
           clearTimeout(timer);
           caller?.removeEventListener('abort', onCaller);
           closing?.removeEventListener('abort', onClosing);
@@ -212,6 +286,7 @@ export class Slot {
   /** Kills the sandbox (every process in it) and waits for its bwrap process to exit. */
   async kill(): Promise<void> {
     this.dead = true;
+    this.slirp?.stop();
     if (this.proc.pid !== undefined && this.proc.exitCode === null && this.proc.signalCode === null) {
       try {
         process.kill(-this.proc.pid, 'SIGKILL');
@@ -271,14 +346,35 @@ export class Slot {
       }
       if (msg.ready === true) {
         this.python = String(msg.python ?? '');
+        if (this.cgroup) this.cgroup.baseline = this.cgroup.residentBytes();
         this.readyResolve();
+      } else if (msg.netns === true && this.attachNetwork && !this.slirp && !this.python) {
+        void this.onNetns();
       } else if (msg.child === 'ready') {
         this.childReady = true;
       } else if (this.current && typeof msg.sentinel === 'string') {
+        if (typeof msg.dirty === 'string') {
+          // Not provably clean: never reused (the slot exits on its own; kill() makes sure).
+          this.dirty = msg.dirty;
+          this.dead = true;
+        }
         this.current.sentinel = Buffer.from(msg.sentinel, 'ascii');
         this.current.exit = { exit: typeof msg.exit === 'number' ? msg.exit : null, signal: typeof msg.signal === 'string' ? msg.signal : null };
         this.maybeComplete();
       }
+    }
+  }
+
+  /** The slot made its network namespace: attach slirp4netns to it, then let the slot go on. */
+  private async onNetns(): Promise<void> {
+    try {
+      for (let i = 0; this.hostPid === undefined && i < 200; i++) await new Promise((r) => setTimeout(r, 5));
+      if (this.hostPid === undefined) throw new Error('bwrap did not report the sandbox pid');
+      this.slirp = await this.attachNetwork!(this.hostPid);
+      if (this.dead) this.slirp.stop();
+      this.go!.end('g');
+    } catch (e) {
+      this.fail(e as Error);
     }
   }
 
@@ -289,9 +385,16 @@ export class Slot {
     if (!c.replied) {
       const base = this.streams(c, true, c.exit!.exit, c.exit!.signal);
       const res = c.res.toolBytes(true);
-      c.reply(fromChannel(res.bytes, c.call.nonce, base));
+      c.reply(this.memoryVerdict(fromChannel(res.bytes, c.call.nonce, base)));
     }
+    if (this.dirty) void this.kill();
     c.finish();
+  }
+
+  /** A call whose interpreter was killed while its cgroup ran out of memory hit its memory limit. */
+  private memoryVerdict(r: RunResult): RunResult {
+    if (r.error?.kind !== 'crashed' || !this.cgroup || this.cgroup.takeOomKills() === 0) return r;
+    return { ...r, error: { kind: 'crashed', type: 'MemoryLimitExceeded', message: 'the call used more memory than its limit allows: the kernel stopped it (out of memory in its cgroup)' } };
   }
 
   /**
@@ -316,13 +419,14 @@ export class Slot {
     const code = this.proc.exitCode;
     const sig = this.proc.signalCode;
     const stop = c.stop ?? { kind: 'crashed' as const, type: 'SandboxCrashed', message: `the sandbox ended (${sig ?? `exit ${code}`}) before the call finished` };
-    c.reply({ status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') });
+    const r: RunResult = { status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') };
+    c.reply(c.stop ? r : this.memoryVerdict(r));
     c.finish();
   }
 
   private streams(c: CallState, ended: boolean, exitCode: number | null, signal: string | null): Omit<RunResult, 'status' | 'value' | 'error'> {
-    const out = c.out.text(ended);
-    const err = c.err.text(ended);
+    const out = c.out.text(ended, c.call.masker);
+    const err = c.err.text(ended, c.call.masker);
     return { stdout: out.text, stderr: err.text, stdoutTruncated: out.truncated, stderrTruncated: err.truncated, exitCode, signal };
   }
 }

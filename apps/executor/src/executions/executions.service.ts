@@ -15,11 +15,10 @@ import {
   type ToolsExecute,
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { ArgumentsService } from './arguments.service';
 import { CredentialsClient } from './credentials.client';
-import { SecretMasker } from './masking';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
 
@@ -175,5 +174,6 @@ export function sandboxOverrides(settings: SandboxSettings | null): RequestOf<ty
   const out: NonNullable<RequestOf<typeof LocalRunnerRun>['sandbox']> = {};
   if (settings.memory_mb !== undefined) out.memory_mb = settings.memory_mb;
   if (settings.network !== undefined) out.network = settings.network === 'egress';
+  if (settings.build_scripts !== undefined) out.build_scripts = settings.build_scripts;
   return Object.keys(out).length ? out : undefined;
 }

@@ -38,10 +38,14 @@ export class RunnerMetrics {
   private readonly runs = new Map<string, number>();
   inFlight = 0;
 
+  /** Calls waiting for a place (the fair queue), by nothing else. */
+  queued = 0;
+
   constructor(
     private readonly driver: string,
     private readonly isolated: boolean,
     private readonly pool: () => PoolGauges | undefined,
+    private readonly cgroups: string = 'none',
   ) {}
 
   recordRun(status: string, errorCode: string | undefined, queueSeconds: number, runSeconds: number): void {
@@ -56,6 +60,10 @@ export class RunnerMetrics {
     const help = (name: string, type: string, text: string) => out.push(`# HELP ${name} ${text}`, `# TYPE ${name} ${type}`);
     help('toolplane_runner_info', 'gauge', 'Sandbox driver of this runner; isolated="false" is the unsafe mode.');
     out.push(`toolplane_runner_info{driver="${this.driver}",isolated="${this.isolated}"} 1`);
+    help('toolplane_runner_cgroups_info', 'gauge', 'How calls are limited: cgroup v2 or v1 per call, or none (per-process rlimits only).');
+    out.push(`toolplane_runner_cgroups_info{mode="${this.cgroups}"} 1`);
+    help('toolplane_runner_queued', 'gauge', 'Calls waiting for a place (RUNNER_MAX_CONCURRENCY, RUNNER_MAX_CONCURRENCY_PER_ORG).');
+    out.push(`toolplane_runner_queued ${this.queued}`);
     help('toolplane_runner_runs_total', 'counter', 'Calls run, by status and error code.');
     for (const [k, v] of this.runs) out.push(`toolplane_runner_runs_total{${k}} ${v}`);
     help('toolplane_runner_in_flight', 'gauge', 'Calls running or waiting now.');
@@ -74,8 +82,10 @@ export class RunnerMetrics {
         ['toolplane_runner_pool_warm_hits_total', 'counter', 'Calls served by an already warm sandbox.', p.warmHits],
         ['toolplane_runner_pool_warm_misses_total', 'counter', 'Calls that had to start a sandbox.', p.warmMisses],
         ['toolplane_runner_pool_slots_started_total', 'counter', 'Sandboxes started.', p.slotsStarted],
-        ['toolplane_runner_pool_slots_killed_total', 'counter', 'Sandboxes killed (timeouts, output limits, crashes).', p.slotsKilled],
+        ['toolplane_runner_pool_slots_killed_total', 'counter', 'Sandboxes ended (timeouts, output limits, crashes, not provably clean, network-enabled after their one call).', p.slotsKilled],
+        ['toolplane_runner_pool_slots_dirty_total', 'counter', 'Sandboxes destroyed after a call because they could not prove themselves clean.', p.slotsDirty],
         ['toolplane_runner_venv_builds_total', 'counter', 'Virtualenvs built.', p.venvBuilds],
+        ['toolplane_runner_environments_evicted_total', 'counter', 'Virtualenvs and node_modules trees evicted under RUNNER_ENV_STORE_MAX_MB.', p.environmentsEvicted],
       ];
       for (const [name, type, text, v] of gauges) {
         help(name, type, text);

@@ -24,8 +24,12 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
     workRoot: c.RUNNER_WORK_ROOT,
     runAsUid: c.RUNNER_RUN_AS_UID,
     runAsGid: c.RUNNER_RUN_AS_GID,
+    cgroups: { mode: c.RUNNER_CGROUPS },
+    network: { enabled: c.RUNNER_ALLOW_NETWORK, slirpPath: c.RUNNER_SLIRP4NETNS, allow: c.RUNNER_EGRESS_ALLOW },
+    environments: { maxBytes: c.RUNNER_ENV_STORE_MAX_MB * MB, minIdleMs: c.RUNNER_ENV_STORE_MIN_IDLE_MS },
     pool: {
       warm: c.RUNNER_POOL_WARM,
+      warmNetwork: c.RUNNER_ALLOW_NETWORK ? c.RUNNER_POOL_WARM_NET : 0,
       maxPerEnvironment: c.RUNNER_POOL_MAX_PER_ENV,
       maxTotal: c.RUNNER_POOL_MAX_SLOTS,
       idleTtlMs: c.RUNNER_POOL_IDLE_TTL_MS,
@@ -41,7 +45,7 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
       fileBytes: c.RUNNER_LIMIT_FILE_SIZE_MB * MB,
       workDirBytes: c.RUNNER_LIMIT_WORK_DIR_MB * MB,
     },
-    pip: { indexUrl: c.PIP_INDEX_URL, extraIndexUrl: c.PIP_EXTRA_INDEX_URL, findLinks: c.RUNNER_PIP_FIND_LINKS, noIndex: c.RUNNER_PIP_NO_INDEX },
+    pip: { indexUrl: c.PIP_INDEX_URL, extraIndexUrl: c.PIP_EXTRA_INDEX_URL, findLinks: c.RUNNER_PIP_FIND_LINKS, noIndex: c.RUNNER_PIP_NO_INDEX, onlyBinary: c.RUNNER_PIP_ONLY_BINARY },
     pipTimeoutMs: c.RUNNER_PIP_TIMEOUT_MS,
     nodePath: c.RUNNER_NODE,
     npmDir: c.RUNNER_NPM_DIR,
@@ -58,6 +62,13 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
   }
   const s = driver.stats();
   log.log(`bubblewrap isolation ready: ${s.idle} warm sandbox(es), up to ${c.RUNNER_POOL_MAX_PER_ENV} per environment and ${c.RUNNER_POOL_MAX_SLOTS} in all`);
+  const cg = driver.cgroups;
+  if (cg.mode === 'none') {
+    log.warn(`cgroups are not delegated to this runner (${cg.reason}): a call's memory and processes are limited per process (RLIMIT_AS, RLIMIT_NPROC), not per call. Run as root (cgroup v1) or give the runner a delegated cgroup v2 subtree (deploy/README.md).`);
+  } else {
+    log.log(`per-call limits: ${cg.reason} (memory.max, pids.max, equal CPU weight per call)`);
+  }
+  log.log(c.RUNNER_ALLOW_NETWORK ? `network-enabled calls: each in its own network namespace (slirp4netns), egress policy allowlist: ${c.RUNNER_EGRESS_ALLOW.join(', ') || 'none'}` : 'network-enabled calls are off (RUNNER_ALLOW_NETWORK=false): every call runs without network');
   return driver;
 }
 
@@ -70,7 +81,7 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
       provide: RunnerMetrics,
       inject: [SANDBOX_DRIVER, HealthRegistry],
       useFactory: (driver: SandboxDriver, health: HealthRegistry) => {
-        const metrics = new RunnerMetrics(driver.name, driver.isolated, () => (driver instanceof BwrapDriver ? driver.stats() : undefined));
+        const metrics = new RunnerMetrics(driver.name, driver.isolated, () => (driver instanceof BwrapDriver ? driver.stats() : undefined), driver instanceof BwrapDriver ? driver.cgroups.mode : 'none');
         health.metrics = () => metrics.render();
         return metrics;
       },

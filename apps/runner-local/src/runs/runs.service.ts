@@ -2,11 +2,11 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ErrorCode, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
-import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome } from '@toolplane/sandbox';
+import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { RunnerConfig } from '../runner-local.config';
+import { FairQueue } from './fair-queue';
 import { RunnerMetrics } from './runs.metrics';
-import { Semaphore } from './semaphore';
 
 export const SANDBOX_DRIVER = Symbol('SANDBOX_DRIVER');
 
@@ -31,74 +31,106 @@ type RunRequest = RequestOf<typeof LocalRunnerRun>;
 @Injectable()
 export class RunsService implements OnModuleDestroy {
   private readonly log = new Logger(RunsService.name);
-  private readonly slots: Semaphore;
+  private readonly queue: FairQueue;
 
   constructor(
     @Inject(SANDBOX_DRIVER) private readonly driver: SandboxDriver,
     @Inject(APP_CONFIG) private readonly config: RunnerConfig,
     private readonly metrics: RunnerMetrics,
   ) {
-    this.slots = new Semaphore(config.RUNNER_MAX_CONCURRENCY);
+    const limit = config.RUNNER_MAX_CONCURRENCY;
+    this.queue = new FairQueue(limit, config.RUNNER_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
   }
 
   async run(req: RunRequest): Promise<ReplyOf<typeof LocalRunnerRun>> {
     const received = performance.now();
     this.metrics.inFlight++;
-    const release = await this.slots.acquire();
     try {
-      const admitted = performance.now();
-      const networkRefused = req.sandbox?.network === true && !this.config.RUNNER_ALLOW_NETWORK;
-      const outcome = await tracer.startActiveSpan('run sandbox', async (span) => {
-        span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
-        try {
-          const o = await this.driver.run({
-            runId: randomUUID(),
-            sourceCode: req.source_code,
-            functionName: req.function_name,
-            args: req.args,
-            env: layerEnv({
-              sandboxConfig: req.sandbox_env,
-              credentials: req.credential_env,
-              agentSecrets: req.secret_env,
-              call: req.env,
-              reserved: { orgId: req.org_id, toolId: req.tool_id, agentId: req.agent_id },
-            }),
-            timeoutMs: req.timeout_ms,
-            agentId: req.agent_id,
-            limits: {
-              stdoutBytes: this.config.RUNNER_STDOUT_LIMIT_BYTES,
-              stderrBytes: this.config.RUNNER_STDERR_LIMIT_BYTES,
-              maxOutputBytes: Math.min(req.sandbox?.max_output_bytes ?? Infinity, this.config.RUNNER_MAX_OUTPUT_BYTES),
-            },
-            isolation: isolationOf(req.sandbox, this.config.RUNNER_MAX_MEMORY_MB),
-            network: networkRefused ? false : (req.sandbox?.network ?? this.config.RUNNER_NETWORK),
-            pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
-            sourceType: req.source_type,
-            npmRequirements: req.npm_requirements?.map((r) => (r.version ? `${r.name}@${r.version}` : r.name)),
-          });
-          span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
-          if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
-          return o;
-        } finally {
-          span.end();
-        }
-      });
+      const networkWanted = req.sandbox?.network ?? this.config.RUNNER_NETWORK;
+      const networkRefused = networkWanted && !this.config.RUNNER_ALLOW_NETWORK;
+      const spec = this.specOf(req, networkWanted && !networkRefused);
+      // The environment (a virtualenv build, say) is made before the call takes its place in the
+      // queue: a slow build never holds a place other orgs' calls wait for.
+      const early = await this.driver.prepare?.(spec);
+      const outcome: SandboxRunOutcome & { admittedAt?: number } =
+        early ??
+        (await this.admitted(req.org_id, () =>
+          tracer.startActiveSpan('run sandbox', async (span) => {
+            span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
+            try {
+              const o = await this.driver.run(spec);
+              span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
+              if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
+              return o;
+            } finally {
+              span.end();
+            }
+          }),
+        ));
       const reply = this.toReply(req.function_name, outcome);
       if (networkRefused) reply.stderr.unshift(NETWORK_REFUSED_NOTE);
-      const queueSeconds = (admitted - received + (outcome.queueMs ?? 0)) / 1000;
+      const queueSeconds = (outcome.admittedAt !== undefined ? outcome.admittedAt - received : 0) / 1000 + (outcome.queueMs ?? 0) / 1000;
       this.metrics.recordRun(reply.status, reply.error?.code, queueSeconds, outcome.durationMs / 1000);
       return reply;
     } finally {
-      release();
       this.metrics.inFlight--;
     }
+  }
+
+  /** Runs `fn` once the org's call has a place (RUNNER_MAX_CONCURRENCY, per org, orgs in turn). */
+  private async admitted(org: string, fn: () => Promise<SandboxRunOutcome>): Promise<SandboxRunOutcome & { admittedAt: number }> {
+    this.metrics.queued++;
+    let release: () => void;
+    try {
+      release = await this.queue.acquire(org);
+    } finally {
+      this.metrics.queued--;
+    }
+    const admittedAt = performance.now();
+    try {
+      return { ...(await fn()), admittedAt };
+    } finally {
+      release();
+    }
+  }
+
+  private specOf(req: RunRequest, network: boolean): SandboxRunSpec {
+    const env = layerEnv({
+      sandboxConfig: req.sandbox_env,
+      credentials: req.credential_env,
+      agentSecrets: req.secret_env,
+      call: req.env,
+      reserved: { orgId: req.org_id, toolId: req.tool_id, agentId: req.agent_id },
+    });
+    return {
+      runId: randomUUID(),
+      sourceCode: req.source_code,
+      functionName: req.function_name,
+      args: req.args,
+      env,
+      // Masked inside the runner, before the output is cut (the executor masks again).
+      maskValues: (req.masked_keys ?? []).map((k) => env[k] ?? req.env[k]).filter((v): v is string => typeof v === 'string'),
+      timeoutMs: req.timeout_ms,
+      agentId: req.agent_id,
+      limits: {
+        stdoutBytes: this.config.RUNNER_STDOUT_LIMIT_BYTES,
+        stderrBytes: this.config.RUNNER_STDERR_LIMIT_BYTES,
+        maxOutputBytes: Math.min(req.sandbox?.max_output_bytes ?? Infinity, this.config.RUNNER_MAX_OUTPUT_BYTES),
+      },
+      isolation: isolationOf(req.sandbox, this.config.RUNNER_MAX_MEMORY_MB),
+      network,
+      buildScripts: req.sandbox?.build_scripts === true,
+      pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
+      sourceType: req.source_type,
+      npmRequirements: req.npm_requirements?.map((r) => (r.version ? `${r.name}@${r.version}` : r.name)),
+    };
   }
 
   async onModuleDestroy(): Promise<void> {
     await this.driver.close();
   }
 
-  private toReply(functionName: string, o: SandboxRunOutcome): ReplyOf<typeof LocalRunnerRun> {
+  private toReply(functionName: string, o: SandboxRunOutcome & { admittedAt?: number }): ReplyOf<typeof LocalRunnerRun> {
     const stdout = withNote(o.stdout, o.stdoutTruncated, this.config.RUNNER_STDOUT_LIMIT_BYTES);
     const stderr = withNote(o.stderr, o.stderrTruncated, this.config.RUNNER_STDERR_LIMIT_BYTES);
     if (!this.driver.isolated) stderr.unshift(UNSAFE_NOTE);

@@ -1,0 +1,86 @@
+"""Confines the command of a one-shot sandbox (a package build) like a slot confines a tool call,
+then execs it: `python3 -I -B /opt/toolplane/confine.py -- COMMAND...` inside bwrap.
+
+- Network (TOOLPLANE_NET set: the routes; TOOLPLANE_NET_FDS "made,go"): a network namespace of its
+  own, loopback up, one byte on `made` so the runner attaches slirp4netns to it, one byte awaited
+  on `go`, then the routes (netconf.py) — while CAP_NET_ADMIN is still held.
+- Then every capability is dropped, no new privileges, the tool seccomp filter
+  (TOOLPLANE_SECCOMP), every fd above 2 closed, the TOOLPLANE_* variables removed: build scripts
+  (setup.py, npm lifecycle scripts) run exactly as confined as tool code.
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+CLONE_NEWNET = 0x40000000
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 38, 22, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+EXIT_SETUP_FAILED = 70
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def _network(routes, made_fd, go_fd):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import netconf  # noqa: E402
+
+    del sys.path[0]
+    _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+    netconf.link_up("lo")
+    os.write(made_fd, b"n")
+    os.close(made_fd)
+    if not os.read(go_fd, 1):
+        raise OSError("the runner did not attach the network")
+    os.close(go_fd)
+    netconf.apply(routes)
+
+
+def main():
+    argv = sys.argv[sys.argv.index("--") + 1 :]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLPLANE_")}
+    if os.environ.get("TOOLPLANE_NET"):
+        made, go = (int(x) for x in os.environ["TOOLPLANE_NET_FDS"].split(","))
+        _network(json.loads(os.environ["TOOLPLANE_NET"]), made, go)
+    with open(os.environ["TOOLPLANE_SECCOMP"], "rb") as f:
+        program = f.read()
+    if not program or len(program) % 8:
+        raise ValueError("not a BPF program")
+    buf = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buf))
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(libc.capset(ctypes.byref(_CapHeader(LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()), "capset")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+    os.closerange(3, 65536)
+    os.execve(argv[0], argv, env)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException as exc:  # noqa: B036
+        sys.stderr.write("toolplane build sandbox setup failed: %s\n" % exc)
+        sys.stderr.flush()
+        os._exit(EXIT_SETUP_FAILED)
