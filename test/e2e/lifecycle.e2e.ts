@@ -1,6 +1,7 @@
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { metricOf, startApp, startStack, stopProcess, type Stack, type StackOptions } from '../support/stack';
+import { hostProcessesWith, waitNoProcessWith } from '../support/processes';
 import { pythonTool } from '../support/tools';
 
 describe('health, graceful shutdown and a runner dying mid-call', () => {
@@ -65,14 +66,17 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
     expect(again.func_return).toBe('rested');
   });
 
-  it('answers SERVICE_RESTARTING to a call still running when an executor’s grace ends; another replica takes new calls', async () => {
-    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('long_nap', 'import time\ntime.sleep(20)\nreturn "late"') } });
+  it('answers SERVICE_RESTARTING to a call still running when an executor’s grace ends, stops it on the runner; another replica takes new calls', async () => {
+    // The tool would run for 5 minutes; a background `sleep <marker>` shows whether the runner stopped it.
+    const marker = `${Math.floor(Math.random() * 1e6)}.75`;
+    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('long_nap', `import subprocess, time\nsubprocess.Popen(["/bin/sleep", "${marker}"])\ntime.sleep(300)\nreturn "late"`) } });
     expect(up.tool.name).toBe('long_nap');
     // Only an executor with a short grace serves while the long call starts.
     await stack.stopApp('executor');
     stack.apps.set('executor', await startApp('executor', { ...opts, appEnv: { executor: { SHUTDOWN_GRACE_MS: '300' } } }));
-    const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'long_nap', args: {}, timeout_ms: 30_000 }, { timeoutMs: 45_000 });
+    const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'long_nap', args: {}, timeout_ms: 300_000 }, { timeoutMs: 60_000 });
     await runnerBusy();
+    while (hostProcessesWith(marker).length === 0) await new Promise((r) => setTimeout(r, 20));
     const other = await startApp('executor', opts);
     const leaving = stack.apps.get('executor')!;
     stack.apps.set('executor', other);
@@ -81,6 +85,9 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
     expect(r.error).toMatchObject({ code: 'SERVICE_RESTARTING', retryable: true, trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(await exit).toBe(0);
     expect(leaving.output()).toMatch(/1 request\(s\) still running after 300 ms are answered SERVICE_RESTARTING/);
+    // The executor told the runner: the call is stopped there too (its processes are gone, its place is free).
+    expect(await waitNoProcessWith(marker, 30_000)).toEqual([]);
+    expect(stack.apps.get('runner-local')!.output()).toMatch(/was abandoned by the executor: stopping it/);
     // The remaining replica serves at once (the leaving one left the queue group first).
     const again = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'nap', args: {} });
     expect(again.func_return).toBe('rested');

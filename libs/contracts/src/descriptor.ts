@@ -27,6 +27,11 @@ export interface EventDescriptor<P extends z.ZodType = z.ZodType> {
   readonly subject: string;
   readonly summary: string;
   readonly payload: P;
+  /**
+   * An internal broadcast that is an order, not a hint: sealed by one of `from` to every replica of
+   * `to` (which opens it, checks the sender, and ignores anything else).
+   */
+  readonly sealed?: { readonly from: readonly AppName[]; readonly to: AppName };
 }
 
 export type RequestIn<D extends RequestDescriptor> = z.input<D['request']>;
@@ -53,5 +58,6 @@ export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
 
 export function defineEvent<P extends z.ZodType>(d: Omit<EventDescriptor<P>, 'kind'>): EventDescriptor<P> {
   if (!EVENT_SUBJECT.test(d.subject)) throw new Error(`Bad event subject: ${d.subject}`);
+  if (d.sealed && !d.subject.startsWith('toolplane.internal.')) throw new Error(`Sealed event ${d.subject} must be internal`);
   return { kind: 'event', ...d };
 }

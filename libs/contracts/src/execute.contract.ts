@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JsonObject, OrgId } from './common';
-import { defineRequest } from './descriptor';
+import { defineEvent, defineRequest } from './descriptor';
 import { NpmRequirement, PipRequirement, ToolId } from './tool';
 
 const EnvVars = z
@@ -69,6 +69,8 @@ export const LocalRunnerRun = defineRequest({
   request: z.strictObject({
     org_id: OrgId,
     tool_id: ToolId,
+    /** The call's id: the executor names it to cancel a call it gave up (LocalRunAbandoned). */
+    run_id: z.uuid().optional(),
     function_name: z.string().min(1),
     source_code: z.string().min(1),
     source_type: z.string(),
@@ -104,4 +106,15 @@ export const LocalRunnerRun = defineRequest({
       .optional(),
   }),
   reply: ProviderRunReply,
+});
+
+/**
+ * Internal sealed broadcast: the executor gave these calls up (it is shutting down and answered
+ * their callers SERVICE_RESTARTING). The runner replica running one stops it and frees its slot.
+ */
+export const LocalRunAbandoned = defineEvent({
+  subject: 'toolplane.internal.v1.events.local-run.abandoned',
+  summary: 'The executor gave up these runner calls: stop them.',
+  payload: z.object({ run_ids: z.array(z.uuid()).min(1).max(10_000) }),
+  sealed: { from: ['executor'], to: 'runner-local' },
 });

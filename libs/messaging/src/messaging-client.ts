@@ -104,6 +104,36 @@ export class MessagingClient {
     this.nc.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { headers: injectTraceContext() });
   }
 
+  /** A sealed internal broadcast (EventDescriptor.sealed): only replicas of `sealed.to` can open it. */
+  notify<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
+    if (!e.sealed?.from.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not send ${e.subject}`);
+    const body = parseContract(e.payload, payload, `Event ${e.subject}`);
+    const sealed = this.sealer.sealRequest(e.subject, e.sealed.to, encodeJson(body));
+    const h = injectTraceContext();
+    h.set(Headers.SERVICE_SEAL, sealed.header);
+    this.nc.publish(withPrefix(this.prefix, e.subject), sealed.data, { headers: h });
+  }
+
+  /** Every replica receives a sealed broadcast; one that does not open, or comes from another sender, is dropped. */
+  subscribeSealed<E extends EventDescriptor>(e: E, onEvent: (payload: EventOf<E>) => void): { unsubscribe(): void } {
+    const sealed = e.sealed;
+    if (sealed?.to !== this.sealer.app) throw new Error(`${e.subject} is not sealed to ${this.sealer.app}`);
+    const sub = this.nc.subscribe(withPrefix(this.prefix, e.subject), {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          const opened = this.sealer.openRequest(e.subject, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data);
+          if (!sealed.from.includes(opened.from)) return;
+          const payload = parseContract(e.payload, decodeJson(opened.body), `Event ${e.subject}`) as EventOf<E>;
+          context.with(extractTraceContext(msg.headers), () => onEvent(payload));
+        } catch {
+          // not sealed by an allowed sender, a replay, or malformed: ignored
+        }
+      },
+    });
+    return { unsubscribe: () => sub.unsubscribe() };
+  }
+
   /** Core-NATS subscription to events (every replica receives them; no queue group). */
   subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void): { unsubscribe(): void } {
     const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {

@@ -3,6 +3,7 @@ import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import {
   ErrorCode,
   type ExecutionEnvResolve,
+  LocalRunAbandoned,
   LocalRunnerRun,
   McpToolMetadata,
   McpToolsCall,
@@ -14,7 +15,8 @@ import {
   type ToolExecutionResult,
   type ToolsExecute,
 } from '@toolplane/contracts';
-import { MessagingClient } from '@toolplane/messaging';
+import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
+import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { ArgumentsService } from './arguments.service';
@@ -133,11 +135,17 @@ export class ExecutionsService {
     };
     const pip = mergePipRequirements(tool.pip_requirements ?? [], settings?.pip_requirements ?? []);
     const sandbox = sandboxOverrides(settings);
+    // If this service gives the call up (shutdown past its grace), the runner is told to stop it.
+    const runId = randomUUID();
+    const signal = currentRequestSignal();
+    const abandon = () => this.messaging.notify(LocalRunAbandoned, { run_ids: [runId] });
+    signal?.addEventListener('abort', abandon, { once: true });
     return this.messaging.request(
       LocalRunnerRun,
       {
         org_id: req.org_id,
         tool_id: tool.id,
+        run_id: runId,
         function_name: functionName,
         source_code: tool.source_code!,
         source_type: tool.source_type ?? 'python',
@@ -151,7 +159,7 @@ export class ExecutionsService {
         ...(tool.npm_requirements?.length ? { npm_requirements: tool.npm_requirements } : {}),
       },
       { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.RUNNER_UNAVAILABLE },
-    );
+    ).finally(() => signal?.removeEventListener('abort', abandon));
   }
 }
 

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
-import { ErrorCode, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { ErrorCode, LocalRunAbandoned, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
@@ -29,22 +30,41 @@ const tracer = trace.getTracer('runner-local');
 type RunRequest = RequestOf<typeof LocalRunnerRun>;
 
 @Injectable()
-export class RunsService implements OnModuleDestroy {
+export class RunsService implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(RunsService.name);
   private readonly queue: FairQueue;
+  /** Calls in flight by run id: an abandoned one (LocalRunAbandoned) is stopped. */
+  private readonly running = new Map<string, AbortController>();
+  private abandonments?: { unsubscribe(): void };
 
   constructor(
     @Inject(SANDBOX_DRIVER) private readonly driver: SandboxDriver,
     @Inject(APP_CONFIG) private readonly config: RunnerConfig,
     private readonly metrics: RunnerMetrics,
+    private readonly messaging: MessagingClient,
   ) {
     const limit = config.RUNNER_MAX_CONCURRENCY;
     this.queue = new FairQueue(limit, config.RUNNER_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
   }
 
+  onModuleInit(): void {
+    this.abandonments = this.messaging.subscribeSealed(LocalRunAbandoned, ({ run_ids }) => {
+      for (const id of run_ids) {
+        const call = this.running.get(id);
+        if (!call) continue;
+        this.log.warn(`run ${id} was abandoned by the executor: stopping it`);
+        call.abort(new Error('abandoned by the executor'));
+      }
+    });
+  }
+
   async run(req: RunRequest): Promise<ReplyOf<typeof LocalRunnerRun>> {
     const received = performance.now();
     this.metrics.inFlight++;
+    const abort = new AbortController();
+    if (req.run_id) this.running.set(req.run_id, abort);
+    // This runner giving the request up (its own shutdown past the grace) stops the call too.
+    currentRequestSignal()?.addEventListener('abort', () => abort.abort(), { once: true });
     try {
       const networkWanted = req.sandbox?.network ?? this.config.RUNNER_NETWORK;
       const networkRefused = networkWanted && !this.config.RUNNER_ALLOW_NETWORK;
@@ -58,7 +78,8 @@ export class RunsService implements OnModuleDestroy {
           tracer.startActiveSpan('run sandbox', async (span) => {
             span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
             try {
-              const o = await this.driver.run(spec);
+              if (abort.signal.aborted) return abandonedOutcome();
+              const o = await this.driver.run(spec, abort.signal);
               span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
               if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
               return o;
@@ -73,6 +94,7 @@ export class RunsService implements OnModuleDestroy {
       this.metrics.recordRun(reply.status, reply.error?.code, queueSeconds, outcome.durationMs / 1000);
       return reply;
     } finally {
+      if (req.run_id) this.running.delete(req.run_id);
       this.metrics.inFlight--;
     }
   }
@@ -127,6 +149,7 @@ export class RunsService implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.abandonments?.unsubscribe();
     await this.driver.close();
   }
 
@@ -145,6 +168,11 @@ export class RunsService implements OnModuleDestroy {
       error: { code: CODE_BY_KIND[err.kind], message: err.message },
     };
   }
+}
+
+/** A call abandoned while it waited for its place: it never ran. */
+function abandonedOutcome(): SandboxRunOutcome {
+  return { status: 'error', stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, exitCode: null, signal: null, durationMs: 0, error: { kind: 'crashed', type: 'Abandoned', message: 'the executor gave this call up before it ran' } };
 }
 
 function isolationOf(s: RunRequest['sandbox'], maxMemoryMb: number): IsolationLimits | undefined {
