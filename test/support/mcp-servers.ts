@@ -9,9 +9,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
-import { ROOT } from './env';
 import { freePort, stopProcess } from './stack';
+import { EVERYTHING, MEMORY, SPY } from './stdio-allowlist';
 
 export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void> }) => Promise<unknown>;
 
@@ -234,12 +233,12 @@ export async function startAuthorizationServer(clientId: string, expiresIn: numb
   };
 }
 
-const EVERYTHING = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
-const MEMORY = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-memory', 'dist', 'index.js');
 
 /** How mcp-sync spawns server-everything over stdio. */
 export const everythingStdio = { command: process.execPath, args: [EVERYTHING, 'stdio'] };
 export const memoryStdio = (memoryFile: string) => ({ command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: memoryFile } });
+/** The spy server (test/support/stdio-spy-server.ts), asked to try reading `file`. */
+export const spyStdio = (file: string) => ({ command: process.execPath, args: [SPY, file] });
 
 /** server-everything over SSE (`/sse`) or Streamable HTTP (`/mcp`) on a free port. */
 export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { natsUrl, ROOT } from './env';
 import { ensureTestIdentity, mintOperatorToken } from './identity';
+import { testStdioAllowlist } from './stdio-allowlist';
 
 export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'mcp-sync';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
@@ -107,6 +108,7 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       SHUTDOWN_GRACE_MS: '5000',
       SERVICE_KEYS_DIR: ensureTestIdentity().keysDir,
       ...(name === 'credentials' ? { CREDENTIALS_KEYS: ensureTestIdentity().credentialsKeys } : {}),
+      ...(name === 'mcp-sync' ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist() } : {}),
       ...opts.env,
       ...opts.appEnv?.[name],
     },

@@ -175,6 +175,21 @@ function ensurePrerequisites(): void {
   }
 }
 
+/**
+ * Development: the reference MCP servers installed with the project may run over stdio (each in
+ * its sandbox, reading node_modules only), e.g. `{"transport": "stdio", "command": <this node>,
+ * "args": ["<root>/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"]}`.
+ */
+function developmentStdioAllowlist(): string {
+  const modules = join(ROOT, 'node_modules');
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const server = (name: string) => escape(join(modules, '@modelcontextprotocol', name, 'dist', 'index.js'));
+  return JSON.stringify([
+    { command: process.execPath, args: [server('server-everything'), 'stdio'], read_paths: [modules] },
+    { command: process.execPath, args: [server('server-memory')], read_paths: [modules], env: ['MEMORY_FILE_PATH'] },
+  ]);
+}
+
 async function main(): Promise<void> {
   if (process.env.RUNNER_ISOLATION !== 'unsafe') ensurePrerequisites();
   const natsUrl = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -188,6 +203,7 @@ async function main(): Promise<void> {
     DB_MIGRATE_ON_START: 'true',
     TOOLPLANE_PROFILE: process.env.TOOLPLANE_PROFILE ?? 'development',
     LOG_FORMAT: process.env.LOG_FORMAT ?? 'pretty',
+    MCP_STDIO_ALLOWED_COMMANDS: process.env.MCP_STDIO_ALLOWED_COMMANDS ?? developmentStdioAllowlist(),
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(0));
   for (const app of APPS) {

@@ -1,4 +1,7 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
+import { StdioAllowEntry } from './connections/stdio-policy';
 import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, parseEnv } from '@toolplane/platform';
 
 const ms = (def: number, min = 100) => z.coerce.number().int().min(min).default(def);
@@ -11,8 +14,33 @@ export const mcpSyncEnvShape = {
   ...baseEnvShape,
   HEALTH_PORT: baseEnvShape.HEALTH_PORT.default(8086),
   ...databaseEnvShape,
-  /** stdio servers spawn local processes: on by default in development only. */
+  /** stdio servers spawn local processes: on by default in development only, and only the allowlisted commands. */
   MCP_STDIO_ENABLED: boolEnv.optional(),
+  /**
+   * The programs tenants may run as stdio MCP servers, as JSON:
+   * `[{"command": "/abs/program", "args": ["^pattern$", ...], "read_paths": ["/abs/dir"], "env": ["NAME"]?}]`.
+   * Empty: no stdio server can run.
+   */
+  MCP_STDIO_ALLOWED_COMMANDS: z
+    .string()
+    .default('[]')
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.array(StdioAllowEntry).max(256)),
+  /** `bwrap`: each stdio server in a bubblewrap sandbox (refuses stdio when bubblewrap is missing); `unsafe`: a plain child process, announced at start. */
+  MCP_STDIO_ISOLATION: z.enum(['bwrap', 'unsafe']).default('bwrap'),
+  MCP_STDIO_BWRAP: z.string().default('/usr/bin/bwrap'),
+  /** Unprivileged host ids of the stdio sandboxes when mcp-sync runs as root. */
+  MCP_STDIO_RUN_AS_UID: z.coerce.number().int().min(1).default(65534),
+  MCP_STDIO_RUN_AS_GID: z.coerce.number().int().min(1).default(65534),
+  /** Where the sandbox support files (seccomp filter, confinement script) are written. */
+  MCP_STDIO_WORK_ROOT: z.string().default(join(tmpdir(), 'toolplane-mcp-stdio')),
   MCP_CONNECT_TIMEOUT_MS: ms(10_000),
   MCP_INITIALIZE_TIMEOUT_MS: ms(10_000),
   /** Per page of tools/list. */

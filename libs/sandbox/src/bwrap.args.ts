@@ -99,6 +99,8 @@ export function oneShotArgs(opts: {
   /** More bwrap arguments (binds) before the command. */
   extra?: string[];
   chdir?: string;
+  /** Keep bwrap's own environment for the command (else it gets only PATH and HOME). bwrap must then be started with exactly the env the command may see. */
+  inheritEnv?: boolean;
   command: string[];
 }): string[] {
   const a = [...UNSHARE];
@@ -120,7 +122,7 @@ export function oneShotArgs(opts: {
   for (const r of opts.readable ?? []) a.push('--ro-bind', r, r);
   if (opts.writable) a.push('--bind', opts.writable, opts.writableAt ?? opts.writable);
   a.push(...(opts.extra ?? []));
-  a.push('--chdir', opts.chdir ?? '/tmp', '--clearenv', '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
+  a.push('--chdir', opts.chdir ?? '/tmp', ...(opts.inheritEnv ? [] : ['--clearenv']), '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
   a.push('--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`);
   if (opts.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(opts.network.routes), '--setenv', 'TOOLPLANE_NET_FDS', `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`);
   a.push('--remount-ro', '/', '--', '/usr/bin/python3', '-I', '-B', `${SUPPORT_MOUNT}/confine.py`, '--', ...opts.command);

@@ -1,4 +1,5 @@
 export * from './bwrap.driver';
+export { oneShotArgs, prepareSupportDir } from './bwrap.args';
 export { CgroupUnavailableError, type CgroupMode } from './cgroups';
 export { egressRoutes, type Route } from './network';
 export { seccompProgram } from './seccomp';

@@ -8,6 +8,7 @@ import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/t
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
 import { OAuthTokens, type OAuthAuth } from './oauth-tokens';
 import { PinnedHttp } from './pinned-http';
+import { StdioPolicy } from './stdio-policy';
 import { UrlGuard } from './url-guard';
 
 /** A server as the pool needs it: its settings (templates unresolved) and a version that changes on update. */
@@ -126,6 +127,7 @@ export class ConnectionPool implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
     @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
     private readonly oauth: OAuthTokens,
+    readonly stdio: StdioPolicy,
   ) {
     this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
     this.reaper = setInterval(() => this.closeIdle(), Math.min(30_000, config.MCP_IDLE_CLOSE_MS)).unref();
@@ -201,6 +203,7 @@ export class ConnectionPool implements OnModuleDestroy {
     if (target.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
       throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)', undefined, false);
     }
+    if (target.transport === 'stdio') this.stdio.check(target.command!, target.args ?? [], {});
     const resolved = await this.resolve(target);
     const remaining = () => Math.max(1, deadline - Date.now());
     // The session's one DNS lookup: its HTTP requests go only to the addresses vetted here.
@@ -218,6 +221,7 @@ export class ConnectionPool implements OnModuleDestroy {
       connectTimeoutMs: Math.min(this.config.MCP_CONNECT_TIMEOUT_MS, remaining()),
       initializeTimeoutMs: Math.min(this.config.MCP_INITIALIZE_TIMEOUT_MS, remaining()),
       http,
+      stdio: this.stdio,
       onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
       onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
     });

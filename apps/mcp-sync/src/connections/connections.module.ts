@@ -1,8 +1,29 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
+import { APP_CONFIG } from '@toolplane/platform';
+import type { McpSyncConfig } from '../mcp-sync.config';
 import { ServerStoreModule } from '../servers/server-store.module';
 import { ConnectionPool } from './connection-pool';
 import { OAuthTokenStore } from './oauth-token-store';
 import { OAuthTokens } from './oauth-tokens';
+import { StdioPolicy } from './stdio-policy';
 
-@Module({ imports: [ServerStoreModule], providers: [ConnectionPool, OAuthTokens, OAuthTokenStore], exports: [ConnectionPool, OAuthTokens, OAuthTokenStore] })
+function stdioPolicy(c: McpSyncConfig): StdioPolicy {
+  const log = new Logger('StdioPolicy');
+  if (c.MCP_STDIO_ENABLED && c.MCP_STDIO_ISOLATION === 'unsafe') log.warn('!!! MCP_STDIO_ISOLATION=unsafe: allowlisted stdio MCP servers run as plain child processes of mcp-sync, without a sandbox !!!');
+  if (c.MCP_STDIO_ENABLED) log.log(`stdio MCP servers: ${c.MCP_STDIO_ALLOWED_COMMANDS.length} allowlisted command(s), isolation ${c.MCP_STDIO_ISOLATION}`);
+  const root = process.getuid?.() === 0;
+  return new StdioPolicy({
+    allowed: c.MCP_STDIO_ALLOWED_COMMANDS,
+    isolation: c.MCP_STDIO_ISOLATION,
+    bwrapPath: c.MCP_STDIO_BWRAP,
+    workRoot: c.MCP_STDIO_WORK_ROOT,
+    ...(root ? { runAs: { uid: c.MCP_STDIO_RUN_AS_UID, gid: c.MCP_STDIO_RUN_AS_GID } } : {}),
+  });
+}
+
+@Module({
+  imports: [ServerStoreModule],
+  providers: [ConnectionPool, OAuthTokens, OAuthTokenStore, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  exports: [ConnectionPool, OAuthTokens, OAuthTokenStore, StdioPolicy],
+})
 export class ConnectionsModule {}

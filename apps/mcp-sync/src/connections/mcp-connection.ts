@@ -1,12 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import type { PinnedHttp } from './pinned-http';
+import { SandboxedStdioTransport } from './sandboxed-stdio.transport';
+import type { StdioPolicy } from './stdio-policy';
 
 /** A server's connection settings with every template resolved: only ever held in memory. */
 export interface ResolvedTarget {
@@ -26,6 +27,8 @@ export interface OpenOptions {
   initializeTimeoutMs: number;
   /** HTTP pinned to the vetted addresses of the server (sse, streamable_http); the connection owns it and closes it. */
   http?: PinnedHttp;
+  /** How stdio servers may run (allowlist, sandbox). */
+  stdio?: StdioPolicy;
   onListChanged: () => void;
   onClose: () => void;
 }
@@ -55,7 +58,7 @@ export class McpConnection {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => opts.onListChanged());
     let stderr = '';
-    const transport = makeTransport(target, opts.http, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
+    const transport = makeTransport(target, opts, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
     const start = transport.start.bind(transport);
     transport.start = () => withTimeout(start(), opts.connectTimeoutMs, () => `connecting to ${target.name} (${target.transport}) took longer than ${opts.connectTimeoutMs} ms`);
     const conn = new McpConnection(client, transport, () => stderr, opts.http);
@@ -112,11 +115,12 @@ export function describe(e: unknown): string {
   return String(e);
 }
 
-function makeTransport(t: ResolvedTarget, http: PinnedHttp | undefined, onStderr: (chunk: string) => void): Transport {
+function makeTransport(t: ResolvedTarget, opts: OpenOptions, onStderr: (chunk: string) => void): Transport {
+  const http = opts.http;
   if (t.transport === 'stdio') {
-    const transport = new StdioClientTransport({ command: t.command!, args: t.args, env: t.env, stderr: 'pipe' });
-    transport.stderr?.on('data', (d: Buffer) => onStderr(d.toString()));
-    return transport;
+    const stdio = opts.stdio;
+    if (!stdio) throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are not configured here');
+    return new SandboxedStdioTransport(() => stdio.spawnSpec(t.command!, t.args, t.env), onStderr);
   }
   if (!http) throw new Error(`${t.transport} transport without pinned HTTP`);
   const url = new URL(t.url!);

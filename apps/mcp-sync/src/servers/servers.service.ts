@@ -195,11 +195,12 @@ export class ServersService {
     return s;
   }
 
-  /** Refusals that need no connection: stdio disabled here, a URL the SSRF rules forbid. */
+  /** Refusals that need no connection: stdio disabled here or a command not allowlisted, a URL the SSRF rules forbid. */
   private async checkReachable(s: McpServerInput): Promise<void> {
     if (s.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
       throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED=false; off by default in production)', undefined, false);
     }
+    if (s.transport === 'stdio') this.pool.stdio.check(s.command!, s.args ?? [], Object.fromEntries(Object.keys(s.env ?? {}).map((k) => [k, ''])));
     if (s.url) await this.pool.urlGuard.check(s.url);
     if (s.auth?.type === 'oauth') await this.pool.urlGuard.check(s.auth.token_url);
   }

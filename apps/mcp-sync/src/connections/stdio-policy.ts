@@ -1,0 +1,85 @@
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { oneShotArgs, prepareSupportDir, seccompProgram } from '@toolplane/sandbox';
+import { existsSync } from 'node:fs';
+import { isAbsolute, normalize } from 'node:path';
+import { z } from 'zod';
+
+/** One command an operator lets tenants run as a stdio MCP server. */
+export const StdioAllowEntry = z.strictObject({
+  /** Absolute path of the program, matched exactly. */
+  command: z.string().refine((c) => isAbsolute(c) && normalize(c) === c, 'an absolute, normalized path'),
+  /** One pattern per argument, each matched in full (anchored); the argument count must match too. */
+  args: z.array(z.string()).max(64).default([]),
+  /** Directories the server may read (its code and data): bound read-only, nothing else of the host but system directories. */
+  read_paths: z.array(z.string().refine((p) => isAbsolute(p) && normalize(p) === p, 'absolute, normalized paths')).max(32).default([]),
+  /** Names of env vars a tenant may set for it (default: any but loader and interpreter injection variables). */
+  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).max(128).optional(),
+});
+export type StdioAllowEntry = z.infer<typeof StdioAllowEntry>;
+
+/** Variables that change what a program loads or runs: never settable by a tenant. */
+const INJECTION = /^(LD_|DYLD_|NODE_OPTIONS$|NODE_PATH$|PYTHON|PERL5|PERLLIB$|RUBY|BASH_ENV$|ENV$|SHELLOPTS$|PS4$|GCONV_PATH$|MALLOC_|GLIBC_TUNABLES$|HOSTALIASES$|LOCALDOMAIN$|RES_OPTIONS$)/;
+
+export interface StdioSpawn {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  uid?: number;
+  gid?: number;
+}
+
+export interface StdioPolicyOptions {
+  allowed: readonly StdioAllowEntry[];
+  isolation: 'bwrap' | 'unsafe';
+  bwrapPath: string;
+  workRoot: string;
+  runAs?: { uid: number; gid: number };
+}
+
+const refused = (message: string, details?: Record<string, unknown>) => new ToolplaneError(ErrorCode.MCP_COMMAND_REFUSED, message, details, false);
+
+/**
+ * Which stdio MCP servers may run, and how: a tenant names a command and arguments, but only an
+ * operator's allowlist entry (MCP_STDIO_ALLOWED_COMMANDS: exact program, argument patterns)
+ * makes it runnable, and it then runs in a one-shot bubblewrap sandbox like a package build of
+ * runner-local: its own user, pid, mount, ipc and empty network namespaces, the tool seccomp
+ * filter, no capabilities, no new privileges, an unprivileged uid, only system directories and
+ * the entry's read paths (read-only), a fresh /tmp as home and working directory, and exactly the
+ * env the server's config gives — nothing of mcp-sync's environment, files or network.
+ */
+export class StdioPolicy {
+  private supportDir?: Promise<string>;
+
+  constructor(private readonly o: StdioPolicyOptions) {}
+
+  /** The allowlist entry of this command, or MCP_COMMAND_REFUSED naming why. */
+  check(command: string, args: readonly string[], env: Record<string, string> = {}): StdioAllowEntry {
+    const candidates = this.o.allowed.filter((e) => e.command === command);
+    if (!candidates.length) {
+      throw refused(`The stdio command ${command} is not allowed here: an operator lists the programs tenants may run in MCP_STDIO_ALLOWED_COMMANDS`, { command });
+    }
+    const entry = candidates.find((e) => e.args.length === args.length && e.args.every((p, i) => new RegExp(`^(?:${p})$`, 'u').test(args[i]!)));
+    if (!entry) throw refused(`The arguments of ${command} do not match what MCP_STDIO_ALLOWED_COMMANDS allows for it`, { command });
+    for (const name of Object.keys(env)) {
+      if (entry.env ? !entry.env.includes(name) : INJECTION.test(name)) throw refused(`The env var ${name} may not be set for ${command}`, { command, env: name });
+    }
+    return entry;
+  }
+
+  /** How to start the server: the command itself (isolation unsafe) or bwrap around it. */
+  async spawnSpec(command: string, args: readonly string[], env: Record<string, string>): Promise<StdioSpawn> {
+    const entry = this.check(command, args, env);
+    const base = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
+    if (this.o.isolation === 'unsafe') return { command, args: [...args], env: { ...base, ...env } };
+    const supportDir = await (this.supportDir ??= prepareSupportDir(this.o.workRoot, seccompProgram(), this.o.runAs?.uid ?? process.getuid?.() ?? 65534, this.o.runAs?.gid ?? process.getgid?.() ?? 65534));
+    const readable = [...entry.read_paths.filter((p) => existsSync(p))];
+    if (!command.startsWith('/usr/') && !readable.some((p) => command.startsWith(`${p}/`))) readable.push(command);
+    return {
+      command: this.o.bwrapPath,
+      args: oneShotArgs({ supportDir, readable, inheritEnv: true, command: [command, ...args] }),
+      // bwrap passes its own environment on: exactly this (the server's env, never mcp-sync's).
+      env: { ...base, ...env },
+      ...(this.o.runAs ? { uid: this.o.runAs.uid, gid: this.o.runAs.gid } : {}),
+    };
+  }
+}
