@@ -1,31 +1,11 @@
+import { classifyAddress, EgressPolicy } from '@toolplane/platform';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 
 /** Why a webhook address is refused (never includes anything but the address class). */
 export class AddressRefused extends Error {
   readonly code = 'EADDRREFUSED';
 }
-
-const V4_BLOCKED: Array<[string, number]> = [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT (incl. 100.100.100.200, Alibaba metadata)
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local (incl. 169.254.169.254, cloud metadata)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments (incl. 192.0.0.192, Oracle metadata)
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-];
-const V6_BLOCKED: Array<[string, number]> = [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['fc00::', 7], // unique local (incl. fd00:ec2::254, AWS metadata over IPv6)
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-];
 
 export interface UrlGuardOptions {
   profile: 'development' | 'production';
@@ -36,26 +16,18 @@ export interface UrlGuardOptions {
 }
 
 /**
- * SSRF policy for webhook URLs. Production refuses private, loopback, link-local, metadata and
- * other special-purpose addresses unless allowlisted; development also allows loopback. Host
+ * SSRF policy for webhook URLs: the one egress policy of Toolplane (@toolplane/platform's
+ * EgressPolicy: private, loopback, link-local, metadata, CGNAT, multicast and other reserved
+ * addresses, IPv4 and IPv6 in every written form) unless allowlisted; development also allows
+ * loopback. Host
  * names are checked on the addresses they resolve to, at connect time (so a DNS answer that
  * changes after the check cannot slip through).
  */
 export class UrlGuard {
-  private readonly blocked = new BlockList();
-  private readonly allowed = new BlockList();
-  private readonly loopback = new BlockList();
+  private readonly policy: EgressPolicy;
 
   constructor(private readonly opts: UrlGuardOptions) {
-    for (const [a, p] of V4_BLOCKED) this.blocked.addSubnet(a, p, 'ipv4');
-    for (const [a, p] of V6_BLOCKED) this.blocked.addSubnet(a, p, 'ipv6');
-    this.loopback.addSubnet('127.0.0.0', 8, 'ipv4');
-    this.loopback.addAddress('::1', 'ipv6');
-    for (const cidr of opts.allowedCidrs) {
-      const [addr, bits] = cidr.split('/') as [string, string];
-      const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-      this.allowed.addSubnet(addr, Number(bits), family);
-    }
+    this.policy = new EgressPolicy({ allow: opts.allowedCidrs });
   }
 
   /** Scheme and literal-address checks on a URL; throws AddressRefused. */
@@ -97,18 +69,9 @@ export class UrlGuard {
   };
 
   private refusal(address: string): string | undefined {
-    let ip = address;
-    let family: 'ipv4' | 'ipv6' = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-    if (mapped) {
-      ip = mapped[1]!;
-      family = 'ipv4';
-    }
-    if (this.allowed.check(ip, family)) return undefined;
-    if (this.opts.profile === 'development' && this.loopback.check(ip, family)) return undefined;
-    if (this.blocked.check(ip, family)) return 'private, loopback, link-local, metadata or reserved (allowlist it in CREDENTIALS_WEBHOOK_ALLOWED_CIDRS)';
-    if (family === 'ipv6' && !/^[23]/.test(ip.replace(/^0+/, ''))) return 'not a global unicast IPv6 address';
-    return undefined;
+    if (this.opts.profile === 'development' && isIP(address) && classifyAddress(address) === 'loopback') return undefined;
+    const why = this.policy.refusal(address);
+    return why && `${why} (allowlist it in CREDENTIALS_WEBHOOK_ALLOWED_CIDRS)`;
   }
 }
 

@@ -1,5 +1,6 @@
 import { ErrorCode } from '@toolplane/contracts';
-import { classify, UrlGuard } from './url-guard';
+import { classifyAddress as classify } from '@toolplane/platform';
+import { UrlGuard } from './url-guard';
 
 describe('UrlGuard', () => {
   const dns: Record<string, string[]> = { 'mcp.example.com': ['93.184.216.34'], 'sneaky.example.com': ['93.184.216.34', '10.0.0.7'], 'internal.corp': ['10.1.2.3'] };
@@ -9,9 +10,9 @@ describe('UrlGuard', () => {
   it('classifies internal ranges, IPv4-mapped IPv6 included', () => {
     expect(classify('127.0.0.1')).toBe('loopback');
     expect(classify('::1')).toBe('loopback');
-    expect(classify('169.254.169.254')).toBe('link-local');
+    expect(classify('169.254.169.254')).toBe('metadata');
     expect(classify('::ffff:10.0.0.1')).toBe('private');
-    expect(classify('fd00:ec2::254')).toBe('private');
+    expect(classify('fd00:ec2::254')).toBe('metadata');
     expect(classify('0.0.0.0')).toBe('unspecified');
     expect(classify('8.8.8.8')).toBeNull();
   });
