@@ -56,7 +56,7 @@ describe('schema service: a costly request costs only itself', () => {
   });
 
   it("answers the fuzz run's pathological Args entries with a typed error, and their in-limit versions with a schema", async () => {
-    for (const entry of [`x${' '.repeat(100_000)}: y`, 'a ('.repeat(40_000)]) {
+    for (const entry of [`x${' '.repeat(100_000)}: y`, `${'a ('.repeat(40_000)}: y`]) {
       const r = await client.req('toolplane.v1.schemas.generate', { source_code: args(entry) });
       expect(r.error).toMatchObject({ code: 'SCHEMA_GENERATION_FAILED', retryable: false, details: { reason: 'SOURCE_TOO_LARGE', function: 'f', line: 1 } });
     }

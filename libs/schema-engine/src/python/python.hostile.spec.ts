@@ -98,7 +98,7 @@ describe('python front-end: hostile input', () => {
       const spaces = failure(args(`x${' '.repeat(100_000)}: y`));
       expect(spaces).toMatchObject({ reason: 'SOURCE_TOO_LARGE', functionName: 'f', line: 1 });
       expect(spaces.message).toMatch(/^The docstring of function 'f' \(line 1\) is 100\d+ bytes; the limit is 65536 bytes$/);
-      expect(failure(args('a ('.repeat(40_000))).reason).toBe('SOURCE_TOO_LARGE');
+      expect(failure(args(`${'a ('.repeat(40_000)}: y`)).reason).toBe('SOURCE_TOO_LARGE');
       expect(sut.generate({ source_code: args(`y${' '.repeat(65_000)}: Y.`) }).json_schema.parameters.properties.x).toEqual({ type: 'integer', description: 'X.' });
       expect(sut.generate({ source_code: args(`${'a ('.repeat(21_000)}: y`) }).json_schema.parameters.properties.x).toEqual({ type: 'integer', description: 'X.' });
     });
