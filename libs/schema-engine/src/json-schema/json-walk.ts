@@ -43,23 +43,32 @@ export function jsonByteLength(value: unknown, limit: number): number {
   const stack: unknown[] = [value];
   while (stack.length > 0 && total <= limit) {
     const v = stack.pop();
-    if (Array.isArray(v)) {
+    if (typeof v === 'string') total += stringBytes(v);
+    else if (Array.isArray(v)) {
       total += 1 + Math.max(v.length, 1); // brackets and commas
       for (const item of v) stack.push(skipped(item) ? null : item);
     } else if (isObject(v)) {
       let keys = 0;
-      for (const [k, item] of Object.entries(v)) {
+      for (const k of Object.keys(v)) {
+        const item = v[k];
         if (skipped(item)) continue;
-        total += Buffer.byteLength(JSON.stringify(k), 'utf8') + 1; // "key":
+        total += stringBytes(k) + 1; // "key":
         keys += 1;
         stack.push(item);
       }
       total += 1 + Math.max(keys, 1); // braces and commas
     } else {
-      total += Buffer.byteLength(JSON.stringify(v) ?? 'null', 'utf8');
+      total += (JSON.stringify(v) ?? 'null').length; // numbers, booleans, null: ASCII
     }
   }
   return total;
+}
+
+/** Printable ASCII other than `"` and `\`: one byte each in JSON, no escape. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function stringBytes(s: string): number {
+  return PLAIN.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s), 'utf8');
 }
 
 /** A deep copy of a JSON value (own enumerable keys, `__proto__` kept as data). */

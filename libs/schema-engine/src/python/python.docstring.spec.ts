@@ -1,4 +1,4 @@
-import { cleandoc, describe as describeDoc, parseDocstring as sut, typedArgName } from './python.docstring';
+import { cleandoc, describe as describeDoc, parseDocstring as sut, scanTypedArgName, typedArgName } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
 
 describe('parseDocstring', () => {
@@ -54,7 +54,7 @@ describe('parseDocstring', () => {
   });
 });
 
-describe('typedArgName', () => {
+describe('typedArgName (the pattern up to 64 characters, scanTypedArgName beyond)', () => {
   const PATTERN = /^\s*(.+?)\s*\(\s*(.*\S)\s*\)/; // docstring_parser's, quadratic on long lines
 
   it.each<[string, string | null]>([
@@ -68,9 +68,12 @@ describe('typedArgName', () => {
     ['a\nb (int)', null],
   ])('reads %j as %j', (entry, name) => {
     expect(typedArgName(entry)).toBe(name);
+    expect(scanTypedArgName(entry)).toBe(name);
+    const padded = `${' '.repeat(100)}${entry}`; // long: scanned (the group keeps its place)
+    expect(typedArgName(padded)).toBe(PATTERN.exec(padded)?.[1] ?? null);
   });
 
-  it('captures exactly what the pattern captures, on 50 000 generated entries', () => {
+  it('scans exactly what the pattern captures, on 50 000 generated entries', () => {
     let seed = 12;
     const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const alphabet = ['a', 'b', ' ', ' ', '(', ')', '(', ')', '\n', '\t', '\r', '\u2028', '\u00a0', ':'];
@@ -79,7 +82,7 @@ describe('typedArgName', () => {
       const entry = Array.from({ length: Math.floor(rand() * 14) }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('');
       const m = PATTERN.exec(entry);
       if (m) matched += 1;
-      expect([entry, typedArgName(entry)]).toEqual([entry, m ? m[1] : null]);
+      expect([entry, scanTypedArgName(entry)]).toEqual([entry, m ? m[1] : null]);
     }
     expect(matched).toBeGreaterThan(5_000); // the generated entries exercise both outcomes
   });

@@ -128,15 +128,34 @@ function parseEntries(chunk: string): Array<[string, string]> {
   return out;
 }
 
-const isSpace = (ch: string): boolean => /\s/.test(ch);
+/** `\s` in a JavaScript regular expression, by char code (a regex call per character costs more than the scan). */
+function isSpaceCode(c: number): boolean {
+  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
+  if (c < 0xa0) return false;
+  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
 /** Characters `.` does not match in a JavaScript (and Python) regular expression. */
 const isLineTerminator = (ch: string): boolean => ch === '\n' || ch === '\r' || ch === '\u2028' || ch === '\u2029';
 
+/** docstring_parser's typed-entry pattern: its backtracking is quadratic in the entry's length. */
+const TYPED_ARG = /^\s*(.+?)\s*\(\s*(.*\S)\s*\)/;
+/** Entries up to this long use the pattern (at most ~SHORT_ENTRY² steps each: linear in the docstring). */
+const SHORT_ENTRY = 64;
+
 /**
- * The name part of a typed entry `name (type)`: exactly what docstring_parser's
- * `^\s*(.+?)\s*\(\s*(.*\S)\s*\)` captures in its first group (untrimmed), or null when that
- * pattern does not match. That pattern backtracks quadratically (`x` + 100 000 spaces, or 40 000
- * repeats of `a (`, took ~10 s); this scan makes one pass from each end, so it is linear.
+ * The name part of a typed entry `name (type)`: exactly what TYPED_ARG captures in its first
+ * group (untrimmed), or null when it does not match. The pattern backtracks quadratically (`x` +
+ * 100 000 spaces, or 40 000 repeats of `a (`, took ~10 s), so it only reads short entries; longer
+ * ones are scanned in linear time.
+ */
+export function typedArgName(s: string): string | null {
+  if (s.length > SHORT_ENTRY) return scanTypedArgName(s);
+  const m = TYPED_ARG.exec(s);
+  return m ? m[1] : null;
+}
+
+/**
+ * What TYPED_ARG captures, in one pass from each end.
  *
  * How the pattern matches (leftmost, greedy `^\s*` first, then the shortest `.+?`):
  * - `(.+?)` starts at p0, the first non-space, and ends at the first '(' q > p0 such that
@@ -147,19 +166,26 @@ const isLineTerminator = (ch: string): boolean => ch === '\n' || ch === '\r' || 
  * - Failing that, `^\s*` gives back spaces: the group can then only be spaces just before a '('
  *   at p0 that satisfies (a), which needs one space before p0 that is not a line terminator.
  */
-export function typedArgName(s: string): string | null {
+export function scanTypedArgName(s: string): string | null {
+  if (!s.includes('(')) return null;
   const n = s.length;
+  const space = new Uint8Array(n);
+  for (let i = 0; i < n; i += 1) space[i] = isSpaceCode(s.charCodeAt(i)) ? 1 : 0;
+  const isSpace = (i: number): boolean => space[i] === 1;
   // nextNonSpace[i]: first index >= i holding a non-space (n if none).
-  const nextNonSpace = new Int32Array(n + 1).fill(n);
-  for (let i = n - 1; i >= 0; i -= 1) nextNonSpace[i] = isSpace(s[i]) ? nextNonSpace[i + 1] : i;
+  const nextNonSpace = new Int32Array(n + 1);
+  nextNonSpace[n] = n;
+  for (let i = n - 1; i >= 0; i -= 1) nextNonSpace[i] = isSpace(i) ? nextNonSpace[i + 1] : i;
   // nextGood[i]: first index t >= i with a non-space at t whose next non-space is ')' (n if none).
-  const nextGood = new Int32Array(n + 1).fill(n);
+  const nextGood = new Int32Array(n + 1);
+  nextGood[n] = n;
   for (let t = n - 1; t >= 0; t -= 1) {
     const after = nextNonSpace[t + 1];
-    nextGood[t] = !isSpace(s[t]) && after < n && s[after] === ')' ? t : nextGood[t + 1];
+    nextGood[t] = !isSpace(t) && after < n && s[after] === ')' ? t : nextGood[t + 1];
   }
   // lineEnd[i]: first index >= i holding a line terminator (n if none).
-  const lineEnd = new Int32Array(n + 1).fill(n);
+  const lineEnd = new Int32Array(n + 1);
+  lineEnd[n] = n;
   for (let i = n - 1; i >= 0; i -= 1) lineEnd[i] = isLineTerminator(s[i]) ? i : lineEnd[i + 1];
   const closes = (q: number): boolean => {
     const f = nextNonSpace[q + 1];
@@ -171,7 +197,7 @@ export function typedArgName(s: string): string | null {
   const firstBreak = lineEnd[p0];
   let spacesFrom = p0 + 1; // where the run of spaces before the current index begins
   for (let q = p0 + 1; q < n; q += 1) {
-    if (isSpace(s[q - 1]) === false) spacesFrom = q;
+    if (!isSpace(q - 1)) spacesFrom = q;
     const groupEnd = Math.max(p0 + 1, spacesFrom);
     if (groupEnd > firstBreak) break; // the group would hold a line terminator, now and later
     if (s[q] === '(' && closes(q)) return s.slice(p0, groupEnd);

@@ -71,9 +71,9 @@ export function jsDocText(node: ts.Node, maxBytes: number): string | null {
   const docs = ts.getJSDocCommentsAndTags(node).filter(ts.isJSDoc);
   const last = docs[docs.length - 1];
   if (!last) return null;
-  const sf = node.getSourceFile();
-  const start = last.getStart(sf);
-  if (last.end - start > maxBytes / 3) {
+  if (last.end - last.pos > maxBytes / 3) {
+    const sf = node.getSourceFile();
+    const start = last.getStart(sf);
     const line = sf.getLineAndCharacterOfPosition(start).line + 1;
     const what = ts.isFunctionLike(node) ? 'function' : ts.isInterfaceDeclaration(node) ? 'interface' : 'member';
     const name = (node as { name?: ts.Node }).name?.getText(sf);
@@ -452,6 +452,7 @@ const undefinedWithin = new WeakMap<TypeIR, boolean>();
 export function containsUndefined(t: TypeIR): boolean {
   if (isUndefined(t)) return true;
   if (t.kind !== 'union') return false;
+  if (!t.members.some((m) => m.kind === 'union')) return t.members.some(isUndefined); // flat: nothing to remember
   let found = undefinedWithin.get(t);
   if (found === undefined) {
     found = t.members.some(containsUndefined);
