@@ -31,7 +31,8 @@ const SECTION_KINDS: Record<string, 'param' | 'attribute' | 'other'> = {
 
 // Linear: `^` (multiline) only starts a match at a line start, and `[ \t…]*$` gives back at most
 // what it took on that line. (Issue 12 audited every pattern in this engine: the others are
-// anchored at the start or match fixed text; the two that backtracked are now scans, below.)
+// anchored at the start or match fixed text; of the two that backtracked, /\n+$/ is now a scan
+// and the typed-entry pattern reads only short entries, see typedArgName.)
 const TITLE = new RegExp(`^(${Object.keys(SECTION_KINDS).join('|')}):[ \\t\\r\\f\\v]*$`, 'gm');
 
 /** Python's `str.expandtabs(8)` for one line. */
