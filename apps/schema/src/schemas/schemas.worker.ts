@@ -2,6 +2,7 @@
  * A worker thread of the schema service: loads the engine once, then runs one job at a time
  * (see WorkerPool). The service terminates it when a job passes the time limit.
  */
+import './compile-cache'; // before the engine loads
 import { workerData } from 'node:worker_threads';
 import { createSchemaEngine, type SchemaEngine, type SchemaEngineOptions } from '@toolplane/schema-engine';
 import { runSchemaJob, type SchemaJob } from './schemas.jobs';
