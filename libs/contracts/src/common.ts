@@ -5,6 +5,10 @@ export const JsonObject = z.record(z.string(), z.unknown());
 /** Python/TypeScript identifiers as OpenAI accepts them for function names. */
 export const ToolName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/, 'a function name of 1-64 letters, digits or _');
 export const MAX_SOURCE_BYTES = 256 * 1024;
+/** Largest docstring (Python: its value) or JSDoc comment schemas.generate reads, in UTF-8 bytes. */
+export const MAX_DOCSTRING_BYTES = 64 * 1024;
+/** Largest schema schemas.generate returns, in UTF-8 bytes of JSON. */
+export const MAX_GENERATED_SCHEMA_BYTES = 512 * 1024;
 
 /** How deep a request's JSON may nest (deeper input would cost recursion everywhere it goes). */
 export const MAX_JSON_DEPTH = 64;

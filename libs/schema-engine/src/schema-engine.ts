@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Language, Parser } from 'web-tree-sitter';
-import { Deadline } from './deadline';
+import { Budget } from './budget';
 import { toFunctionSchema } from './json-schema/json-schema.backend';
 import { parametersFromArgsSchema } from './json-schema/args-schema';
+import { jsonByteLength } from './json-schema/json-walk';
+import { DEFAULT_MAX_DOCSTRING_BYTES, DEFAULT_MAX_SCHEMA_BYTES, DEFAULT_MAX_SOURCE_BYTES, MAX_SCHEMA_DEPTH } from './limits';
 import { normalizeMcpSchema } from './json-schema/mcp.normalizer';
 import { validateSchema } from './json-schema/schema.validator';
 import { toStrictSchema } from './json-schema/strict.converter';
@@ -21,8 +23,15 @@ import type {
 } from './schema-engine.types';
 import { TypeScriptFrontend } from './typescript/typescript.frontend';
 
-export const DEFAULT_MAX_SOURCE_BYTES = 256 * 1024;
+export { DEFAULT_MAX_DOCSTRING_BYTES, DEFAULT_MAX_SCHEMA_BYTES, DEFAULT_MAX_SOURCE_BYTES } from './limits';
 export const DEFAULT_TIME_LIMIT_MS = 2000;
+
+interface Limits {
+  maxSourceBytes: number;
+  maxDocstringBytes: number;
+  maxSchemaBytes: number;
+  timeLimitMs: number;
+}
 
 let pythonLanguage: Promise<Language> | undefined;
 
@@ -46,19 +55,19 @@ class TreeSitterSchemaEngine implements SchemaEngine {
 
   constructor(
     language: Language,
-    private readonly maxSourceBytes: number,
-    private readonly timeLimitMs: number,
+    private readonly limits: Limits,
   ) {
     this.python = new PythonFrontend(new Parser().setLanguage(language));
   }
 
   generate(input: GenerateInput): GenerateOutput {
-    const deadline = new Deadline(this.timeLimitMs);
+    const { maxSourceBytes, maxDocstringBytes, maxSchemaBytes, timeLimitMs } = this.limits;
+    const budget = new Budget({ timeLimitMs, maxSchemaBytes, maxDepth: MAX_SCHEMA_DEPTH });
     const source = input.source_code;
     if (typeof source !== 'string') throw new SchemaGenerationError('SYNTAX_ERROR', 'source_code must be a string');
     const bytes = Buffer.byteLength(source, 'utf8');
-    if (bytes > this.maxSourceBytes) {
-      throw new SchemaGenerationError('SOURCE_TOO_LARGE', `Source is ${bytes} bytes; the limit is ${this.maxSourceBytes} bytes`);
+    if (bytes > maxSourceBytes) {
+      throw new SchemaGenerationError('SOURCE_TOO_LARGE', `Source is ${bytes} bytes; the limit is ${maxSourceBytes} bytes`);
     }
     const sourceType = input.source_type ?? 'python';
     if (sourceType !== 'python' && sourceType !== 'typescript') {
@@ -66,11 +75,15 @@ class TreeSitterSchemaEngine implements SchemaEngine {
     }
     const headerOnly = input.args_json_schema !== undefined;
     const frontend = sourceType === 'python' ? this.python : this.typescript;
-    const fn = frontend.describeFunction(source, input.name, deadline, { headerOnly });
+    const fn = frontend.describeFunction(source, input.name, budget, { headerOnly, maxDocstringBytes });
     const json_schema: FunctionSchema = headerOnly
       ? { name: fn.name, description: fn.description, parameters: parametersFromArgsSchema(input.args_json_schema) }
-      : toFunctionSchema(fn);
-    deadline.check();
+      : toFunctionSchema(fn, budget);
+    const schemaBytes = jsonByteLength(json_schema, maxSchemaBytes);
+    if (schemaBytes > maxSchemaBytes) {
+      throw new SchemaGenerationError('SCHEMA_TOO_LARGE', `The generated schema is larger than ${maxSchemaBytes} bytes (the limit)`);
+    }
+    budget.check();
     return { json_schema, ...validateSchema(json_schema) };
   }
 
@@ -90,9 +103,10 @@ class TreeSitterSchemaEngine implements SchemaEngine {
 /** Loads the grammar once; generate() and validate() are synchronous afterwards. */
 export async function createSchemaEngine(options: SchemaEngineOptions = {}): Promise<SchemaEngine> {
   const language = await loadPython();
-  return new TreeSitterSchemaEngine(
-    language,
-    options.maxSourceBytes ?? DEFAULT_MAX_SOURCE_BYTES,
-    options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS,
-  );
+  return new TreeSitterSchemaEngine(language, {
+    maxSourceBytes: options.maxSourceBytes ?? DEFAULT_MAX_SOURCE_BYTES,
+    maxDocstringBytes: options.maxDocstringBytes ?? DEFAULT_MAX_DOCSTRING_BYTES,
+    maxSchemaBytes: options.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES,
+    timeLimitMs: options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS,
+  });
 }

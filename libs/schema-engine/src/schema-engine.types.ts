@@ -49,6 +49,10 @@ export interface NormalizeResult extends ValidationReport {
 export interface SchemaEngineOptions {
   /** Largest accepted source, in UTF-8 bytes. Default 256 KiB. */
   maxSourceBytes?: number;
+  /** Largest docstring (Python: its value) or JSDoc comment, in UTF-8 bytes. Default 64 KiB. */
+  maxDocstringBytes?: number;
+  /** Largest generated schema, in UTF-8 bytes of JSON. Default 512 KiB. */
+  maxSchemaBytes?: number;
   /** Wall-clock budget of one generate() call. Default 2000 ms. */
   timeLimitMs?: number;
 }

@@ -92,4 +92,10 @@ describe('args_json_schema', () => {
     for (let i = 0; i < 1000; i += 1) deep = { type: 'object', properties: { x: deep } };
     expect(() => sut.generate({ source_code: source, args_json_schema: deep })).toThrow(expect.objectContaining({ reason: 'INVALID_ARGS_SCHEMA' }));
   });
+
+  it('keeps a local ref with a malformed %-escape as it is (it threw URIError)', () => {
+    const out = sut.generate({ source_code: source, args_json_schema: { type: 'object', properties: { q: { $ref: '#/$defs/%E0' } } } });
+    expect(out.json_schema.parameters.properties.q).toEqual({ $ref: '#/$defs/%E0' });
+    expect(out.health).toBe('INVALID');
+  });
 });

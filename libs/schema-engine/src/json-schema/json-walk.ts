@@ -32,6 +32,45 @@ export function tooDeepOrCyclic(value: unknown, limit = MAX_TRANSFORM_DEPTH): bo
   return false;
 }
 
+/**
+ * The UTF-8 length of `JSON.stringify(value)` for a JSON value, counted only until it passes
+ * `limit` (it then returns some number above `limit`): linear in the smaller of the two, also
+ * when shared sub-objects would make the text exponentially long. Iterative (no stack depth).
+ */
+export function jsonByteLength(value: unknown, limit: number): number {
+  const skipped = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && total <= limit) {
+    const v = stack.pop();
+    if (typeof v === 'string') total += stringBytes(v);
+    else if (Array.isArray(v)) {
+      total += 1 + Math.max(v.length, 1); // brackets and commas
+      for (const item of v) stack.push(skipped(item) ? null : item);
+    } else if (isObject(v)) {
+      let keys = 0;
+      for (const k of Object.keys(v)) {
+        const item = v[k];
+        if (skipped(item)) continue;
+        total += stringBytes(k) + 1; // "key":
+        keys += 1;
+        stack.push(item);
+      }
+      total += 1 + Math.max(keys, 1); // braces and commas
+    } else {
+      total += (JSON.stringify(v) ?? 'null').length; // numbers, booleans, null: ASCII
+    }
+  }
+  return total;
+}
+
+/** Printable ASCII other than `"` and `\`: one byte each in JSON, no escape. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function stringBytes(s: string): number {
+  return PLAIN.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s), 'utf8');
+}
+
 /** A deep copy of a JSON value (own enumerable keys, `__proto__` kept as data). */
 export function cloneJson<T>(value: T): T {
   if (Array.isArray(value)) return value.map(cloneJson) as T;

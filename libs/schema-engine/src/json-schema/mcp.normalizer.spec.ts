@@ -60,6 +60,12 @@ describe('MCP schema normalization', () => {
     expect(out.changes.some((c) => c.includes('is not local and was not fetched'))).toBe(true);
   });
 
+  it('keeps a local ref with a malformed %-escape as an unresolved ref (it threw URIError: INTERNAL)', () => {
+    const out = sut({ type: 'object', $defs: { A: { type: 'string' } }, properties: { a: { $ref: '#/$defs/%E0' } }, required: ['a'] });
+    expect((out.json_schema.properties as Record<string, unknown>).a).toMatchObject({ $ref: '#/$defs/%E0' });
+    expect(out.health).toBe('INVALID');
+  });
+
   it('stops inlining at the depth and size limits (no exponential blow-up)', () => {
     const defs: Record<string, unknown> = { D30: { type: 'string' } };
     for (let i = 0; i < 30; i += 1) defs[`D${i}`] = { type: 'object', properties: { a: { $ref: `#/$defs/D${i + 1}` }, b: { $ref: `#/$defs/D${i + 1}` } } };

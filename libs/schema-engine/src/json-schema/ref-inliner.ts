@@ -20,10 +20,17 @@ export interface InlineResult {
 
 const LOCAL_REF = /^#\/(\$defs|definitions)\/([^/]+)$/;
 
-/** `#/$defs/A~1B` → ['$defs', 'A/B']; null for anything that is not a local definition ref. */
+/** `#/$defs/A~1B` → ['$defs', 'A/B']; null for anything that is not a local definition ref (also a malformed %-escape). */
 export function parseLocalRef(ref: string): [string, string] | null {
   const m = LOCAL_REF.exec(ref);
-  return m ? [m[1]!, decodeURIComponent(m[2]!).replace(/~1/g, '/').replace(/~0/g, '~')] : null;
+  if (!m) return null;
+  let name: string;
+  try {
+    name = decodeURIComponent(m[2]!);
+  } catch {
+    return null; // URIError: `#/$defs/%E0` names no definition
+  }
+  return [m[1]!, name.replace(/~1/g, '/').replace(/~0/g, '~')];
 }
 
 class Inliner {

@@ -113,6 +113,20 @@ describe('python front-end: errors', () => {
     expect(e.message).toMatch(/^Source is \d+ bytes; the limit is 1024 bytes$/);
   });
 
+  it('rejects a schema over the schema size limit, measured exactly, on both paths', async () => {
+    const source = 'def f(a: int, b: str):\n    """F.\n\n    Args:\n        a: A.\n        b: B é.\n    """\n';
+    const bytes = Buffer.byteLength(JSON.stringify(sut.generate({ source_code: source }).json_schema), 'utf8');
+    const exact = await createSchemaEngine({ maxSchemaBytes: bytes });
+    expect(exact.generate({ source_code: source }).json_schema.name).toBe('f');
+    const under = await createSchemaEngine({ maxSchemaBytes: bytes - 1 });
+    expect(failure(() => under.generate({ source_code: source }))).toMatchObject({
+      reason: 'SCHEMA_TOO_LARGE',
+      message: `The generated schema is larger than ${bytes - 1} bytes (the limit)`,
+    });
+    const args_json_schema = { type: 'object', properties: { a: { type: 'string', description: 'x'.repeat(2000) } } };
+    expect(failure(() => under.generate({ source_code: source, args_json_schema })).reason).toBe('SCHEMA_TOO_LARGE');
+  });
+
   it('rejects unknown source types', () => {
     expect(fail({ source_code: 'fn f() {}', source_type: 'rust' as never }).reason).toBe('UNSUPPORTED_SOURCE_TYPE');
   });

@@ -3,8 +3,9 @@
  * and describes it as a FunctionIR. Follows Letta's generate_schema; see DIFFERENCES.md.
  */
 import type { Node, Parser } from 'web-tree-sitter';
-import type { Deadline } from '../deadline';
+import type { Budget } from '../budget';
 import type { FunctionIR, ParameterIR } from '../ir';
+import { checkDocstringSize, DEFAULT_MAX_DOCSTRING_BYTES } from '../limits';
 import { SchemaGenerationError } from '../schema-generation.error';
 import { describe, parseDocstring } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
@@ -12,6 +13,12 @@ import { AnnotationError, AnnotationResolver, annotatedDescription, collectScope
 
 /** Parameters Letta injects itself; they never appear in the schema. */
 const INJECTED = new Set(['self', 'agent_state']);
+
+export interface DescribeOptions {
+  /** Only the name and description (the parameters come from elsewhere, e.g. args_json_schema). */
+  headerOnly?: boolean;
+  maxDocstringBytes?: number;
+}
 
 interface RawParameter {
   name: string;
@@ -23,29 +30,30 @@ interface RawParameter {
 export class PythonFrontend {
   constructor(private readonly parser: Parser) {}
 
-  describeFunction(source: string, name: string | undefined, deadline: Deadline, options: { headerOnly?: boolean } = {}): FunctionIR {
+  describeFunction(source: string, name: string | undefined, budget: Budget, options: DescribeOptions = {}): FunctionIR {
     const nul = source.indexOf('\0');
     if (nul !== -1) {
       const line = source.slice(0, nul).split('\n').length;
       throw new SchemaGenerationError('SYNTAX_ERROR', `Python syntax error at line ${line}: source contains a NUL byte`, { line });
     }
-    const tree = this.parser.parse(source, null, { progressCallback: () => deadline.expired() });
+    const tree = this.parser.parse(source, null, { progressCallback: () => budget.expired() });
     if (!tree) {
       this.parser.reset();
-      throw deadline.error();
+      throw budget.error();
     }
     try {
       const root = tree.rootNode;
       if (root.hasError) throw syntaxError(root);
-      deadline.check();
+      budget.check();
       const fn = selectFunction(root, name);
-      return this.describe(fn, root, deadline, options.headerOnly ?? false);
+      return this.describe(fn, root, budget, options);
     } finally {
       tree.delete();
     }
   }
 
-  private describe(fn: Node, root: Node, deadline: Deadline, headerOnly: boolean): FunctionIR {
+  private describe(fn: Node, root: Node, budget: Budget, options: DescribeOptions): FunctionIR {
+    const maxDocstringBytes = options.maxDocstringBytes ?? DEFAULT_MAX_DOCSTRING_BYTES;
     const fnName = fn.childForFieldName('name')!.text;
     const fnLine = lineOf(fn);
     const rawDoc = docstringOf(fn);
@@ -56,9 +64,10 @@ export class PythonFrontend {
         { functionName: fnName, line: fnLine },
       );
     }
+    checkDocstringSize(rawDoc, maxDocstringBytes, `function '${fnName}'`, { functionName: fnName, line: fnLine });
     const doc = parseDocstring(rawDoc);
-    if (headerOnly) return { name: fnName, description: describe(doc), parameters: [] };
-    const resolver = new AnnotationResolver(collectScope(root), (src) => this.parseTypeExpression(src), () => deadline.check());
+    if (options.headerOnly) return { name: fnName, description: describe(doc), parameters: [] };
+    const resolver = new AnnotationResolver(collectScope(root), (src) => this.parseTypeExpression(src), budget, maxDocstringBytes);
 
     const parameters: ParameterIR[] = [];
     for (const param of parametersOf(fn)) {

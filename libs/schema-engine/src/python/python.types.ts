@@ -4,6 +4,8 @@
  */
 import type { Node } from 'web-tree-sitter';
 import type { FieldIR, JsonValue, LiteralValue, TypeIR } from '../ir';
+import { LEAST_FIELD_BYTES, type Budget } from '../budget';
+import { checkDocstringSize } from '../limits';
 import { cleandoc, parseDocstring } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
 
@@ -126,20 +128,31 @@ function asFieldCall(node: Node | null): FieldCall | null {
 export class AnnotationResolver {
   private depth = 0;
   private readonly expanding = new Set<string>();
+  // Each class, alias and Enum is resolved once per call: a name used n times costs one
+  // resolution, not n (uncached, aliases expanded exponentially and each `E.member` re-read E).
   private readonly classCache = new Map<string, TypeIR>();
+  private readonly aliasCache = new Map<string, TypeIR>();
+  private readonly enumCache = new Map<string, Map<string, LiteralValue> | null | AnnotationError>();
+  private models: Set<string> | undefined;
 
   constructor(
     private readonly scope: ModuleScope,
     private readonly parseTypeExpression: (source: string) => ParsedTypeExpression,
-    private readonly checkDeadline: () => void,
+    private readonly budget: Budget,
+    private readonly maxDocstringBytes: number,
   ) {}
 
   resolve(node: Node): TypeIR {
-    this.checkDeadline();
+    return this.nested(node, () => this.resolveExpression(unwrap(node)));
+  }
+
+  /** One level of nesting (a type argument, a referenced name, a base class), bounded by MAX_DEPTH. */
+  private nested<T>(node: Node, fn: () => T): T {
+    this.budget.check();
     if (this.depth >= MAX_DEPTH) throw this.unsupported(node, `it is nested more than ${MAX_DEPTH} levels deep`);
     this.depth += 1;
     try {
-      return this.resolveExpression(unwrap(node));
+      return fn();
     } finally {
       this.depth -= 1;
     }
@@ -187,7 +200,13 @@ export class AnnotationResolver {
     const cls = this.scope.classes.get(name);
     if (cls) return this.resolveClass(name, cls);
     const alias = this.scope.aliases.get(name);
-    if (alias) return this.guard(`alias ${name}`, node, () => this.resolve(alias));
+    if (alias) {
+      const cached = this.aliasCache.get(name);
+      if (cached) return cached;
+      const resolved = this.guard(`alias ${name}`, node, () => this.resolve(alias));
+      this.aliasCache.set(name, resolved);
+      return resolved;
+    }
     throw this.unsupported(
       node,
       `'${name}' is not a known type (supported: str, int, float, bool, None, Any, list, set, tuple, dict, typing ` +
@@ -295,7 +314,7 @@ export class AnnotationResolver {
       case 'list':
       case 'tuple':
       case 'set': {
-        this.checkDeadline();
+        this.budget.check();
         const out: JsonValue[] = [];
         for (const item of n.namedChildren) {
           if (!item || item.type === 'comment') continue;
@@ -306,7 +325,7 @@ export class AnnotationResolver {
         return n.type === 'set' ? dedupeJson(out) : out;
       }
       case 'dictionary': {
-        this.checkDeadline();
+        this.budget.check();
         const out: { [key: string]: JsonValue } = {};
         for (const pair of n.namedChildren) {
           if (!pair || pair.type === 'comment') continue;
@@ -430,11 +449,34 @@ export class AnnotationResolver {
     return (list?.namedChildren ?? []).filter((c): c is Node => !!c && c.type !== 'keyword_argument').map((c) => nameOf(c) ?? c.text);
   }
 
-  private isModel(name: string, seen = new Set<string>()): boolean {
-    const cls = this.scope.classes.get(name);
-    if (!cls || seen.has(name)) return false;
-    seen.add(name);
-    return this.classBases(cls).some((b) => b === 'BaseModel' || this.isModel(b, seen));
+  /** A class of the source that reaches BaseModel through its bases (a cycle of bases does not). */
+  private isModel(name: string): boolean {
+    if (!this.models) {
+      // Once per call, backwards from the classes that name BaseModel: walking up from each class
+      // on every question cost O(classes) a question on a long chain of subclasses.
+      const subclasses = new Map<string, string[]>();
+      const found: string[] = [];
+      for (const [cls, node] of this.scope.classes) {
+        for (const base of this.classBases(node)) {
+          if (base === 'BaseModel') found.push(cls);
+          else if (this.scope.classes.has(base)) {
+            const list = subclasses.get(base);
+            if (list) list.push(cls);
+            else subclasses.set(base, [cls]);
+          }
+        }
+      }
+      this.models = new Set(found);
+      for (let i = 0; i < found.length; i += 1) {
+        for (const sub of subclasses.get(found[i]) ?? []) {
+          if (!this.models.has(sub)) {
+            this.models.add(sub);
+            found.push(sub);
+          }
+        }
+      }
+    }
+    return this.models.has(name);
   }
 
   private resolveClass(name: string, cls: Node): TypeIR {
@@ -452,6 +494,21 @@ export class AnnotationResolver {
 
   /** Members of an Enum class defined in the source, or null when the class is not an Enum. */
   private enumMembers(name: string, cls: Node): Map<string, LiteralValue> | null {
+    let members = this.enumCache.get(name);
+    if (members === undefined) {
+      try {
+        members = this.readEnumMembers(name, cls);
+      } catch (e) {
+        if (!(e instanceof AnnotationError)) throw e;
+        members = e;
+      }
+      this.enumCache.set(name, members);
+    }
+    if (members instanceof AnnotationError) throw members;
+    return members;
+  }
+
+  private readEnumMembers(name: string, cls: Node): Map<string, LiteralValue> | null {
     const bases = this.classBases(cls);
     if (!bases.some((b) => ENUM_BASES.has(b))) return null;
     const strEnum = bases.includes('StrEnum');
@@ -482,13 +539,14 @@ export class AnnotationResolver {
     for (const base of this.classBases(cls)) {
       const baseCls = this.scope.classes.get(base);
       if (baseCls && this.isModel(base)) {
-        const inherited = this.resolveClass(base, baseCls);
+        const inherited = this.nested(baseCls, () => this.resolveClass(base, baseCls));
         if (inherited.kind === 'object') for (const f of inherited.fields) fields.set(f.name, f);
       }
     }
     const body = cls.childForFieldName('body');
     const docNode = body?.namedChildren[0]?.type === 'expression_statement' ? body.namedChildren[0].namedChildren[0] : null;
     const rawDoc = docNode && (docNode.type === 'string' || docNode.type === 'concatenated_string') ? this.stringValue(docNode) : null;
+    if (rawDoc) checkDocstringSize(rawDoc, this.maxDocstringBytes, `class '${name}'`, { line: lineOf(cls) });
     const doc = rawDoc ? parseDocstring(rawDoc) : null;
 
     for (const stmt of body?.namedChildren ?? []) {
@@ -531,6 +589,7 @@ export class AnnotationResolver {
         ...this.defaultKey(defaultNode),
       });
     }
+    this.budget.charge(fields.size * LEAST_FIELD_BYTES); // inherited fields are copied: a long chain of subclasses writes many
     return { kind: 'object', name, ...(rawDoc ? { description: cleandoc(rawDoc) } : {}), fields: [...fields.values()] };
   }
 

@@ -8,8 +8,9 @@
  * `export { f }`); when nothing is exported, the last top-level function.
  */
 import * as ts from 'typescript';
-import type { Deadline } from '../deadline';
+import type { Budget } from '../budget';
 import type { FunctionIR, ParameterIR, TypeIR } from '../ir';
+import { DEFAULT_MAX_DOCSTRING_BYTES } from '../limits';
 import { SchemaGenerationError } from '../schema-generation.error';
 import { collectScope, containsUndefined, dropUndefined, jsDocText, staticDefault, TsTypeError, TsTypeResolver } from './typescript.types';
 
@@ -27,14 +28,15 @@ interface Candidate {
 export interface DescribeOptions {
   /** Only the name and description (the parameters come from elsewhere, e.g. args_json_schema). */
   headerOnly?: boolean;
+  maxDocstringBytes?: number;
 }
 
 export class TypeScriptFrontend {
-  describeFunction(source: string, name: string | undefined, deadline: Deadline, options: DescribeOptions = {}): FunctionIR {
+  describeFunction(source: string, name: string | undefined, budget: Budget, options: DescribeOptions = {}): FunctionIR {
     const sf = parse(source);
-    deadline.check();
+    budget.check();
     const fn = selectFunction(sf, name);
-    return describe(sf, fn, deadline, options);
+    return describe(sf, fn, budget, options);
   }
 }
 
@@ -112,9 +114,10 @@ function position(sf: ts.SourceFile, node: ts.Node): { line: number; column: num
   return { line: line + 1, column: character + 1 };
 }
 
-function describe(sf: ts.SourceFile, c: Candidate, deadline: Deadline, options: DescribeOptions): FunctionIR {
+function describe(sf: ts.SourceFile, c: Candidate, budget: Budget, options: DescribeOptions): FunctionIR {
   const fnLine = position(sf, c.fn).line;
-  const doc = jsDocText(c.fn);
+  const maxDocstringBytes = options.maxDocstringBytes ?? DEFAULT_MAX_DOCSTRING_BYTES;
+  const doc = jsDocText(c.fn, maxDocstringBytes);
   if (doc === null) {
     throw new SchemaGenerationError(
       'MISSING_DOCSTRING',
@@ -126,7 +129,7 @@ function describe(sf: ts.SourceFile, c: Candidate, deadline: Deadline, options: 
   if (options.headerOnly) return { name: c.name, description, parameters: [] };
 
   const scope = collectScope(sf);
-  const resolver = new TsTypeResolver(scope, () => deadline.check());
+  const resolver = new TsTypeResolver(scope, budget, maxDocstringBytes);
   const parameters: ParameterIR[] = [];
   for (const param of c.fn.parameters) {
     if (param.dotDotDotToken) continue; // rest parameters cannot be passed by name, like *args

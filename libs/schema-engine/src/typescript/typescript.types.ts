@@ -6,6 +6,8 @@
  */
 import * as ts from 'typescript';
 import type { FieldIR, JsonValue, LiteralValue, TypeIR } from '../ir';
+import { LEAST_FIELD_BYTES, type Budget } from '../budget';
+import { checkDocstringSize } from '../limits';
 
 /** Raised while resolving a type; the front-end adds the function and parameter. */
 export class TsTypeError extends Error {
@@ -21,6 +23,20 @@ export interface TsScope {
   interfaces: Map<string, ts.InterfaceDeclaration[]>;
   aliases: Map<string, ts.TypeAliasDeclaration>;
   enums: Map<string, ts.EnumDeclaration[]>;
+  /** Each enum's members read once (see enumOf): `E.member` used n times must not re-read E n times. */
+  enumCache: Map<string, EnumMembers>;
+}
+
+interface EnumMembers {
+  /** Member name → its position (the first member of that name). */
+  index: Map<string, number>;
+  /** The members' values by position, or why they have none (a computed member). */
+  values: LiteralValue[] | TsTypeError;
+}
+
+function valuesOf(members: EnumMembers): LiteralValue[] {
+  if (members.values instanceof TsTypeError) throw members.values;
+  return members.values;
 }
 
 /** `undefined` as a union member: it makes a value optional and is dropped from the schema. */
@@ -36,20 +52,33 @@ const text = (node: ts.Node): string => {
 
 /** Top-level interfaces, type aliases and enums (also exported ones). Interfaces merge, as in TS. */
 export function collectScope(sf: ts.SourceFile): TsScope {
-  const scope: TsScope = { interfaces: new Map(), aliases: new Map(), enums: new Map() };
+  const scope: TsScope = { interfaces: new Map(), aliases: new Map(), enums: new Map(), enumCache: new Map() };
+  const add = <T>(map: Map<string, T[]>, name: string, decl: T): void => {
+    const list = map.get(name);
+    if (list) list.push(decl);
+    else map.set(name, [decl]);
+  };
   for (const stmt of sf.statements) {
-    if (ts.isInterfaceDeclaration(stmt)) scope.interfaces.set(stmt.name.text, [...(scope.interfaces.get(stmt.name.text) ?? []), stmt]);
+    if (ts.isInterfaceDeclaration(stmt)) add(scope.interfaces, stmt.name.text, stmt);
     else if (ts.isTypeAliasDeclaration(stmt)) scope.aliases.set(stmt.name.text, stmt);
-    else if (ts.isEnumDeclaration(stmt)) scope.enums.set(stmt.name.text, [...(scope.enums.get(stmt.name.text) ?? []), stmt]);
+    else if (ts.isEnumDeclaration(stmt)) add(scope.enums, stmt.name.text, stmt);
   }
   return scope;
 }
 
 /** The text of the last JSDoc comment attached to a node (its summary and long description). */
-export function jsDocText(node: ts.Node): string | null {
+export function jsDocText(node: ts.Node, maxBytes: number): string | null {
   const docs = ts.getJSDocCommentsAndTags(node).filter(ts.isJSDoc);
   const last = docs[docs.length - 1];
   if (!last) return null;
+  if (last.end - last.pos > maxBytes / 3) {
+    const sf = node.getSourceFile();
+    const start = last.getStart(sf);
+    const line = sf.getLineAndCharacterOfPosition(start).line + 1;
+    const what = ts.isFunctionLike(node) ? 'function' : ts.isInterfaceDeclaration(node) ? 'interface' : 'member';
+    const name = (node as { name?: ts.Node }).name?.getText(sf);
+    checkDocstringSize(sf.text.slice(start, last.end), maxBytes, name ? `${what} '${name}'` : what, { line });
+  }
   return (ts.getTextOfJSDocComment(last.comment) ?? '').trim();
 }
 
@@ -69,17 +98,40 @@ function literalValue(node: ts.LiteralTypeNode): LiteralValue | undefined {
   return undefined;
 }
 
+/** Fields by name: a later field of the same name replaces an earlier one in place. */
+class FieldList {
+  readonly fields: FieldIR[] = [];
+  private readonly at = new Map<string, number>();
+
+  /** Copies of fields (inherited, intersected) are charged: a long chain of interfaces writes many. */
+  constructor(private readonly budget: Budget) {}
+
+  add(fs: readonly FieldIR[]): void {
+    this.budget.charge(fs.length * LEAST_FIELD_BYTES);
+    for (const f of fs) {
+      const i = this.at.get(f.name);
+      if (i === undefined) {
+        this.at.set(f.name, this.fields.length);
+        this.fields.push(f);
+      } else this.fields[i] = f;
+    }
+  }
+}
+
 export class TsTypeResolver {
   private readonly resolving: string[] = [];
+  /** Each declared type is resolved once per call (uncached, aliases of aliases expanded exponentially). */
+  private readonly declaredTypes = new Map<string, TypeIR>();
 
   constructor(
     private readonly scope: TsScope,
-    private readonly checkDeadline: () => void,
+    private readonly budget: Budget,
+    private readonly maxDocstringBytes: number,
   ) {}
 
   resolve(node: ts.TypeNode, depth = 0): TypeIR {
     if (depth > MAX_DEPTH) throw new TsTypeError(`type is nested more than ${MAX_DEPTH} levels deep`, node);
-    this.checkDeadline();
+    this.budget.check();
     switch (node.kind) {
       case ts.SyntaxKind.StringKeyword:
         return { kind: 'primitive', type: 'string' };
@@ -119,13 +171,19 @@ export class TsTypeResolver {
   private union(members: TypeIR[]): TypeIR {
     const out: TypeIR[] = [];
     let literals: Extract<TypeIR, { kind: 'enum' }> | null = null;
+    const seen = new Set<LiteralValue>(); // SameValueZero, as includes() was (quadratic on long unions)
     for (const m of members) {
       if (m.kind === 'enum') {
         if (!literals) {
           literals = { kind: 'enum', values: [] };
           out.push(literals);
         }
-        for (const v of m.values) if (!literals.values.includes(v)) literals.values.push(v);
+        for (const v of m.values) {
+          if (!seen.has(v)) {
+            seen.add(v);
+            literals.values.push(v);
+          }
+        }
       } else out.push(m);
     }
     return out.length === 1 ? out[0] : { kind: 'union', members: out };
@@ -143,17 +201,13 @@ export class TsTypeResolver {
   }
 
   private intersection(node: ts.IntersectionTypeNode, depth: number): TypeIR {
-    const fields: FieldIR[] = [];
+    const fields = new FieldList(this.budget);
     for (const member of node.types) {
       const t = this.resolve(member, depth + 1);
       if (t.kind !== 'object') throw new TsTypeError(`only intersections of object types are supported: '${text(node)}'`, node);
-      for (const f of t.fields) {
-        const at = fields.findIndex((x) => x.name === f.name);
-        if (at === -1) fields.push(f);
-        else fields[at] = f;
-      }
+      fields.add(t.fields);
     }
-    return { kind: 'object', name: text(node), fields };
+    return { kind: 'object', name: text(node), fields: fields.fields };
   }
 
   /** Members of a type literal or interface: properties, or one string index signature (a map). */
@@ -166,7 +220,7 @@ export class TsTypeResolver {
         if (key === null) throw new TsTypeError(`computed property names are not supported: '${text(m)}'`, m);
         const type = this.resolve(m.type, depth + 1);
         const optional = !!m.questionToken || containsUndefined(type);
-        fields.push({ name: key, type: dropUndefined(type), description: jsDocText(m) ?? '', required: !optional, defaultIsNull: optional });
+        fields.push({ name: key, type: dropUndefined(type), description: jsDocText(m, this.maxDocstringBytes) ?? '', required: !optional, defaultIsNull: optional });
       } else if (ts.isIndexSignatureDeclaration(m) && m.parameters.length === 1 && m.parameters[0]!.type?.kind === ts.SyntaxKind.StringKeyword) {
         index = this.resolve(m.type, depth + 1);
       } else {
@@ -177,7 +231,7 @@ export class TsTypeResolver {
       if (fields.length > 0) throw new TsTypeError(`an object type with both properties and an index signature is not supported: '${text(owner)}'`, owner);
       return { kind: 'map', values: index.kind === 'any' ? null : index };
     }
-    const description = ts.isInterfaceDeclaration(owner) ? (jsDocText(owner) ?? '') : '';
+    const description = ts.isInterfaceDeclaration(owner) ? (jsDocText(owner, this.maxDocstringBytes) ?? '') : '';
     return { kind: 'object', name: name || text(owner), fields, ...(description ? { description } : {}) };
   }
 
@@ -196,6 +250,7 @@ export class TsTypeResolver {
         const inner = arg(0);
         if (inner.kind !== 'object') throw new TsTypeError(`${name}<...> is supported on object types only: '${text(node)}'`, node);
         const required = name === 'Required';
+        this.budget.charge(inner.fields.length * LEAST_FIELD_BYTES);
         return { ...inner, fields: inner.fields.map((f) => ({ ...f, required, defaultIsNull: !required })) };
       }
       const hint = name === 'Date' ? ' (JSON has no dates: use string)' : '';
@@ -207,32 +262,33 @@ export class TsTypeResolver {
 
   /** A type declared in the source, by name; `node` is where it is used (for errors). */
   private named(name: string, node: ts.Node, depth: number): TypeIR {
+    const cached = this.declaredTypes.get(name);
+    if (cached) return cached;
     if (this.resolving.includes(name)) throw new TsTypeError(`recursive type '${name}' cannot be inlined`, node);
     this.resolving.push(name);
     try {
-      const alias = this.scope.aliases.get(name);
-      if (alias) {
-        if (alias.typeParameters?.length) throw new TsTypeError(`generic type alias '${name}' is not supported`, node);
-        return this.resolve(alias.type, depth + 1);
-      }
-      const enums = this.scope.enums.get(name);
-      if (enums) return { kind: 'enum', values: enumValues(enums) };
-      return this.interface(name, depth);
+      const resolved = this.declared(name, node, depth);
+      this.declaredTypes.set(name, resolved);
+      return resolved;
     } finally {
       this.resolving.pop();
     }
   }
 
+  private declared(name: string, node: ts.Node, depth: number): TypeIR {
+    const alias = this.scope.aliases.get(name);
+    if (alias) {
+      if (alias.typeParameters?.length) throw new TsTypeError(`generic type alias '${name}' is not supported`, node);
+      return this.resolve(alias.type, depth + 1);
+    }
+    const enums = this.scope.enums.get(name);
+    if (enums) return { kind: 'enum', values: valuesOf(enumOf(this.scope, name, enums)) };
+    return this.interface(name, depth);
+  }
+
   private interface(name: string, depth: number): TypeIR {
     const decls = this.scope.interfaces.get(name)!;
-    const fields: FieldIR[] = [];
-    const add = (fs: FieldIR[]): void => {
-      for (const f of fs) {
-        const at = fields.findIndex((x) => x.name === f.name);
-        if (at === -1) fields.push(f);
-        else fields[at] = f;
-      }
-    };
+    const fields = new FieldList(this.budget);
     let description = '';
     for (const decl of decls) {
       if (decl.typeParameters?.length) throw new TsTypeError(`generic interface '${name}' is not supported`, decl);
@@ -244,15 +300,15 @@ export class TsTypeResolver {
           }
           const inherited = this.named(base.expression.text, base, depth + 1);
           if (inherited.kind !== 'object') throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not an object type`, base);
-          add(inherited.fields);
+          fields.add(inherited.fields);
         }
       }
       const own = this.typeLiteral(decl, decl.members, name, depth);
       if (own.kind !== 'object') throw new TsTypeError(`interface '${name}' with an index signature is not supported; use Record<string, V>`, decl);
-      add(own.fields);
+      fields.add(own.fields);
       description = own.description ?? description;
     }
-    return { kind: 'object', name, fields, ...(description ? { description } : {}) };
+    return { kind: 'object', name, fields: fields.fields, ...(description ? { description } : {}) };
   }
 
   private record(node: ts.TypeReferenceNode, depth: number): TypeIR {
@@ -261,6 +317,7 @@ export class TsTypeResolver {
     const values = this.resolve(valueNode!, depth + 1);
     if (key.kind === 'primitive' && key.type === 'string') return { kind: 'map', values: values.kind === 'any' ? null : values };
     if (key.kind === 'enum' && key.values.every((v) => typeof v === 'string')) {
+      this.budget.charge(key.values.length * LEAST_FIELD_BYTES);
       const fields = key.values.map((v) => ({ name: v as string, type: values, description: '', required: true, defaultIsNull: false }));
       return { kind: 'object', name: text(node), fields };
     }
@@ -268,12 +325,12 @@ export class TsTypeResolver {
   }
 
   private enumMember(node: ts.TypeReferenceNode, q: ts.QualifiedName): TypeIR {
-    const enums = ts.isIdentifier(q.left) ? this.scope.enums.get(q.left.text) : undefined;
-    const member = enums?.flatMap((e) => [...e.members]).find((m) => propertyName(m.name) === q.right.text);
-    if (!enums || !member) throw new TsTypeError(`type '${text(node)}' is not supported or not declared in the source`, node);
-    const values = enumValues(enums);
-    const all = enums.flatMap((e) => [...e.members]);
-    return { kind: 'enum', values: [values[all.indexOf(member)]!] };
+    const name = ts.isIdentifier(q.left) ? q.left.text : undefined;
+    const enums = name === undefined ? undefined : this.scope.enums.get(name);
+    const members = enums && enumOf(this.scope, name!, enums);
+    const at = members?.index.get(q.right.text);
+    if (!members || at === undefined) throw new TsTypeError(`type '${text(node)}' is not supported or not declared in the source`, node);
+    return { kind: 'enum', values: [valuesOf(members)[at]!] };
   }
 }
 
@@ -333,16 +390,33 @@ export function staticDefault(node: ts.Expression, scope: TsScope, depth = 0): J
         : null;
     const decls = scope.enums.get(e.expression.text);
     if (member === null || !decls) return undefined;
-    const index = decls.flatMap((d) => [...d.members]).findIndex((m) => propertyName(m.name) === member);
-    if (index < 0) return undefined;
-    try {
-      return enumValues(decls)[index];
-    } catch (err) {
-      if (err instanceof TsTypeError) return undefined;
-      throw err;
-    }
+    const members = enumOf(scope, e.expression.text, decls);
+    const at = members.index.get(member);
+    return at === undefined || members.values instanceof TsTypeError ? undefined : members.values[at];
   }
   return undefined;
+}
+
+/** An enum's members, read once per scope. */
+function enumOf(scope: TsScope, name: string, decls: ts.EnumDeclaration[]): EnumMembers {
+  let entry = scope.enumCache.get(name);
+  if (!entry) {
+    const index = new Map<string, number>();
+    decls.flatMap((d) => [...d.members]).forEach((m, i) => {
+      const key = propertyName(m.name);
+      if (key !== null && !index.has(key)) index.set(key, i);
+    });
+    let values: LiteralValue[] | TsTypeError;
+    try {
+      values = enumValues(decls);
+    } catch (e) {
+      if (!(e instanceof TsTypeError)) throw e;
+      values = e;
+    }
+    entry = { index, values };
+    scope.enumCache.set(name, entry);
+  }
+  return entry;
 }
 
 /** Values of an enum's members: string and numeric initializers, auto-incremented numbers. */
@@ -370,13 +444,31 @@ function unsupported(node: ts.Node): TsTypeError {
   return new TsTypeError(`type '${text(node)}' is not supported`, node);
 }
 
+// Unions are shared (a declared type is resolved once), so a union can be reached many times
+// through others: both walks below remember what they have seen, or `type U1 = U0 | U0 | U0`,
+// `type U2 = U1 | U1 | U1`, ... would make them exponential. IR nodes do not change once made.
+const undefinedWithin = new WeakMap<TypeIR, boolean>();
+
 export function containsUndefined(t: TypeIR): boolean {
-  return isUndefined(t) || (t.kind === 'union' && t.members.some(containsUndefined));
+  if (isUndefined(t)) return true;
+  if (t.kind !== 'union') return false;
+  if (!t.members.some((m) => m.kind === 'union')) return t.members.some(isUndefined); // flat: nothing to remember
+  let found = undefinedWithin.get(t);
+  if (found === undefined) {
+    found = t.members.some(containsUndefined);
+    undefinedWithin.set(t, found);
+  }
+  return found;
 }
 
-export function dropUndefined(t: TypeIR): TypeIR {
+export function dropUndefined(t: TypeIR, done = new Map<TypeIR, TypeIR>()): TypeIR {
   if (isUndefined(t)) return { kind: 'any' };
-  if (t.kind !== 'union') return t;
-  const rest = t.members.filter((m) => !isUndefined(m)).map(dropUndefined);
-  return rest.length === 1 ? rest[0]! : { kind: 'union', members: rest };
+  if (t.kind !== 'union' || !containsUndefined(t)) return t;
+  let out = done.get(t);
+  if (!out) {
+    const rest = t.members.filter((m) => !isUndefined(m)).map((m) => dropUndefined(m, done));
+    out = rest.length === 1 ? rest[0]! : { kind: 'union', members: rest };
+    done.set(t, out);
+  }
+  return out;
 }

@@ -1,0 +1,55 @@
+/**
+ * The schema service's work, as jobs a worker thread runs (schemas.worker.ts) and the service
+ * sends (SchemasService): what crosses the thread boundary is plain data, and a
+ * SchemaGenerationError comes back as `failed` rather than as an exception.
+ */
+import { MAX_ECHOED_SCHEMA_BYTES, type ReplyOf, type SchemasNormalize } from '@toolplane/contracts';
+import { jsonByteLength, SchemaGenerationError, type GenerateInput, type SchemaEngine, type SchemaErrorReason } from '@toolplane/schema-engine';
+
+export type SchemaJob =
+  | { op: 'generate'; input: GenerateInput }
+  | { op: 'validate' | 'strictify' | 'normalize'; json_schema: Record<string, unknown> };
+
+export interface SchemaFailure {
+  reason: SchemaErrorReason;
+  message: string;
+  line?: number;
+  column?: number;
+  functionName?: string;
+  parameter?: string;
+}
+
+export type SchemaJobResult = { ok: unknown } | { failed: SchemaFailure };
+
+export function runSchemaJob(engine: SchemaEngine, job: SchemaJob): SchemaJobResult {
+  try {
+    switch (job.op) {
+      case 'generate':
+        return { ok: engine.generate(job.input) };
+      case 'validate':
+        return { ok: engine.validate(job.json_schema) };
+      case 'strictify':
+        return { ok: engine.toStrict(job.json_schema) };
+      case 'normalize':
+        return { ok: normalizeReply(engine, job.json_schema) };
+    }
+  } catch (e) {
+    if (!(e instanceof SchemaGenerationError)) throw e;
+    const { reason, message, line, column, functionName, parameter } = e;
+    return { failed: { reason, message, line, column, functionName, parameter } };
+  }
+}
+
+/**
+ * schemas.normalize's reply: the normalized schema, and the input beside it only when that is
+ * at most MAX_ECHOED_SCHEMA_BYTES of JSON (a reply carrying a large input twice passed the bus'
+ * 1 MiB limit); `changes` then says it was left out.
+ */
+function normalizeReply(engine: SchemaEngine, input: Record<string, unknown>): ReplyOf<typeof SchemasNormalize> {
+  const { original_json_schema: _original, ...normalized } = engine.normalizeMcp(input);
+  if (jsonByteLength(input, MAX_ECHOED_SCHEMA_BYTES) <= MAX_ECHOED_SCHEMA_BYTES) return { ...normalized, original_json_schema: input };
+  return {
+    ...normalized,
+    changes: [...normalized.changes, `original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`],
+  };
+}
