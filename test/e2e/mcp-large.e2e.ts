@@ -70,7 +70,7 @@ describe('MCP sync of tool sets larger than a NATS message', () => {
       client.nc.subscribe(client.subject(subject), {
         callback: (_e, m) => {
           // Sealed for the registry: the test holds the run's service keys and opens it as the registry would.
-          const body = registry.openRequest(subject, m.headers?.get(Headers.SERVICE_SEAL) ?? '', m.data).body;
+          const body = registry.openRequest(m.subject, m.headers?.get(Headers.SERVICE_SEAL) ?? '', m.data).body;
           writes.push({ subject, bytes: m.data.byteLength, body: JSON.parse(body.toString('utf8')) });
         },
       });

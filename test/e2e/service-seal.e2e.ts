@@ -4,19 +4,23 @@
  */
 import type { Msg } from '@nats-io/transport-node';
 import { Headers } from '@toolplane/contracts';
-import { sharedAppPort, testPrefix, uniqueOrg } from '../support/context';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
+import { startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 const RUN = 'toolplane.internal.v1.local-runner.run';
 const RESOLVE = 'toolplane.internal.v1.execution-env.resolve';
 
 describe('service-only internal subjects and sealed service traffic', () => {
+  // Its own stack: the runner's counters and the bus traffic below are this file's alone.
+  const prefix = `${testPrefix()}seal`;
+  let stack: Stack;
   let client: RawClient;
   const org = uniqueOrg('seal');
   const SECRET = `sk-seal-${Math.random().toString(36).slice(2)}-value`;
   const runsServed = async () => {
-    const text = await (await fetch(`http://127.0.0.1:${sharedAppPort('runner-local')}/metrics`)).text();
+    const text = await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-local')!.healthPort}/metrics`)).text();
     return [...text.matchAll(/^toolplane_runner_runs_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
   };
   const runRequest = (marker: string) => ({
@@ -31,12 +35,16 @@ describe('service-only internal subjects and sealed service traffic', () => {
   });
 
   beforeAll(async () => {
-    client = await RawClient.connect(testPrefix());
+    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'], env: { LOG_LEVEL: 'warn' } });
+    client = await RawClient.connect(prefix);
     await client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: SECRET });
     const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('leak_key', 'import os\nprint("key", os.environ["API_KEY"])\nreturn os.environ["API_KEY"]') } });
     expect(up.tool.name).toBe('leak_key');
   });
-  afterAll(() => client.close());
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
 
   it('refuses an internal request without a service seal, org token or not, and does no work', async () => {
     const before = await runsServed();
@@ -98,6 +106,11 @@ describe('service-only internal subjects and sealed service traffic', () => {
     expect((await send(RUN, `${v} ${app} ${Date.now() - 10 * 60_000} ${nonce}`, m.data)).error.message).toMatch(/clock-skew window/);
     expect((await send(RUN, `${v} registry ${Date.now()} ${nonce}`, m.data)).error.message).toMatch(/does not open/);
     expect(await runsServed()).toBe(before);
+    // Nor in another deployment on the same NATS (another prefix), even one sharing the keys as these tests do.
+    const h = client.headers();
+    h.set(Headers.SERVICE_SEAL, header);
+    const elsewhere = await client.nc.request(`${testPrefix()}.${RUN}`, m.data, { headers: h, timeout: 10_000 });
+    expect(JSON.parse(new TextDecoder().decode(elsewhere.data)).error.message).toMatch(/does not open/);
   });
 
   it('shows an eavesdropper on every subject and inbox no secret, and no call data on service traffic', async () => {
@@ -121,7 +134,7 @@ describe('service-only internal subjects and sealed service traffic', () => {
     expect(internal.map((m) => m.subject.slice(client.prefix.length + 1)).sort()).toEqual(expect.arrayContaining([RESOLVE, RUN]));
     // Replies to services go to their own inboxes (_INBOX.<app>.…): sealed like the requests.
     const serviceReplies = seen.filter((m) => /^_INBOX\.(executor|registry|credentials|runner-local|mcp-sync|schema)\./.test(m.subject));
-    expect(serviceReplies.length).toBeGreaterThanOrEqual(internal.length);
+    expect(serviceReplies.length).toBeGreaterThan(0);
     for (const m of seen) expect([m.subject, m.text.includes(SECRET)]).toEqual([m.subject, false]);
     for (const m of [...internal, ...serviceReplies]) {
       expect([m.subject, /leak_key|API_KEY|os\.environ/.test(m.text)]).toEqual([m.subject, false]);

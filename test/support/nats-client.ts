@@ -57,11 +57,11 @@ export class RawClient {
     if (as && d) {
       // As that service sends it: sealed to the serving app; the reply is opened the same way.
       const sealer = sealerOf(as);
-      const sealed = sealer.sealRequest(subject, d.servedBy, typeof data === 'string' ? new TextEncoder().encode(data) : data);
+      const sealed = sealer.sealRequest(this.subject(subject), d.servedBy, typeof data === 'string' ? new TextEncoder().encode(data) : data);
       headers.set(Headers.SERVICE_SEAL, sealed.header);
       const msg = await this.nc.request(this.subject(subject), sealed.data, { timeout: opts.timeoutMs ?? 15_000, headers });
       const seal = msg.headers?.get(Headers.SERVICE_SEAL) ?? '';
-      const reply = seal ? sealer.openReply(subject, d.servedBy, sealed.nonce, seal, msg.data) : msg.data;
+      const reply = seal ? sealer.openReply(this.subject(subject), d.servedBy, sealed.nonce, seal, msg.data) : msg.data;
       return JSON.parse(new TextDecoder().decode(reply)) as T;
     }
     if (opts.token !== null && !headers.has('authorization', 'insensitive')) {

@@ -26,7 +26,8 @@ export class EdgeAuth {
   async admit(d: RequestDescriptor, msg: Msg): Promise<Admitted> {
     const seal = msg.headers?.get(Headers.SERVICE_SEAL) ?? '';
     if (seal) {
-      const opened = this.sealer.openRequest(d.subject, seal, msg.data);
+      // The wire subject, deployment prefix included: a seal never opens in another deployment.
+      const opened = this.sealer.openRequest(msg.subject, seal, msg.data);
       const sealedFor = { app: opened.from, nonce: opened.nonce };
       if (d.visibility === 'internal' && !d.callers!.includes(opened.from)) {
         throw Object.assign(forbidden(`Service ${opened.from} may not call ${d.subject}`), { sealedFor });

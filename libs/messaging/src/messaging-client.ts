@@ -57,11 +57,12 @@ export class MessagingClient {
       try {
         const h = injectTraceContext();
         h.set(Headers.DEADLINE, String(Date.now() + opts.timeoutMs));
-        const sealed = this.sealer.sealRequest(d.subject, d.servedBy, data);
+        const subject = withPrefix(this.prefix, d.subject);
+        const sealed = this.sealer.sealRequest(subject, d.servedBy, data);
         h.set(Headers.SERVICE_SEAL, sealed.header);
         let msg;
         try {
-          msg = await abortable(this.nc.request(withPrefix(this.prefix, d.subject), sealed.data, { timeout: opts.timeoutMs, headers: h }), opts.signal ?? currentRequestSignal());
+          msg = await abortable(this.nc.request(subject, sealed.data, { timeout: opts.timeoutMs, headers: h }), opts.signal ?? currentRequestSignal());
         } catch (e) {
           throw this.transportError(e, d.subject, opts);
         }
@@ -108,10 +109,11 @@ export class MessagingClient {
   notify<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
     if (!e.sealed?.from.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not send ${e.subject}`);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
-    const sealed = this.sealer.sealRequest(e.subject, e.sealed.to, encodeJson(body));
+    const subject = withPrefix(this.prefix, e.subject);
+    const sealed = this.sealer.sealRequest(subject, e.sealed.to, encodeJson(body));
     const h = injectTraceContext();
     h.set(Headers.SERVICE_SEAL, sealed.header);
-    this.nc.publish(withPrefix(this.prefix, e.subject), sealed.data, { headers: h });
+    this.nc.publish(subject, sealed.data, { headers: h });
   }
 
   /** Every replica receives a sealed broadcast; one that does not open, or comes from another sender, is dropped. */
@@ -122,7 +124,7 @@ export class MessagingClient {
       callback: (err, msg) => {
         if (err) return;
         try {
-          const opened = this.sealer.openRequest(e.subject, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data);
+          const opened = this.sealer.openRequest(msg.subject, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data);
           if (!sealed.from.includes(opened.from)) return;
           const payload = parseContract(e.payload, decodeJson(opened.body), `Event ${e.subject}`) as EventOf<E>;
           context.with(extractTraceContext(msg.headers), () => onEvent(payload));
@@ -157,7 +159,7 @@ export class MessagingClient {
    * as an error envelope (a service that could not authenticate the request cannot seal to it).
    */
   private openReply(d: RequestDescriptor, nonce: string, seal: string, data: Uint8Array): Uint8Array {
-    if (seal) return this.sealer.openReply(d.subject, d.servedBy, nonce, seal, data);
+    if (seal) return this.sealer.openReply(withPrefix(this.prefix, d.subject), d.servedBy, nonce, seal, data);
     const value = decodeJson(data);
     if (ErrorEnvelope.safeParse(value).success) return data;
     throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `The reply from ${d.subject} is not sealed by ${d.servedBy}: refused`, { subject: d.subject });

@@ -174,7 +174,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     if (call.answered || !call.msg.reply) return;
     call.answered = true;
     if (!call.sealedFor) return void call.msg.respond(body);
-    const sealed = this.opts.auth.sealer.sealReply(call.d.subject, call.sealedFor.app, call.sealedFor.nonce, body);
+    const sealed = this.opts.auth.sealer.sealReply(call.msg.subject, call.sealedFor.app, call.sealedFor.nonce, body);
     const h = natsHeaders();
     h.set(Headers.SERVICE_SEAL, sealed.header);
     call.msg.respond(sealed.data, { headers: h });
