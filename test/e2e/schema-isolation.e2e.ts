@@ -46,8 +46,9 @@ describe('schema service: a pathological request costs only itself', () => {
     const never = client.req('toolplane.v1.schemas.generate', { source_code: NEVER_ENDS, source_type: 'typescript' }, { timeoutMs: 60_000 });
     const { order, replies } = await replyOrder({
       never,
-      validate: client.req('toolplane.v1.schemas.validate', { json_schema: SCHEMA }),
-      generate: client.req('toolplane.v1.schemas.generate', { source_code: ADD }),
+      // Another org's requests (an org's own wait their turn behind its own: see the next test).
+      validate: client.req('toolplane.v1.schemas.validate', { org_id: org, json_schema: SCHEMA }),
+      generate: client.req('toolplane.v1.schemas.generate', { org_id: org, source_code: ADD }),
       upsert: client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }),
     });
     expect(order[order.length - 1]).toBe('never');
@@ -60,6 +61,26 @@ describe('schema service: a pathological request costs only itself', () => {
     expect(replies.validate.health).toBe('NON_STRICT_ONLY');
     expect(replies.generate.json_schema.name).toBe('add');
     expect(replies.upsert.tool.json_schema.name).toBe('add');
+  });
+
+  it('keeps a worker for other orgs while one org sends several never-ending sources at once', async () => {
+    const attacker = uniqueOrg('schema-attacker');
+    const victim = uniqueOrg('schema-victim');
+    const never = (n: number) => client.req('toolplane.v1.schemas.generate', { org_id: attacker, source_code: NEVER_ENDS.replace('F.', `F${n}.`), source_type: 'typescript' }, { timeoutMs: 60_000 });
+    const first = never(1);
+    const second = never(2);
+    const { order, replies } = await replyOrder({
+      first,
+      second,
+      victim: client.req('toolplane.v1.schemas.generate', { org_id: victim, source_code: ADD }),
+      victim_upsert: client.req('toolplane.v1.tools.upsert', { org_id: victim, tool: { source_code: ADD } }),
+    });
+    // The attacker holds at most all workers but one: the victim's requests never wait for its limit.
+    expect(order.indexOf('victim')).toBeLessThan(order.indexOf('first'));
+    expect(order.indexOf('victim_upsert')).toBeLessThan(order.indexOf('first'));
+    expect(replies.victim.json_schema.name).toBe('add');
+    expect(replies.victim_upsert.tool.json_schema.name).toBe('add');
+    for (const r of [replies.first, replies.second]) expect(r.error.details.reason).toBe('TIME_LIMIT_EXCEEDED');
   });
 
   it("answers the fuzz run's pathological Args entries with a typed error, and their in-limit versions with a schema", async () => {

@@ -9,6 +9,8 @@ export const schemaEnvShape = {
   SCHEMA_TIME_LIMIT_MS: z.coerce.number().int().min(10).default(2000),
   SCHEMA_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   SCHEMA_QUEUE_MAX: z.coerce.number().int().min(0).default(100),
+  /** Workers one org may hold at once (default: all but one, so another org always finds one). */
+  SCHEMA_WORKERS_PER_ORG: z.coerce.number().int().min(1).optional(),
   SCHEMA_WORKER_MEMORY_MB: z.coerce.number().int().min(32).default(128),
 };
 export type SchemaConfig = z.infer<z.ZodObject<typeof schemaEnvShape>>;

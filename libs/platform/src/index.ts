@@ -7,3 +7,4 @@ export * from './org-cache';
 export * from './nats-connection';
 export * from './egress-policy';
 export * from './secret-masker';
+export * from './fair-queue';

@@ -60,8 +60,9 @@ class TreeSitterSchemaEngine implements SchemaEngine {
     this.python = new PythonFrontend(new Parser().setLanguage(language));
   }
 
-  generate(input: GenerateInput): GenerateOutput {
-    const { maxSourceBytes, maxDocstringBytes, maxSchemaBytes, timeLimitMs } = this.limits;
+  generate(input: GenerateInput, opts: { timeLimitMs?: number } = {}): GenerateOutput {
+    const { maxSourceBytes, maxDocstringBytes, maxSchemaBytes } = this.limits;
+    const timeLimitMs = opts.timeLimitMs ?? this.limits.timeLimitMs;
     const budget = new Budget({ timeLimitMs, maxSchemaBytes, maxDepth: MAX_SCHEMA_DEPTH });
     const source = input.source_code;
     if (typeof source !== 'string') throw new SchemaGenerationError('SYNTAX_ERROR', 'source_code must be a string');

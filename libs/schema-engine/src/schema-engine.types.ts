@@ -58,7 +58,8 @@ export interface SchemaEngineOptions {
 }
 
 export interface SchemaEngine {
-  generate(input: GenerateInput): GenerateOutput;
+  /** `timeLimitMs` overrides the engine's budget for this call. */
+  generate(input: GenerateInput, opts?: { timeLimitMs?: number }): GenerateOutput;
   validate(jsonSchema: unknown): ValidationReport;
   /** OpenAI strict-mode conversion; never modifies its input. */
   toStrict(jsonSchema: unknown): StrictResult;

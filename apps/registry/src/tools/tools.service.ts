@@ -34,7 +34,7 @@ export class ToolsService {
 
   async upsert(req: RequestOf<typeof ToolsUpsert>): Promise<ReplyOf<typeof ToolsUpsert>> {
     const input = req.tool;
-    const jsonSchema = input.json_schema ?? (await this.deriveSchema(input));
+    const jsonSchema = input.json_schema ?? (await this.deriveSchema(req.org_id, input));
     const name = input.name ?? (typeof jsonSchema.name === 'string' ? jsonSchema.name : undefined);
     if (!name) {
       throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'tool.name is required when json_schema has no name', {
@@ -102,10 +102,12 @@ export class ToolsService {
     return { deleted: true };
   }
 
-  private async deriveSchema(input: ToolUpsertInput): Promise<Record<string, unknown>> {
+  private async deriveSchema(orgId: string, input: ToolUpsertInput): Promise<Record<string, unknown>> {
     const reply = await this.messaging.request(
       SchemasGenerate,
       {
+        // The org takes its turn at the schema workers like its own requests would.
+        org_id: orgId,
         source_code: input.source_code,
         source_type: input.source_type,
         ...(input.name ? { name: input.name } : {}),

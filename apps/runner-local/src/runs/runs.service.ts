@@ -2,11 +2,10 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ErrorCode, LocalRunAbandoned, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, FairQueue } from '@toolplane/platform';
 import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { RunnerConfig } from '../runner-local.config';
-import { FairQueue } from './fair-queue';
 import { RunnerMetrics } from './runs.metrics';
 
 export const SANDBOX_DRIVER = Symbol('SANDBOX_DRIVER');

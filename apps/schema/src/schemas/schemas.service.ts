@@ -10,8 +10,9 @@ import {
   type SchemasNormalize,
   type SchemasStrictify,
   type SchemasValidate,
+  type Principal,
 } from '@toolplane/contracts';
-import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
+import { APP_CONFIG, FairQueue, HealthRegistry } from '@toolplane/platform';
 import type { SchemaEngineOptions } from '@toolplane/schema-engine';
 import { join } from 'node:path';
 import type { SchemaConfig } from '../schema.config';
@@ -28,6 +29,8 @@ import { WorkerPool, WorkerPoolError } from './worker-pool';
 export class SchemasService implements OnModuleInit, OnApplicationShutdown {
   private readonly log = new Logger(SchemasService.name);
   private pool!: WorkerPool;
+  /** Who gets a worker next: orgs in turn, none holding more than SCHEMA_WORKERS_PER_ORG. */
+  private fair!: FairQueue;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: SchemaConfig,
@@ -54,6 +57,7 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
       log: this.log,
     });
     await this.pool.start();
+    this.fair = new FairQueue(this.config.SCHEMA_WORKERS, this.config.SCHEMA_WORKERS_PER_ORG ?? Math.max(1, this.config.SCHEMA_WORKERS - 1));
     this.health.metrics = () => renderSchemaMetrics(this.pool.stats);
   }
 
@@ -62,29 +66,40 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
     await this.pool?.close();
   }
 
-  async generate(req: RequestOf<typeof SchemasGenerate>): Promise<ReplyOf<typeof SchemasGenerate>> {
+  async generate(org: string, req: RequestOf<typeof SchemasGenerate>): Promise<ReplyOf<typeof SchemasGenerate>> {
     const input = { source_code: req.source_code, source_type: req.source_type, name: req.name, ...(req.args_json_schema ? { args_json_schema: req.args_json_schema } : {}) };
-    return (await this.run({ op: 'generate', input })) as ReplyOf<typeof SchemasGenerate>;
+    return (await this.run(org, { op: 'generate', input })) as ReplyOf<typeof SchemasGenerate>;
   }
 
-  async validate(json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasValidate>> {
-    return (await this.run({ op: 'validate', json_schema })) as ReplyOf<typeof SchemasValidate>;
+  async validate(org: string, json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasValidate>> {
+    return (await this.run(org, { op: 'validate', json_schema })) as ReplyOf<typeof SchemasValidate>;
   }
 
-  async strictify(json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasStrictify>> {
-    return (await this.run({ op: 'strictify', json_schema })) as ReplyOf<typeof SchemasStrictify>;
+  async strictify(org: string, json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasStrictify>> {
+    return (await this.run(org, { op: 'strictify', json_schema })) as ReplyOf<typeof SchemasStrictify>;
   }
 
-  async normalize(json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasNormalize>> {
-    return (await this.run({ op: 'normalize', json_schema })) as ReplyOf<typeof SchemasNormalize>;
+  async normalize(org: string, json_schema: Record<string, unknown>): Promise<ReplyOf<typeof SchemasNormalize>> {
+    return (await this.run(org, { op: 'normalize', json_schema })) as ReplyOf<typeof SchemasNormalize>;
   }
 
-  private async run(job: SchemaJob): Promise<unknown> {
+  /**
+   * One job, once its org gets a worker (orgs in turn, at most SCHEMA_WORKERS_PER_ORG each): an
+   * org sending pathological sources occupies at most its share, never every worker.
+   */
+  private async run(org: string, job: SchemaJob): Promise<unknown> {
     let result: SchemaJobResult;
+    let release: (() => void) | undefined;
     try {
+      if (this.fair.queued >= this.config.SCHEMA_QUEUE_MAX) throw new WorkerPoolError('busy', `${this.fair.queued} requests are waiting for a worker`);
+      release = await this.fair.acquire(org, AbortSignal.timeout(this.config.SCHEMA_TIME_LIMIT_MS)).catch(() => {
+        throw new WorkerPoolError('busy', `No worker was free within ${this.config.SCHEMA_TIME_LIMIT_MS} ms`);
+      });
       result = (await this.pool.run(job)) as SchemaJobResult;
     } catch (e) {
       throw e instanceof WorkerPoolError ? this.poolFailure(e, job.op) : e;
+    } finally {
+      release?.();
     }
     if ('failed' in result) throw generationFailed(result.failed);
     return result.ok;
@@ -108,6 +123,12 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
         return new Error(e.message); // a bug: INTERNAL
     }
   }
+}
+
+/** Whose turn a request takes: the tenant's org, or the org a service names for it, or the service. */
+export function orgOf(caller: Principal, orgId: string | undefined): string {
+  if (caller.kind === 'tenant') return caller.org;
+  return orgId ?? (caller.kind === 'service' ? `service:${caller.app}` : 'operator');
 }
 
 function generationFailed(f: SchemaFailure): ToolplaneError {

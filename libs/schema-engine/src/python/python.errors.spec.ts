@@ -132,13 +132,13 @@ describe('python front-end: errors', () => {
   });
 
   it('stops at the time limit', async () => {
-    const hurried = await createSchemaEngine({ timeLimitMs: 5 });
+    const hurried = await createSchemaEngine({ timeLimitMs: 1 });
     const source = `${'x = [1, 2, 3]\n'.repeat(15_000)}def f():\n    """F."""\n`;
     const e = failure(() => hurried.generate({ source_code: source }));
     expect(e.reason).toBe('TIME_LIMIT_EXCEEDED');
-    expect(e.message).toBe('Schema generation exceeded its time limit of 5 ms');
-    // The cancelled parse is not resumed: the next source parses on its own.
-    expect(hurried.generate({ source_code: 'def g():\n    """G."""\n' }).json_schema.name).toBe('g');
+    expect(e.message).toBe('Schema generation exceeded its time limit of 1 ms');
+    // The cancelled parse is not resumed: the next source parses on its own (given all the time it needs).
+    expect(hurried.generate({ source_code: 'def g():\n    """G."""\n' }, { timeLimitMs: 600_000 }).json_schema.name).toBe('g');
   });
 
   it('never puts a stack trace in a message', () => {

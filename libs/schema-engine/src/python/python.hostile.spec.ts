@@ -7,7 +7,7 @@ describe('python front-end: hostile input', () => {
   let sut: SchemaEngine;
 
   beforeAll(async () => {
-    sut = await createSchemaEngine();
+    sut = await createSchemaEngine({ timeLimitMs: 600_000 }); // time is not what these tests measure
   });
 
   const failure = (source_code: string): SchemaGenerationError => {
@@ -37,7 +37,7 @@ describe('python front-end: hostile input', () => {
 
   it('survives deeply nested brackets in the body', () => {
     const source = `def f():\n    """F."""\n    return ${'['.repeat(50_000)}${']'.repeat(50_000)}\n`;
-    expect(['OK', 'SYNTAX_ERROR', 'TIME_LIMIT_EXCEEDED']).toContain(reasonOf(source));
+    expect(['OK', 'SYNTAX_ERROR']).toContain(reasonOf(source));
   });
 
   it('survives unbalanced brackets', () => {

@@ -1,8 +1,9 @@
 /**
- * Admission of calls to the sandboxes: at most `limit` run at once, and at most `perOrg` of one
- * org. When a place frees up it goes to the waiting org served longest ago (first come, first
- * served within an org), so an org that floods the runner delays another org's call by at most
- * the wait for one place to free up, however many of its own calls are queued.
+ * Fair admission to a shared resource (runner sandboxes, schema workers): at most `limit` hold a
+ * place at once, and at most `perOrg` of one org. When a place frees up it goes to the waiting org
+ * served longest ago (first come, first served within an org), so an org that floods delays
+ * another org's request by at most the wait for one place to free up, however many of its own
+ * requests are queued. A waiter given up (its signal aborted) leaves the queue.
  */
 export class FairQueue {
   private active = 0;
@@ -28,14 +29,31 @@ export class FairQueue {
     return n;
   }
 
-  /** Waits for a place for `org`; resolves with its release (idempotent). */
-  async acquire(org: string): Promise<() => void> {
+  /** Waits for a place for `org`; resolves with its release (idempotent). Rejects with the signal's reason if it aborts first. */
+  async acquire(org: string, signal?: AbortSignal): Promise<() => void> {
     if (this.waiting.size === 0 && this.canAdmit(org)) this.admit(org);
     else {
-      await new Promise<void>((resolve) => {
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          const q = this.waiting.get(org);
+          const at = q?.indexOf(admitted) ?? -1;
+          if (at < 0) return; // already admitted: the caller gets the place and releases it
+          q!.splice(at, 1);
+          if (q!.length === 0) {
+            this.waiting.delete(org);
+            if (!this.activeByOrg.has(org)) this.lastTurn.delete(org);
+          }
+          reject(signal!.reason);
+        };
+        const admitted = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
         const q = this.waiting.get(org);
-        if (q) q.push(resolve);
-        else this.waiting.set(org, [resolve]);
+        if (q) q.push(admitted);
+        else this.waiting.set(org, [admitted]);
         this.dispatch();
       });
     }

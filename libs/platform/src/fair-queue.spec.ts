@@ -70,4 +70,21 @@ describe('FairQueue', () => {
     await Promise.all(calls);
     expect(order).toEqual(['b1', 'a1', 'b2', 'a2', 'b3', 'a3']);
   });
+
+  it('drops a waiter whose signal aborts: it never takes a place, and the others go on', async () => {
+    const sut = new FairQueue(1);
+    const held = await sut.acquire('a');
+    const gaveUp = new AbortController();
+    const waiting = sut.acquire('b', gaveUp.signal);
+    const after = sut.acquire('c');
+    gaveUp.abort(new Error('no longer wanted'));
+    await expect(waiting).rejects.toThrow('no longer wanted');
+    expect(sut.queued).toBe(1);
+    held();
+    const r = await after;
+    expect(sut.inUse).toBe(1);
+    r();
+    expect(sut.inUse).toBe(0);
+    await expect(sut.acquire('d', AbortSignal.abort(new Error('already')))).resolves.toBeInstanceOf(Function);
+  });
 });
