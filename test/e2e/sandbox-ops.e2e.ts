@@ -96,7 +96,8 @@ describe('runner-local operations', () => {
   it('on SIGTERM finishes the calls in flight, then exits; the other replica keeps serving', async () => {
     const slow = 'import time\ndef slow():\n    time.sleep(1.2)\n    return "finished"\n';
     const inFlight = Promise.all(Array.from({ length: 6 }, () => run(slow, 'slow')));
-    await new Promise((r) => setTimeout(r, 400)); // both replicas now run some of them
+    // Wait until the replica being stopped holds some of them (not a fixed sleep).
+    while (!/^toolplane_runner_in_flight [1-9]/m.test(await metricsOf(second))) await new Promise((r) => setTimeout(r, 20));
     const exit = stopProcess(second.proc, 'SIGTERM');
     const replies = await inFlight;
     expect(replies.map((r) => r.func_return)).toEqual(Array(6).fill('finished'));
