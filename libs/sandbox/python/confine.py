@@ -9,37 +9,19 @@ then execs it: `python3 -I -B /opt/toolplane/confine.py -- COMMAND...` inside bw
   (setup.py, npm lifecycle scripts) run exactly as confined as tool code.
 """
 
-import ctypes
 import json
 import os
 import sys
 
 CLONE_NEWNET = 0x40000000
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 38, 22, 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-SECCOMP_MODE_FILTER = 2
-LINUX_CAPABILITY_VERSION_3 = 0x20080522
 EXIT_SETUP_FAILED = 70
 
-libc = ctypes.CDLL(None, use_errno=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import confinement  # noqa: E402
 
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def _check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+del sys.path[0]
+libc = confinement.libc
+_check = confinement.check
 
 
 def _network(routes, made_fd, go_fd):
@@ -63,16 +45,8 @@ def main():
     if os.environ.get("TOOLPLANE_NET"):
         made, go = (int(x) for x in os.environ["TOOLPLANE_NET_FDS"].split(","))
         _network(json.loads(os.environ["TOOLPLANE_NET"]), made, go)
-    with open(os.environ["TOOLPLANE_SECCOMP"], "rb") as f:
-        program = f.read()
-    if not program or len(program) % 8:
-        raise ValueError("not a BPF program")
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buf))
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    _check(libc.capset(ctypes.byref(_CapHeader(LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()), "capset")
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+    keep_alive, fprog = confinement.load_filter(os.environ["TOOLPLANE_SECCOMP"])
+    confinement.confine(fprog, confinement.no_capabilities())
     os.closerange(3, 65536)
     os.execve(argv[0], argv, env)
 

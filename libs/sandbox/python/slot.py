@@ -40,7 +40,6 @@ the tmpfs mounts are detached (unless reusable) before the next child is forked.
 """
 
 import _signal
-import ctypes
 import fcntl
 import gc
 import json
@@ -51,6 +50,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import confinement  # noqa: E402
 import harness  # noqa: E402
 import linecache  # noqa: E402,F401  - the harness registers each tool's source there
 import traceback  # noqa: E402,F401  - exceptions of tools print their traceback
@@ -65,34 +65,14 @@ CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 MNT_DETACH = 2
 FS_IOC_GETFLAGS = 0x80086601
-PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, PR_CAP_AMBIENT = 4, 38, 22, 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-SECCOMP_MODE_FILTER = 2
-LINUX_CAPABILITY_VERSION_3 = 0x20080522
+PR_SET_DUMPABLE = 4
 EXIT_SETUP_FAILED = 70
 EXIT_NO_MORE_JOBS = 75  # control in closed: the slot exits
 _SIGINT, _SIG_DFL = int(signal.SIGINT), int(signal.SIG_DFL)
 _DEFAULT_SIGNALS = tuple(int(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT))
 
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def _check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+libc = confinement.libc
+_check = confinement.check
 
 
 def _read_exact(fd, n):
@@ -116,20 +96,6 @@ def _read_frame(fd):
 def _write_frame(fd, obj):
     data = json.dumps(obj, separators=(",", ":")).encode()
     harness._write_all(fd, struct.pack(">I", len(data)) + data)
-
-
-def _load_filter(path):
-    with open(path, "rb") as f:
-        program = f.read()
-    if not program or len(program) % 8:
-        raise ValueError("%s is not a BPF program" % path)
-    buf = ctypes.create_string_buffer(program, len(program))
-    return buf, _SockFprog(len(program) // 8, ctypes.addressof(buf))
-
-
-def _no_capabilities():
-    """capset() arguments that clear the effective, permitted and inheritable sets."""
-    return ctypes.byref(_CapHeader(LINUX_CAPABILITY_VERSION_3, 0)), (_CapData * 2)()
 
 
 def _set_limits(limits):
@@ -174,10 +140,7 @@ def _child(fprog, caps, ready_w):
         os.chdir("/tmp")
         os.umask(0o077)
         _raise_oom_score()
-        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        _check(libc.capset(caps[0], caps[1]), "capset")
-        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+        confinement.confine(fprog, caps)
         _warm()
         os.write(ready_w, b".")  # tell the slot this child waits for its job; closed before the job is read
         os.close(ready_w)
@@ -360,8 +323,8 @@ def main():
     if os.environ.get("TOOLPLANE_NET"):
         _isolate_network(json.loads(os.environ["TOOLPLANE_NET"]), int(os.environ["TOOLPLANE_NET_GO_FD"]))
     os.closerange(CTRL_OUT + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # nothing else inherited reaches a call
-    keep_alive, fprog = _load_filter(os.environ["TOOLPLANE_SECCOMP"])
-    caps = _no_capabilities()
+    keep_alive, fprog = confinement.load_filter(os.environ["TOOLPLANE_SECCOMP"])
+    caps = confinement.no_capabilities()
     sizes = {"/tmp": int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20)), "/dev/shm": int(os.environ.get("TOOLPLANE_SHM_BYTES") or (64 << 20))}
     os.environ.clear()
     mounted = {path: _fresh_mount(path, sizes[path]) for path in WORK_MOUNTS}

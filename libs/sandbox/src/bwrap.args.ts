@@ -139,6 +139,7 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
     'slot.py': await fs.readFile(path.join(PYTHON_DIR, 'slot.py')),
     'harness.py': await fs.readFile(path.join(PYTHON_DIR, 'harness.py')),
     'confine.py': await fs.readFile(path.join(PYTHON_DIR, 'confine.py')),
+    'confinement.py': await fs.readFile(path.join(PYTHON_DIR, 'confinement.py')),
     'netconf.py': await fs.readFile(path.join(PYTHON_DIR, 'netconf.py')),
     'node_harness.cjs': await fs.readFile(path.join(PYTHON_DIR, 'node_harness.cjs')),
     'seccomp.bpf': seccompProgram,
