@@ -28,11 +28,7 @@ describe('credentials in execution: precedence, webhook, masking, tenancy, no le
   const secrets = new Set<string>([SIGNING]);
   const traceIds: string[] = [];
 
-  const req = async (subject: string, body: Record<string, unknown>) => {
-    const r = await client.req(subject, body, { timeoutMs: 20_000 });
-    if (subject !== 'toolplane.v1.tools.execute' && r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
-    return r;
-  };
+  const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 20_000);
   const secret = (o: string, body: Record<string, unknown>) => {
     secrets.add(String(body.value));
     return req('toolplane.v1.secrets.set', { org_id: o, ...body });

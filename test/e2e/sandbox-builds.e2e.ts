@@ -49,11 +49,7 @@ describe('sandbox: package builds are sandboxed like tools', () => {
   let client: RawClient;
   let opts: StackOptions;
 
-  const req = async (subject: string, body: Record<string, unknown>) => {
-    const r = await client.req(subject, body, { timeoutMs: 120_000 });
-    if (subject !== 'toolplane.v1.tools.execute' && r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
-    return r;
-  };
+  const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 120_000);
   const execute = (o: string, name: string) => req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
   const python = (o: string, name: string, pkg: string) =>
     req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, `import json, ${pkg}\nreturn json.loads(${pkg}.VALUE)`), pip_requirements: [{ name: pkg, version: '1.0' }] } });

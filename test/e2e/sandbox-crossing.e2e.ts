@@ -20,11 +20,7 @@ describe('sandbox: nothing crosses from one call (or org) to the next', () => {
   let stack: Stack;
   let client: RawClient;
 
-  const req = async (subject: string, body: Record<string, unknown>) => {
-    const r = await client.req(subject, body, { timeoutMs: 30_000 });
-    if (subject !== 'toolplane.v1.tools.execute' && r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
-    return r;
-  };
+  const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 30_000);
   const register = (org: string, name: string, body: string) => req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body) } });
   const execute = async (org: string, name: string, extra: Record<string, unknown> = {}) => {
     const r = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args: {}, ...extra });

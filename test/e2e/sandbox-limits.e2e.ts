@@ -27,11 +27,7 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
   let stack: Stack;
   let client: RawClient;
 
-  const req = async (subject: string, body: Record<string, unknown>) => {
-    const r = await client.req(subject, body, { timeoutMs: 60_000 });
-    if (subject !== 'toolplane.v1.tools.execute' && r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
-    return r;
-  };
+  const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 60_000);
   const register = (o: string, name: string, body: string, extra: Record<string, unknown> = {}) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body), ...extra } });
   const execute = (o: string, name: string) => req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);

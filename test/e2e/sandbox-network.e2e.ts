@@ -28,11 +28,7 @@ describe('sandbox: network-enabled tools never see the host', () => {
   let client: RawClient;
   let opts: StackOptions;
 
-  const req = async (subject: string, body: Record<string, unknown>) => {
-    const r = await client.req(subject, body, { timeoutMs: 30_000 });
-    if (subject !== 'toolplane.v1.tools.execute' && r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
-    return r;
-  };
+  const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 30_000);
   const execute = async (name: string, args: Record<string, unknown> = {}) => {
     const r = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args });
     if (r.status !== 'success') throw new Error(`${name}: ${JSON.stringify(r)}`);

@@ -72,6 +72,16 @@ export class RawClient {
     return JSON.parse(new TextDecoder().decode(msg.data)) as T;
   }
 
+  /**
+   * `req` for a test's setup steps: an error reply throws (naming the subject), except from
+   * tools.execute, whose error replies are what the tests look at.
+   */
+  async call<T = any>(subject: string, body: Record<string, unknown>, timeoutMs: number): Promise<T> {
+    const r = await this.req(subject, body, { timeoutMs });
+    if (subject !== 'toolplane.v1.tools.execute' && r?.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
+    return r as T;
+  }
+
   /** An org token with every scope but admin (cached per org for the run). */
   tokenFor(org: string): Promise<string> {
     const key = `${this.operator()}\u0000${org}`;

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { StdioAllowEntry } from './connections/stdio-policy';
-import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, jsonEnv, parseEnv } from '@toolplane/platform';
 
 const ms = (def: number, min = 100) => z.coerce.number().int().min(min).default(def);
 const list = z
@@ -21,18 +21,7 @@ export const mcpSyncEnvShape = {
    * `[{"command": "/abs/program", "args": ["^pattern$", ...], "read_paths": ["/abs/dir"], "env": ["NAME"]?}]`.
    * Empty: no stdio server can run.
    */
-  MCP_STDIO_ALLOWED_COMMANDS: z
-    .string()
-    .default('[]')
-    .transform((s, ctx) => {
-      try {
-        return JSON.parse(s) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not JSON' });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.array(StdioAllowEntry).max(256)),
+  MCP_STDIO_ALLOWED_COMMANDS: jsonEnv(z.array(StdioAllowEntry).max(256), '[]', '[{"command": "/abs/program", "args": ["^pattern$"], "read_paths": ["/abs/dir"]}]'),
   /** `bwrap`: each stdio server in a bubblewrap sandbox (refuses stdio when bubblewrap is missing); `unsafe`: a plain child process, announced at start. */
   MCP_STDIO_ISOLATION: z.enum(['bwrap', 'unsafe']).default('bwrap'),
   MCP_STDIO_BWRAP: z.string().default('/usr/bin/bwrap'),

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { baseEnvShape, boolEnv as bool, parseCidr, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv as bool, jsonEnv, parseCidr, parseEnv } from '@toolplane/platform';
 
 const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
 
@@ -72,28 +72,19 @@ export const runnerEnvShape = {
    * `[{"pip_requirements": ["requests==2.32.3"], "warm": 2, "network": false}]`. Each virtualenv is
    * built in the background at start-up; `warm` slots of it are kept ready like the default's.
    */
-  RUNNER_POOL_WARM_ENVS: z
-    .string()
-    .default('[]')
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not JSON: expected [{"pip_requirements": [...], "warm": N}]' });
-        return z.NEVER;
-      }
-    })
-    .pipe(
-      z
-        .array(
-          z.strictObject({
-            pip_requirements: z.array(z.string().min(1).max(256)).min(1).max(256),
-            warm: z.number().int().min(1).max(256),
-            network: z.boolean().optional(),
-          }),
-        )
-        .max(32),
-    ),
+  RUNNER_POOL_WARM_ENVS: jsonEnv(
+    z
+      .array(
+        z.strictObject({
+          pip_requirements: z.array(z.string().min(1).max(256)).min(1).max(256),
+          warm: z.number().int().min(1).max(256),
+          network: z.boolean().optional(),
+        }),
+      )
+      .max(32),
+    '[]',
+    '[{"pip_requirements": [...], "warm": N}]',
+  ),
   // pip (virtualenvs per requirements hash)
   PIP_INDEX_URL: z.string().optional(),
   PIP_EXTRA_INDEX_URL: z.string().optional(),

@@ -41,6 +41,22 @@ export const baseEnvShape = {
 };
 export const boolEnv = bool;
 
+/** A variable holding JSON, checked by `schema`; `example` is shown when it is not JSON at all. */
+export function jsonEnv<T extends z.ZodType>(schema: T, fallback: string, example: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `not JSON: expected ${example}` });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+}
+
 export class ConfigError extends Error {}
 
 /**
