@@ -1,5 +1,5 @@
 import { sign, verify } from 'node:crypto';
-import { AeadError, decryptGcm, encryptGcm, openAead, sealAead } from './aead';
+import { AeadError, decryptGcm, encryptGcm, openAead, randomIv, sealAead } from './aead';
 import { deriveKey, ed25519FromSeed, ed25519PublicKey, generateX25519, messageKey, pairwiseKey, x25519FromSeed, x25519PublicKey } from './keys';
 
 describe('X25519 pairwise keys', () => {
@@ -38,6 +38,13 @@ describe('AEAD', () => {
     flipped[flipped.length - 1]! ^= 1;
     expect(() => openAead(key, flipped, 'org\u0000A')).toThrow(AeadError);
     expect(() => openAead(key, blob.subarray(0, 10), 'org\u0000A')).toThrow(AeadError);
+  });
+
+  it('never hands out the same IV twice, across pool refills', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) seen.add(randomIv().toString('hex'));
+    expect(seen.size).toBe(2000);
+    expect(randomIv()).toHaveLength(12);
   });
 
   it('never repeats a ciphertext, and one-use message keys round-trip', () => {

@@ -1,6 +1,6 @@
 import { APP_NAMES, ErrorCode, ToolplaneError, type AppName } from '@toolplane/contracts';
-import { AeadError, decryptGcm, encryptGcm, IV_BYTES, messageKey, pairwiseKey } from '@toolplane/crypto';
-import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { AeadError, decryptGcm, encryptGcm, IV_BYTES, messageKey, pairwiseKey, randomIv } from '@toolplane/crypto';
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { PeerKeys } from './key-directory';
 
 const VERSION = 'v1';
@@ -68,7 +68,7 @@ export class ServiceSealer {
   }
 
   private seal(kind: 'req' | 'rep', subject: string, to: AppName, body: Uint8Array, requestNonce: string): Sealed {
-    const iv = randomBytes(IV_BYTES);
+    const iv = randomIv();
     const nonce = iv.toString('base64url');
     const ts = Date.now();
     const key = this.epochKey(to, this.pairKey(to), ts);
