@@ -63,7 +63,9 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     const abort = new AbortController();
     if (req.run_id) this.running.set(req.run_id, abort);
     // This runner giving the request up (its own shutdown past the grace) stops the call too.
-    currentRequestSignal()?.addEventListener('abort', () => abort.abort(), { once: true });
+    const served = currentRequestSignal();
+    const stop = () => abort.abort();
+    served?.addEventListener('abort', stop, { once: true });
     try {
       const networkWanted = req.sandbox?.network ?? this.config.RUNNER_NETWORK;
       const networkRefused = networkWanted && !this.config.RUNNER_ALLOW_NETWORK;
@@ -94,6 +96,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       return reply;
     } finally {
       if (req.run_id) this.running.delete(req.run_id);
+      served?.removeEventListener('abort', stop);
       this.metrics.inFlight--;
     }
   }
