@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { freePort, stopProcess } from './stack';
-import { EVERYTHING, MEMORY, SPY } from './stdio-allowlist';
+import { stdioFixture } from './stdio-allowlist';
 
 export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void> }) => Promise<unknown>;
 
@@ -235,15 +235,15 @@ export async function startAuthorizationServer(clientId: string, expiresIn: numb
 
 
 /** How mcp-sync spawns server-everything over stdio. */
-export const everythingStdio = { command: process.execPath, args: [EVERYTHING, 'stdio'] };
-export const memoryStdio = (memoryFile: string) => ({ command: process.execPath, args: [MEMORY], env: { MEMORY_FILE_PATH: memoryFile } });
+export const everythingStdio = { command: stdioFixture().node, args: [stdioFixture().everything, 'stdio'] };
+export const memoryStdio = (memoryFile: string) => ({ command: stdioFixture().node, args: [stdioFixture().memory], env: { MEMORY_FILE_PATH: memoryFile } });
 /** The spy server (test/support/stdio-spy-server.ts), asked to try reading `file`. */
-export const spyStdio = (file: string) => ({ command: process.execPath, args: [SPY, file] });
+export const spyStdio = (file: string) => ({ command: stdioFixture().node, args: [stdioFixture().spy, file] });
 
 /** server-everything over SSE (`/sse`) or Streamable HTTP (`/mcp`) on a free port. */
 export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [EVERYTHING, mode], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [stdioFixture().everything, mode], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`server-everything ${mode} did not start: ${out}`)), 15_000);

@@ -254,9 +254,14 @@ def _count_lines(path):
 
 
 def _socket_counts():
+    """Sockets in the slot's network namespace, and its TCP connections in any state without a
+    process: in use (hashed: a FIN_WAIT2 orphan too), orphaned, or in TIME_WAIT. A connection the
+    call closed first may still be on its way to TIME_WAIT when the call ends: it counts already."""
     with open("/proc/self/net/sockstat", "rb") as f:
         stats = f.read().split()
-    return int(stats[stats.index(b"used") + 1]), int(stats[stats.index(b"tw") + 1])
+    tcp = stats.index(b"TCP:")
+    count = lambda name, after=0: int(stats[stats.index(name, after) + 1])  # noqa: E731
+    return count(b"used"), count(b"inuse", tcp) + count(b"orphan", tcp) + count(b"tw", tcp)
 
 
 def _dirt(baseline):
@@ -269,9 +274,9 @@ def _dirt(baseline):
     left = [e for e in os.listdir("/proc") if e.isdigit() and e != "1"]
     if left:
         return "%d process(es) of the call are still alive" % len(left)
-    used, time_wait = _socket_counts()
-    if used > baseline["sockets"] or time_wait > baseline["time_wait"]:
-        return "the call left %d socket(s) and %d TCP connection(s) in TIME_WAIT" % (used - baseline["sockets"], time_wait)
+    used, tcp = _socket_counts()
+    if used > baseline["sockets"] or tcp > baseline["tcp"]:
+        return "the call left %d socket(s) and %d TCP connection(s) (orphaned or in TIME_WAIT)" % (used - baseline["sockets"], tcp - baseline["tcp"])
     if _count_lines("/proc/self/mountinfo") != baseline["mounts"]:
         return "the mounts changed"
     return None
@@ -328,8 +333,8 @@ def main():
     sizes = {"/tmp": int(os.environ.get("TOOLPLANE_WORK_BYTES") or (64 << 20)), "/dev/shm": int(os.environ.get("TOOLPLANE_SHM_BYTES") or (64 << 20))}
     os.environ.clear()
     mounted = {path: _fresh_mount(path, sizes[path]) for path in WORK_MOUNTS}
-    sockets, time_wait = _socket_counts()
-    baseline = {"mounts": _count_lines("/proc/self/mountinfo"), "sockets": sockets, "time_wait": time_wait}
+    sockets, tcp = _socket_counts()
+    baseline = {"mounts": _count_lines("/proc/self/mountinfo"), "sockets": sockets, "tcp": tcp}
     _write_frame(CTRL_OUT, {"ready": True, "python": sys.version.split()[0]})
     first = True
     while True:
