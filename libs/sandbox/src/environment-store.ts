@@ -244,7 +244,8 @@ function parseNpmSpecifier(s: string): { name: string; version?: string } {
 }
 
 /** Can a user who is neither owner nor group read `p` (every ancestor searchable, the file readable)? */
-async function readableByOthers(p: string): Promise<boolean> {
+/** Can an unprivileged sandbox user reach and read `p` (every directory above it searchable by others)? */
+export async function readableByOthers(p: string): Promise<boolean> {
   const st = await fs.stat(p).catch(() => null);
   if (!st || !(st.mode & 0o004)) return false;
   for (let dir = path.dirname(p); ; dir = path.dirname(dir)) {

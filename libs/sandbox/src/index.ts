@@ -1,5 +1,6 @@
 export * from './bwrap.driver';
 export { oneShotArgs, prepareSupportDir } from './bwrap.args';
+export { readableByOthers } from './environment-store';
 export { CgroupUnavailableError, type CgroupMode } from './cgroups';
 export { egressRoutes, type Route } from './network';
 export { seccompProgram } from './seccomp';

@@ -12,13 +12,19 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
   if (c.MCP_STDIO_ENABLED && c.MCP_STDIO_ISOLATION === 'unsafe') log.warn('!!! MCP_STDIO_ISOLATION=unsafe: allowlisted stdio MCP servers run as plain child processes of mcp-sync, without a sandbox !!!');
   if (c.MCP_STDIO_ENABLED) log.log(`stdio MCP servers: ${c.MCP_STDIO_ALLOWED_COMMANDS.length} allowlisted command(s), isolation ${c.MCP_STDIO_ISOLATION}`);
   const root = process.getuid?.() === 0;
-  return new StdioPolicy({
+  const policy = new StdioPolicy({
     allowed: c.MCP_STDIO_ALLOWED_COMMANDS,
     isolation: c.MCP_STDIO_ISOLATION,
     bwrapPath: c.MCP_STDIO_BWRAP,
     workRoot: c.MCP_STDIO_WORK_ROOT,
     ...(root ? { runAs: { uid: c.MCP_STDIO_RUN_AS_UID, gid: c.MCP_STDIO_RUN_AS_GID } } : {}),
   });
+  if (c.MCP_STDIO_ENABLED) {
+    void policy.unreadable().then((paths) => {
+      if (paths.length) log.warn(`allowlisted stdio paths the sandbox user (uid ${c.MCP_STDIO_RUN_AS_UID}) cannot read, so those servers cannot start: ${paths.join(', ')}`);
+    });
+  }
+  return policy;
 }
 
 @Module({

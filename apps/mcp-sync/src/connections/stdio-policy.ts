@@ -1,5 +1,5 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { oneShotArgs, prepareSupportDir, seccompProgram } from '@toolplane/sandbox';
+import { oneShotArgs, prepareSupportDir, readableByOthers, seccompProgram } from '@toolplane/sandbox';
 import { existsSync } from 'node:fs';
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
@@ -51,6 +51,14 @@ export class StdioPolicy {
   private supportDir?: Promise<string>;
 
   constructor(private readonly o: StdioPolicyOptions) {}
+
+  /** Allowlisted programs and read paths the sandbox user cannot read (they would fail to start): to say so at start. */
+  async unreadable(): Promise<string[]> {
+    if (this.o.isolation === 'unsafe' || !this.o.runAs) return [];
+    const paths = [...new Set(this.o.allowed.flatMap((e) => [e.command, ...e.read_paths]))];
+    const checks = await Promise.all(paths.map(async (p) => ((await readableByOthers(p)) ? undefined : p)));
+    return checks.filter((p): p is string => p !== undefined);
+  }
 
   /** The allowlist entry of this command, or MCP_COMMAND_REFUSED naming why. */
   check(command: string, args: readonly string[], env: Record<string, string> = {}): StdioAllowEntry {
