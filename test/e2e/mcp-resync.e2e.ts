@@ -118,7 +118,7 @@ describe('MCP periodic resync, reconnect and auth', () => {
     f.requireAuthorization = 'Bearer oauth-access-token';
     fakes.push(await f.start());
     const bad = await add(org, { name: 'oauth-bad', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', grant_type: 'client_credentials', token_url: issuer.url, client_id: 'toolplane', client_secret: 'nope' } });
-    expect(bad.error).toMatchObject({ code: 'MCP_CONNECTION_FAILED' });
+    expect(bad.error).toMatchObject({ code: 'MCP_OAUTH_FAILED' });
     expect(bad.error.message).toContain('invalid_client');
     const r = ok(await add(org, { name: 'oauth', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', grant_type: 'client_credentials', token_url: issuer.url, client_id: 'toolplane', client_secret: 'client-secret' } }));
     expect(r.server.auth_type).toBe('oauth');

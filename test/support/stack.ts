@@ -108,7 +108,8 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       SHUTDOWN_GRACE_MS: '5000',
       SERVICE_KEYS_DIR: ensureTestIdentity().keysDir,
       ...(name === 'credentials' ? { CREDENTIALS_KEYS: ensureTestIdentity().credentialsKeys } : {}),
-      ...(name === 'mcp-sync' ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist() } : {}),
+      // The conformance suite's Client ID Metadata Document (its authorization server never fetches it).
+      ...(name === 'mcp-sync' ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(), MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json' } : {}),
       ...opts.env,
       ...opts.appEnv?.[name],
     },

@@ -72,6 +72,13 @@ export const mcpSyncEnvShape = {
   CREDENTIALS_REQUEST_TIMEOUT_MS: ms(5_000),
   /** How long an OAuth authorization URL (its state and PKCE verifier) stays valid. */
   MCP_OAUTH_STATE_TTL_MS: ms(600_000, 1000),
+  /** Where authorization servers send the browser back (authorization code) when a server's auth names no redirect_uri. */
+  MCP_OAUTH_REDIRECT_URI: z.url().default('http://localhost/toolplane/oauth/callback'),
+  /**
+   * This deployment's OAuth Client ID Metadata Document (an https URL with a path, served by the
+   * operator): used as the client_id with authorization servers that support it (instead of DCR).
+   */
+  MCP_OAUTH_CLIENT_METADATA_URL: z.url({ protocol: /^https$/ }).optional(),
 };
 export type McpSyncConfig = Omit<z.infer<z.ZodObject<typeof mcpSyncEnvShape>>, 'MCP_STDIO_ENABLED'> & { MCP_STDIO_ENABLED: boolean };
 

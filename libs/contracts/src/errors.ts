@@ -38,7 +38,7 @@ export enum ErrorCode {
   MCP_URL_REFUSED = 'MCP_URL_REFUSED',
   MCP_CONNECTION_FAILED = 'MCP_CONNECTION_FAILED',
   MCP_TOOL_UNAVAILABLE = 'MCP_TOOL_UNAVAILABLE',
-  /** The OAuth authorization (state) is unknown, used or expired, or the issuer refused the code. */
+  /** An OAuth flow failed: unknown, used or expired state; the authorization server refused the client, code or registration; metadata for another resource. */
   MCP_OAUTH_FAILED = 'MCP_OAUTH_FAILED',
   /** The server's OAuth tokens are gone or can no longer be refreshed: authorize it again. */
   MCP_OAUTH_REAUTHORIZE = 'MCP_OAUTH_REAUTHORIZE',

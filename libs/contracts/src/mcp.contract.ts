@@ -21,31 +21,54 @@ const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: l
 /** Values may hold `{{VAR}}` / `{{VAR | default}}` templates, resolved from the org's secrets when connecting. */
 const TemplatedValue = z.string().max(8192);
 
-const OAuthClient = {
-  type: z.literal('oauth'),
-  /** The issuer's token endpoint: tokens are bound to it (never sent to another issuer's server). */
-  token_url: z.url({ protocol: /^https?$/ }).max(2048),
-  client_id: z.string().min(1).max(512),
-  scope: z.string().max(1024).optional(),
-};
+const HttpUrl = z.url({ protocol: /^https?$/ }).max(2048);
 
-export const McpAuthInput = z.union([
-  z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }),
-  /** OAuth 2.1 client-credentials grant against the issuer's token endpoint. */
-  z.strictObject({ ...OAuthClient, grant_type: z.literal('client_credentials'), client_secret: TemplatedValue.min(1) }),
-  /**
-   * OAuth 2.1 authorization code with PKCE (S256): `servers.add` answers with the authorization
-   * URL to open; `toolplane.v1.mcp.oauth.complete` takes the code the redirect received.
-   * client_secret only for confidential clients.
-   */
-  z.strictObject({
-    ...OAuthClient,
-    grant_type: z.literal('authorization_code'),
-    authorization_url: z.url({ protocol: /^https?$/ }).max(2048),
-    redirect_uri: z.url().max(2048),
+/** How Toolplane authenticates at an OAuth token endpoint (RFC 6749 §2.3, RFC 7523). */
+export const TokenEndpointAuthMethod = z.enum(['client_secret_basic', 'client_secret_post', 'none', 'private_key_jwt']);
+export type TokenEndpointAuthMethod = z.infer<typeof TokenEndpointAuthMethod>;
+
+/**
+ * OAuth 2.1 for an MCP server (the MCP authorization spec). Only `type` is required: from the
+ * server's URL Toolplane discovers the rest — Protected Resource Metadata (RFC 9728, from the 401's
+ * WWW-Authenticate or the well-known paths), the authorization server's metadata (RFC 8414 or
+ * OpenID discovery) — and registers a client when none is given (a Client ID Metadata Document
+ * where the server supports it and MCP_OAUTH_CLIENT_METADATA_URL is set, else Dynamic Client
+ * Registration, RFC 7591). Every field given overrides what discovery finds.
+ *
+ * - `authorization_code` (the default): PKCE S256; `servers.add` answers with the URL to open and
+ *   `toolplane.v1.mcp.oauth.complete` takes the code the redirect received.
+ * - `client_credentials`: machine to machine; needs `client_id` and `client_secret` or `private_key`.
+ *
+ * Every authorization and token request carries the RFC 8707 `resource` (the server's canonical
+ * URI); the tokens are bound to it. Secrets may be `{{VAR}}` templates of the org's secrets.
+ */
+const OAuthAuthInput = z
+  .strictObject({
+    type: z.literal('oauth'),
+    grant_type: z.enum(['authorization_code', 'client_credentials']).optional(),
+    /** The authorization server (issuer URL): skips Protected Resource Metadata discovery. */
+    issuer: HttpUrl.optional(),
+    authorization_url: HttpUrl.optional(),
+    token_url: HttpUrl.optional(),
+    registration_url: HttpUrl.optional(),
+    client_id: z.string().min(1).max(2048).optional(),
     client_secret: TemplatedValue.min(1).optional(),
-  }),
-]);
+    /** PEM (PKCS#8) or JWK JSON of the key for `private_key_jwt` (usually `{{SECRET_NAME}}`). */
+    private_key: TemplatedValue.min(1).optional(),
+    signing_alg: z.enum(['ES256', 'ES384', 'RS256', 'RS384', 'RS512', 'PS256', 'EdDSA']).optional(),
+    token_endpoint_auth_method: TokenEndpointAuthMethod.optional(),
+    /** Where the authorization server sends the browser back (authorization_code); default MCP_OAUTH_REDIRECT_URI. */
+    redirect_uri: z.url().max(2048).optional(),
+    /** Overrides the scope from WWW-Authenticate and scopes_supported. */
+    scope: z.string().max(1024).optional(),
+  })
+  .refine((a) => a.grant_type !== 'client_credentials' || (a.client_id !== undefined && (a.client_secret !== undefined || a.private_key !== undefined)), {
+    message: 'client_credentials needs client_id and client_secret or private_key',
+  })
+  .refine((a) => a.token_endpoint_auth_method !== 'private_key_jwt' || a.private_key !== undefined, { message: 'private_key_jwt needs private_key' })
+  .refine((a) => a.private_key === undefined || a.client_id !== undefined, { message: 'private_key needs the client_id it is registered for' });
+
+export const McpAuthInput = z.union([z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }), OAuthAuthInput]);
 export type McpAuthInput = z.infer<typeof McpAuthInput>;
 
 const serverFields = {

@@ -234,7 +234,7 @@ export class ConnectionPool implements OnModuleDestroy {
     const s = t.secrets;
     const templated = [...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {})];
     if (s.auth?.type === 'bearer') templated.push(s.auth.token);
-    if (s.auth?.type === 'oauth' && s.auth.client_secret) templated.push(s.auth.client_secret);
+    if (s.auth?.type === 'oauth') templated.push(...[s.auth.client_secret, s.auth.private_key].filter((v): v is string => v !== undefined));
     const names = templateNames(templated);
     const values = names.length ? await this.secrets.lookup(t.orgId, names) : {};
     const resolved: ResolvedTarget = {
@@ -250,9 +250,15 @@ export class ConnectionPool implements OnModuleDestroy {
     if (auth?.type === 'bearer') {
       const header = `Bearer ${resolveTemplate(auth.token, values, 'auth.token')}`;
       resolved.authorization = async () => header;
-    } else if (auth?.type === 'oauth') {
-      const oauth = { ...auth, ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}) } as OAuthAuth;
-      resolved.authorization = () => this.oauth.authorization(t.orgId, t.id, oauth);
+    } else if (auth?.type === 'oauth' && t.url && t.transport !== 'stdio') {
+      const oauth: OAuthAuth = {
+        ...auth,
+        ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}),
+        ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, values, 'auth.private_key') } : {}),
+      };
+      // The state object is the server's own: what a flow learns is kept with it.
+      const target = { orgId: t.orgId, serverId: t.id, url: t.url, transport: t.transport, auth: oauth, state: (s.oauth ??= {}) };
+      resolved.authorization = () => this.oauth.authorization(target);
     }
     return resolved;
   }

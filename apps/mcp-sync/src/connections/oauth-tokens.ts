@@ -1,46 +1,69 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, ToolplaneError, type McpAuthInput, type OAuthTokenSet } from '@toolplane/contracts';
+import { auth as sdkAuth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
+import { InvalidGrantError, OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthTokens as SdkTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ToolplaneError, type OAuthTokenSet } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
-import { createHash, randomBytes } from 'node:crypto';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthTokenStore } from './oauth-token-store';
+import { canonicalResource, grantOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
 import { PinnedHttp } from './pinned-http';
 import { UrlGuard } from './url-guard';
 
-/** An OAuth server auth with its client_secret template already resolved. */
-export type OAuthAuth = Extract<McpAuthInput, { type: 'oauth' }>;
+export type { OAuthAuth, OAuthState } from './oauth-provider';
 
-/** PKCE (RFC 7636, S256): a fresh verifier and its challenge. */
-export function pkcePair(): { verifier: string; challenge: string } {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+/** How long a metadata, registration or token host's vetted addresses are reused before its name is resolved again. */
+const OAUTH_HOST_PIN_MS = 60_000;
+
+/** One MCP server's OAuth as a flow needs it: where it is, its auth (templates resolved) and its state. */
+export interface OAuthTarget {
+  orgId: string;
+  serverId: string;
+  url: string;
+  transport: 'sse' | 'streamable_http';
+  auth: OAuthAuth;
+  /** Mutated in place by the flows; persisted with the server (see onStateChange). */
+  state: OAuthState;
 }
 
-/** How long a token endpoint's vetted addresses are reused before its name is resolved again. */
-const TOKEN_HOST_PIN_MS = 60_000;
+/** A started authorization-code flow: the URL to open, and what completing it needs. */
+export interface StartedAuthorization {
+  url: URL;
+  state: string;
+  verifier: string;
+}
 
 /**
- * OAuth 2.1 tokens of MCP servers. Stored by the credentials service per (org, server, issuer =
- * token endpoint), so a token is only ever sent to the server it was obtained for and survives
- * restarts; a copy is kept in memory. Refreshed before expiry (refresh_token grant when there is
- * one, else a new client-credentials grant); an authorization-code server whose refresh fails
- * must be authorized again (MCP_OAUTH_REAUTHORIZE).
+ * OAuth 2.1 for MCP servers, to the MCP authorization spec, through the MCP SDK's `auth()`:
+ * discovery (RFC 9728 from the 401's WWW-Authenticate or the well-known paths, then RFC 8414 /
+ * OpenID metadata), client registration (CIMD or RFC 7591), PKCE S256, the RFC 8707 resource in
+ * every authorization and token request, client authentication chosen from the server's
+ * `token_endpoint_auth_methods_supported` (basic, post, none) or private_key_jwt. Every request of
+ * these flows goes through the SSRF policy (PinnedHttp: metadata, registration, token endpoints,
+ * redirects).
+ *
+ * Tokens are stored by the credentials service per (org, server, authorization server), kept in
+ * memory too, sent only to the server whose resource they were obtained for, and refreshed before
+ * expiry (refresh_token grant, rotated refresh tokens kept; client credentials: a new grant). An
+ * authorization-code server whose refresh fails must be authorized again (MCP_OAUTH_REAUTHORIZE).
  */
 @Injectable()
 export class OAuthTokens implements OnModuleDestroy {
   private readonly log = new Logger(OAuthTokens.name);
   private readonly cache = new Map<string, OAuthTokenSet>();
-  private readonly pending = new Map<string, Promise<OAuthTokenSet>>();
-  /** Token requests connect only to the vetted addresses of the token endpoint (no DNS rebinding). */
+  private readonly pending = new Map<string, Promise<string>>();
   private readonly http: PinnedHttp;
   private readonly timeoutMs: number;
+  private stateListener?: (t: OAuthTarget) => Promise<void>;
 
   constructor(
     private readonly store: OAuthTokenStore,
-    @Inject(APP_CONFIG) config: McpSyncConfig,
+    @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
   ) {
     const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
-    this.http = new PinnedHttp(guard, { ttlMs: TOKEN_HOST_PIN_MS, connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS });
+    this.http = new PinnedHttp(guard, { ttlMs: OAUTH_HOST_PIN_MS, connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS });
     this.timeoutMs = config.MCP_CONNECT_TIMEOUT_MS;
   }
 
@@ -48,25 +71,45 @@ export class OAuthTokens implements OnModuleDestroy {
     await this.http.close();
   }
 
+  /** Called when a flow changed a stored server's OAuth state (re-discovery, a new registration). */
+  onStateChange(listener: (t: OAuthTarget) => Promise<void>): void {
+    this.stateListener = listener;
+  }
+
   /** The Authorization header value for a request to the server: a fresh access token. */
-  async authorization(orgId: string, serverId: string, auth: OAuthAuth): Promise<string> {
-    const key = `${serverId}\u0000${auth.token_url}\u0000${auth.client_id}`;
-    const hit = this.cache.get(key);
+  async authorization(t: OAuthTarget): Promise<string> {
+    this.assertBound(t);
+    const provider = this.provider(t);
+    const issuer = provider.issuer();
+    const hit = issuer ? this.cache.get(cacheKey(t.serverId, issuer)) : undefined;
     if (hit && fresh(hit)) return `Bearer ${hit.access_token}`;
-    let p = this.pending.get(key);
+    let p = this.pending.get(t.serverId);
     if (!p) {
-      p = this.obtain(orgId, serverId, auth, hit).finally(() => this.pending.delete(key));
-      this.pending.set(key, p);
+      p = this.obtain(t, provider).finally(() => this.pending.delete(t.serverId));
+      this.pending.set(t.serverId, p);
     }
-    const tokens = await p;
-    this.cache.set(key, tokens);
-    return `Bearer ${tokens.access_token}`;
+    return p;
+  }
+
+  /**
+   * Starts an authorization-code flow (discovering and registering as needed): the URL the user
+   * opens. Client credentials need no user: their token is obtained here and null is returned.
+   */
+  async begin(t: OAuthTarget): Promise<StartedAuthorization | null> {
+    const provider = this.provider(t);
+    const hint = provider.issuer() ? {} : await this.probe(t);
+    const result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
+    if (result === 'AUTHORIZED') return null;
+    const url = provider.authorizationUrl;
+    if (!url || !provider.pkceVerifier) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow asked for no authorization URL');
+    return { url, state: provider.state(), verifier: provider.pkceVerifier };
   }
 
   /** Authorization code + PKCE verifier → tokens, stored before they are used. */
-  async exchangeCode(orgId: string, serverId: string, auth: Extract<OAuthAuth, { grant_type: 'authorization_code' }>, code: string, verifier: string): Promise<void> {
-    const tokens = await this.grant(auth, { grant_type: 'authorization_code', code, redirect_uri: auth.redirect_uri, code_verifier: verifier }, null, ErrorCode.MCP_OAUTH_FAILED);
-    await this.store.store(orgId, serverId, auth.token_url, tokens);
+  async exchange(t: OAuthTarget, code: string, verifier: string): Promise<void> {
+    this.assertBound(t);
+    const provider = this.provider(t, verifier);
+    await this.run(t, provider, { authorizationCode: code });
   }
 
   /** Memory only (after an update): the stored tokens stay bound to their issuer. */
@@ -74,62 +117,156 @@ export class OAuthTokens implements OnModuleDestroy {
     for (const k of this.cache.keys()) if (k.startsWith(`${serverId}\u0000`)) this.cache.delete(k);
   }
 
-  private async obtain(orgId: string, serverId: string, auth: OAuthAuth, cached: OAuthTokenSet | undefined): Promise<OAuthTokenSet> {
-    const stored = (await this.store.fetch(orgId, serverId, auth.token_url)) ?? cached ?? null;
-    if (stored && fresh(stored)) return stored;
-    let next: OAuthTokenSet | undefined;
-    if (stored?.refresh_token) {
-      try {
-        next = await this.grant(auth, { grant_type: 'refresh_token', refresh_token: stored.refresh_token }, stored.refresh_token, ErrorCode.MCP_OAUTH_REAUTHORIZE);
-      } catch (e) {
-        if (auth.grant_type === 'authorization_code') throw e;
-        this.log.warn(`refreshing the OAuth token of MCP server ${serverId} failed (${(e as Error).message}); requesting a new one`);
+  private async obtain(t: OAuthTarget, provider: McpOAuthProvider): Promise<string> {
+    const issuer = provider.issuer();
+    if (issuer) {
+      const stored = await this.store.fetch(t.orgId, t.serverId, issuer);
+      if (stored && fresh(stored)) {
+        this.cache.set(cacheKey(t.serverId, issuer), stored);
+        return `Bearer ${stored.access_token}`;
       }
     }
-    if (!next) {
-      if (auth.grant_type === 'authorization_code') {
-        throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, 'The MCP server has no usable OAuth token: authorize it again (servers.update with its auth, then mcp.oauth.complete)', { server_id: serverId }, false);
-      }
-      next = await this.grant(auth, { grant_type: 'client_credentials', ...(auth.scope ? { scope: auth.scope } : {}) }, null, ErrorCode.MCP_CONNECTION_FAILED);
+    const hint = issuer ? {} : await this.probe(t);
+    const result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
+    if (result === 'REDIRECT') {
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_REAUTHORIZE,
+        'The MCP server has no usable OAuth token: authorize it again (servers.update with its auth, then mcp.oauth.complete)',
+        { server_id: t.serverId },
+        false,
+      );
     }
-    try {
-      await this.store.store(orgId, serverId, auth.token_url, next);
-    } catch (e) {
-      // The token works; keep it in memory and store it on the next refresh.
-      this.log.warn(`could not store the OAuth tokens of MCP server ${serverId}: ${(e as Error).message}`);
-    }
-    return next;
+    const now = provider.issuer();
+    const tokens = now ? this.cache.get(cacheKey(t.serverId, now)) : undefined;
+    if (!tokens) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow ended without a token');
+    return `Bearer ${tokens.access_token}`;
   }
 
-  /** One token request; client authentication by HTTP Basic when there is a secret, else client_id in the body (public client). */
-  private async grant(auth: OAuthAuth, params: Record<string, string>, keepRefresh: string | null, refusedCode: ErrorCode): Promise<OAuthTokenSet> {
-    await this.http.vet(auth.token_url);
-    const secret = auth.client_secret;
-    const body = new URLSearchParams({ ...params, ...(secret ? {} : { client_id: auth.client_id }) });
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
-    if (secret) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(auth.client_id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
-    const origin = new URL(auth.token_url).origin;
+  /** The SDK's auth() with this service's fetch; its errors become typed ones. State changes are persisted. */
+  private async run(t: OAuthTarget, provider: McpOAuthProvider, opts: { authorizationCode?: string; scope?: string; resourceMetadataUrl?: URL }): Promise<'AUTHORIZED' | 'REDIRECT'> {
+    try {
+      return await sdkAuth(provider, { serverUrl: t.url, fetchFn: this.http.fetch, ...opts });
+    } catch (e) {
+      throw this.typed(e, t);
+    } finally {
+      if (provider.changed && this.stateListener) {
+        await this.stateListener(t).catch((e: Error) => this.log.warn(`could not keep the OAuth state of MCP server ${t.serverId}: ${e.message}`));
+      }
+    }
+  }
+
+  /** What an unauthenticated request to the server says (401 WWW-Authenticate): its metadata URL and the scope it wants. */
+  private async probe(t: OAuthTarget): Promise<{ resourceMetadataUrl?: URL; scope?: string }> {
+    const init: RequestInit =
+      t.transport === 'sse'
+        ? { method: 'GET', headers: { accept: 'text/event-stream' } }
+        : {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
+            body: JSON.stringify({
+              jsonrpc: '2.0',
+              id: 0,
+              method: 'initialize',
+              params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'toolplane-mcp-sync', version: '0.1.0' } },
+            }),
+          };
     let res: Response;
     try {
-      res = await this.http.fetch(auth.token_url, { method: 'POST', headers, body, redirect: 'error', signal: AbortSignal.timeout(this.timeoutMs) });
+      res = await this.http.fetch(t.url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (e) {
-      throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth token request to ${origin} failed: ${(e as Error).message}`);
+      throw this.typed(e, t);
     }
-    const json = (await res.json().catch(() => ({}))) as { access_token?: unknown; refresh_token?: unknown; expires_in?: unknown; scope?: unknown; error?: unknown };
-    if (!res.ok || typeof json.access_token !== 'string') {
-      const why = typeof json.error === 'string' ? json.error : `HTTP ${res.status}`;
-      throw new ToolplaneError(refusedCode, `OAuth token request (${params.grant_type}) to ${origin} was refused: ${why}`, undefined, false);
-    }
-    const now = Date.now();
-    return {
-      access_token: json.access_token,
-      refresh_token: typeof json.refresh_token === 'string' ? json.refresh_token : keepRefresh,
-      issued_at: now,
-      // No lifetime given: assume an hour (and refresh then).
-      expires_at: now + (typeof json.expires_in === 'number' && json.expires_in > 0 ? json.expires_in : 3600) * 1000,
-      scope: typeof json.scope === 'string' ? json.scope : null,
-    };
+    await res.body?.cancel().catch(() => undefined);
+    if (res.status !== 401 && res.status !== 403) return {};
+    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
+    return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
   }
+
+  private provider(t: OAuthTarget, verifier?: string): McpOAuthProvider {
+    return new McpOAuthProvider({
+      auth: t.auth,
+      state: t.state,
+      redirectUri: t.auth.redirect_uri ?? this.config.MCP_OAUTH_REDIRECT_URI,
+      ...(this.config.MCP_OAUTH_CLIENT_METADATA_URL ? { clientMetadataUrl: this.config.MCP_OAUTH_CLIENT_METADATA_URL } : {}),
+      ...(verifier ? { verifier } : {}),
+      tokens: {
+        load: async (issuer) => {
+          const set = this.cache.get(cacheKey(t.serverId, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer)) ?? undefined;
+          return set ? toSdk(set, issuer) : undefined;
+        },
+        save: async (issuer, tokens) => {
+          const set = fromSdk(tokens);
+          this.cache.set(cacheKey(t.serverId, issuer), set);
+          try {
+            await this.store.store(t.orgId, t.serverId, issuer, set);
+          } catch (e) {
+            if (grantOf(t.auth) === 'authorization_code') throw e;
+            // A client-credentials token works without being stored: kept in memory, stored next time.
+            this.log.warn(`could not store the OAuth tokens of MCP server ${t.serverId}: ${(e as Error).message}`);
+          }
+        },
+      },
+    });
+  }
+
+  /** Tokens obtained for one resource are never sent to another: a server whose URL moved is authorized again. */
+  private assertBound(t: OAuthTarget): void {
+    const bound = t.state.resource;
+    if (!bound) return;
+    let ok = false;
+    try {
+      ok = checkResourceAllowed({ requestedResource: canonicalResource(t.url), configuredResource: bound });
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The server's OAuth tokens are for ${bound}, not ${canonicalResource(t.url).href}: authorize it again`, { server_id: t.serverId }, false);
+    }
+  }
+
+  private typed(e: unknown, t: OAuthTarget): ToolplaneError {
+    if (e instanceof ToolplaneError) return e;
+    const where = new URL(t.url).origin;
+    if (e instanceof InvalidGrantError) {
+      return new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The authorization server refused the grant (${e.message}): authorize the server again`, { server_id: t.serverId }, false);
+    }
+    if (e instanceof OAuthError) {
+      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${e.message ? `: ${e.message}` : ''}`, { server_id: t.serverId }, false);
+    }
+    const cause = (e as { cause?: unknown })?.cause;
+    if (cause instanceof ToolplaneError) return cause;
+    if (e instanceof TypeError || (e as { name?: string })?.name === 'TimeoutError') {
+      return new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`, { server_id: t.serverId });
+    }
+    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${(e as Error)?.message ?? String(e)}`, { server_id: t.serverId }, false);
+  }
+}
+
+function cacheKey(serverId: string, issuer: string): string {
+  return `${serverId}\u0000${issuer}`;
+}
+
+function toSdk(t: OAuthTokenSet, issuer: string): SdkTokens {
+  return {
+    access_token: t.access_token,
+    token_type: 'Bearer',
+    ...(t.refresh_token ? { refresh_token: t.refresh_token } : {}),
+    ...(t.scope ? { scope: t.scope } : {}),
+    ...(t.expires_at !== null ? { expires_in: Math.max(0, Math.floor((t.expires_at - Date.now()) / 1000)) } : {}),
+    issuer,
+  } as SdkTokens;
+}
+
+function fromSdk(t: SdkTokens): OAuthTokenSet {
+  const now = Date.now();
+  return {
+    access_token: t.access_token,
+    refresh_token: t.refresh_token ?? null,
+    issued_at: now,
+    // No lifetime given: assume an hour (and refresh then).
+    expires_at: now + (typeof t.expires_in === 'number' && t.expires_in > 0 ? t.expires_in : 3600) * 1000,
+    scope: t.scope ?? null,
+  };
 }
 
 /** Usable for a while yet: refresh once less than a fifth of the lifetime (at most 60 s) remains. */

@@ -5,6 +5,7 @@ import { openAead, sealAead } from '@toolplane/crypto';
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { OAuthState } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
 
 /** What a server keeps sealed: every value that may carry a secret (templates included). */
@@ -12,6 +13,8 @@ export interface ServerSecrets {
   env?: Record<string, string>;
   headers?: Record<string, string>;
   auth?: McpAuthInput;
+  /** What OAuth discovery and registration found (see OAuthState). */
+  oauth?: OAuthState;
 }
 
 /**

@@ -46,6 +46,11 @@ export class ServersRepository {
     return this.repo.findOneByOrFail({ id });
   }
 
+  /** New sealed secrets without a settings change (what an OAuth flow learned): the server's version stays. */
+  async keepSecrets(id: string, sealedSecrets: Buffer): Promise<void> {
+    await this.repo.update({ id }, { sealedSecrets } as QueryDeepPartialEntity<McpServerEntity>);
+  }
+
   async recordSync(id: string, lastSync: LastSync, toolCount?: number): Promise<McpServerEntity | null> {
     await this.repo.update({ id }, { lastSync, ...(toolCount !== undefined ? { toolCount } : {}) } as QueryDeepPartialEntity<McpServerEntity>);
     return this.repo.findOneBy({ id });

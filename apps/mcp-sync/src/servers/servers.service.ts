@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import {
   ErrorCode,
   ExternalToolsSync,
@@ -19,7 +19,9 @@ import { MessagingClient, parseContract } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import { ConnectionPool } from '../connections/connection-pool';
+import type { OAuthState } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
+import { OAuthTokens } from '../connections/oauth-tokens';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SyncScheduler } from '../sync/sync.scheduler';
 import { SyncService } from '../sync/sync.service';
@@ -34,7 +36,7 @@ import { DuplicateServerName, ServersRepository, type ServerFields } from './ser
 type Ref = { org_id: string; id?: string; name?: string };
 
 @Injectable()
-export class ServersService {
+export class ServersService implements OnModuleInit {
   private readonly log = new Logger(ServersService.name);
 
   constructor(
@@ -49,7 +51,19 @@ export class ServersService {
     private readonly authorizations: OAuthAuthorizationsService,
     private readonly tokens: OAuthTokenStore,
     private readonly cache: ServerCache,
+    private readonly oauthTokens: OAuthTokens,
   ) {}
+
+  onModuleInit(): void {
+    // A flow that learned something new of a stored server (re-discovery, a new registration) keeps it.
+    this.oauthTokens.onStateChange(async (t) => {
+      const row = await this.servers.findById(t.orgId, t.serverId);
+      if (!row) return; // being added: the state is sealed with the new row
+      const secrets = this.targets.of(row).secrets;
+      if (secrets.auth?.type !== 'oauth' || row.url !== t.url) return;
+      await this.servers.keepSecrets(row.id, this.sealer.seal({ ...secrets, oauth: t.state }, secretsAad(row.orgId, row.id)));
+    });
+  }
 
   /**
    * Connect and list first: a server that cannot be reached is not stored. An OAuth
@@ -67,18 +81,19 @@ export class ServersService {
 
   /** The code came back: exchange it (tokens stored by the credentials service), then connect, store and sync. */
   async completeOAuth(req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
-    const { serverId, input } = await this.authorizations.complete(req.org_id, req.state, req.code);
+    const { serverId, input, oauth } = await this.authorizations.complete(req.org_id, req.state, req.code);
     try {
       if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
-      return await this.connectAndStore(req.org_id, serverId, input);
+      return await this.connectAndStore(req.org_id, serverId, input, oauth);
     } catch (e) {
       await this.tokens.forget(req.org_id, serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${serverId}: ${err.message}`));
       throw e;
     }
   }
 
-  private async connectAndStore(orgId: string, id: string, input: McpServerInput): Promise<ReplyOf<typeof McpOAuthComplete>> {
-    const secrets = secretsOf(input);
+  private async connectAndStore(orgId: string, id: string, input: McpServerInput, oauth?: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
+    // One state object from here on: what the connection's OAuth flow learns is sealed with the server.
+    const secrets = secretsOf(input, oauth);
     const started = performance.now();
     let discovery;
     try {
@@ -139,11 +154,12 @@ export class ServersService {
       'The updated server',
     );
     await this.checkReachable(merged);
-    const updated = await this.servers.update(current.id, this.fields(current.orgId, current.id, merged, secretsOf(merged)));
+    // New OAuth settings or a new URL: what was learned and the tokens obtained under the old ones are not reused.
+    const oauthKept = old.secrets.auth?.type === 'oauth' && JSON.stringify(old.secrets.auth) === JSON.stringify(merged.auth) && (current.url ?? undefined) === merged.url;
+    const updated = await this.servers.update(current.id, this.fields(current.orgId, current.id, merged, secretsOf(merged, oauthKept ? old.secrets.oauth : undefined)));
     this.cache.invalidate(current.id);
     await this.pool.drop(current.id);
-    // New OAuth settings: tokens obtained under the old ones are not reused.
-    if (old.secrets.auth?.type === 'oauth' && JSON.stringify(old.secrets.auth) !== JSON.stringify(merged.auth)) await this.forgetTokens(current.orgId, current.id);
+    if (old.secrets.auth?.type === 'oauth' && !oauthKept) await this.forgetTokens(current.orgId, current.id);
     const { server, report } = await this.sync.sync(updated, 'update');
     return { server: toWireServer(server), sync: report };
   }
@@ -202,7 +218,9 @@ export class ServersService {
     }
     if (s.transport === 'stdio') this.pool.stdio.check(s.command!, s.args ?? [], Object.fromEntries(Object.keys(s.env ?? {}).map((k) => [k, ''])));
     if (s.url) await this.pool.urlGuard.check(s.url);
-    if (s.auth?.type === 'oauth') await this.pool.urlGuard.check(s.auth.token_url);
+    if (s.auth?.type === 'oauth') {
+      for (const u of [s.auth.issuer, s.auth.authorization_url, s.auth.token_url, s.auth.registration_url]) if (u) await this.pool.urlGuard.check(u);
+    }
   }
 
   private fields(orgId: string, id: string, s: McpServerInput, secrets: ServerSecrets): ServerFields {
@@ -225,8 +243,8 @@ export class ServersService {
   }
 }
 
-function secretsOf(s: McpServerInput): ServerSecrets {
-  return stripUndefined({ env: s.env, headers: s.headers, auth: s.auth });
+function secretsOf(s: McpServerInput, oauth?: OAuthState): ServerSecrets {
+  return stripUndefined({ env: s.env, headers: s.headers, auth: s.auth, oauth: s.auth?.type === 'oauth' ? (oauth ?? {}) : undefined });
 }
 
 function exists(name: string): ToolplaneError {
