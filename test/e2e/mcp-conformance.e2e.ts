@@ -30,6 +30,7 @@ const SCENARIOS = [
   'auth/scope-from-www-authenticate',
   'auth/scope-from-scopes-supported',
   'auth/scope-omitted-when-undefined',
+  'auth/scope-step-up',
   'auth/scope-retry-limit',
   'auth/offline-access-scope',
   'auth/offline-access-not-supported',
@@ -49,7 +50,6 @@ const SCENARIOS = [
  * - elicitation-sep1034-client-defaults: the server asks the user a question in the middle of a
  *   tool call; Toolplane calls tools for agents with no user session to answer it (mcp-sync
  *   declares no elicitation capability), so there is nothing to conform to.
- * - auth/scope-step-up: step-up authorization on 403 insufficient_scope is not built yet.
  * - auth/cross-app-access-complete-flow: enterprise IdP token exchange (RFC 8693, ID-JAG), an
  *   extension outside what Toolplane supports.
  */

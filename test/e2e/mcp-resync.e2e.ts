@@ -124,7 +124,8 @@ describe('MCP periodic resync, reconnect and auth', () => {
     expect(r.server.auth_type).toBe('oauth');
     expect(r.sync.added).toBe(1);
     ok(await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'oauth' }));
-    expect(issuer.requests()).toBe(2); // one refused, one issued and reused for the resync
+    // The refused client is tried twice (the SDK's OAuth client retries invalid_client once, no more); then one token, reused for the resync.
+    expect(issuer.requests()).toBe(3);
     // Kept by the credentials service, bound to the server and its issuer.
     const stored = ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, server_id: r.server.id, issuer: issuer.url }));
     expect(stored.tokens).toMatchObject({ access_token: 'oauth-access-token', refresh_token: null });

@@ -27,7 +27,11 @@ interface Context {
 const CALLS: Record<string, { tool: string; args: Record<string, unknown> }> = {
   tools_call: { tool: 'add_numbers', args: { a: 2, b: 3 } },
   'sse-retry': { tool: 'test_reconnection', args: {} },
+  'auth/scope-step-up': { tool: 'test-tool', args: {} },
 };
+
+/** How many times the human opens an authorization URL for one step (an add, then a step-up, say). */
+const HUMAN_ROUNDS = 2;
 
 async function main(): Promise<void> {
   const url = process.argv[process.argv.length - 1]!;
@@ -40,19 +44,31 @@ async function main(): Promise<void> {
   try {
     const req = (subject: string, body: unknown) => client.req(subject, body, { timeoutMs: TIMEOUT_MS });
     const auth = await authFor(scenario, context, (key, value) => req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key, value }));
+    /**
+     * Runs a step; while Toolplane answers that a user must authorize (the add's authorization URL,
+     * or MCP_AUTHORIZATION_REQUIRED for a step-up or a refused refresh), the human opens the URL and
+     * hands the code back; the step is then run again — at most HUMAN_ROUNDS times.
+     */
+    const withHuman = async (step: () => Promise<any>): Promise<any> => {
+      let r = await step();
+      for (let round = 0; round < HUMAN_ROUNDS; round++) {
+        const authz = r?.authorization ?? (r?.error?.code === 'MCP_AUTHORIZATION_REQUIRED' ? r.error.details : undefined);
+        if (!authz) return r;
+        const code = await authorize(authz.authorization_url as string);
+        const done = await req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: code.state ?? authz.state, code: code.code });
+        if (r.authorization || done.error) r = done;
+        else r = await step();
+      }
+      return r;
+    };
     const name = `conf-${scenario.replace(/[^A-Za-z0-9_.-]/g, '-')}`.slice(0, 64);
-    let r = await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name, transport: 'streamable_http', url, ...(auth ? { auth } : {}) } });
-    if (r.authorization) {
-      // The human: opens the URL; the authorization server sends the browser to the redirect URI with the code.
-      const code = await authorize(r.authorization.authorization_url as string);
-      r = await req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: code.state ?? r.authorization.state, code: code.code });
-    }
+    const r = await withHuman(() => req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name, transport: 'streamable_http', url, ...(auth ? { auth } : {}) } }));
     if (r.error) throw new Error(`${r.error.code}: ${r.error.message}`);
     log(`added ${name}: ${JSON.stringify(r.sync)}`);
     try {
       const call = CALLS[scenario];
       if (call) {
-        const out = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: call.tool, args: call.args, timeout_ms: 20_000 });
+        const out = await withHuman(() => req('toolplane.v1.tools.execute', { org_id: org, tool_name: call.tool, args: call.args, timeout_ms: 20_000 }));
         if (out.error || out.status !== 'success') throw new Error(`tools.execute ${call.tool}: ${JSON.stringify(out.error ?? out)}`);
         log(`${call.tool} → ${JSON.stringify(out.func_return)}`);
       }

@@ -28,6 +28,8 @@ export interface Observed {
   sessions: number;
   /** The headers of the latest HTTP request. */
   headers: Record<string, string | string[] | undefined>;
+  /** Every Authorization header sent, in order (none: absent). */
+  authorizations: string[];
 }
 
 export class FakeMcpServer {
@@ -39,7 +41,11 @@ export class FakeMcpServer {
   requireAuthorization?: string;
   /** When set, decides which Authorization headers are accepted (else 401). */
   acceptAuthorization?: (header: string | undefined) => boolean;
-  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {} };
+  /** The WWW-Authenticate of a 401 (an OAuth-protected server: resource_metadata, scope). */
+  wwwAuthenticate?: string;
+  /** Documents served at GET /.well-known/... (Protected Resource Metadata). */
+  wellKnown: Record<string, unknown> = {};
+  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {}, authorizations: [] };
   private http?: HttpServer;
   private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
   port = 0;
@@ -73,11 +79,22 @@ export class FakeMcpServer {
     this.sessions.clear();
   }
 
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    if (req.method === 'GET' && path.startsWith('/.well-known/')) {
+      const doc = this.wellKnown[path];
+      res.writeHead(doc ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(doc ?? { error: 'not_found' }));
+      return;
+    }
     this.observed.headers = { ...req.headers };
+    if (req.headers.authorization) this.observed.authorizations.push(req.headers.authorization);
     const refused = this.acceptAuthorization ? !this.acceptAuthorization(req.headers.authorization) : this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization;
     if (refused) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_token' }));
+      res.writeHead(401, { 'content-type': 'application/json', ...(this.wwwAuthenticate ? { 'www-authenticate': this.wwwAuthenticate } : {}) }).end(JSON.stringify({ error: 'invalid_token' }));
       return;
     }
     const sid = req.headers['mcp-session-id'];

@@ -42,6 +42,11 @@ export enum ErrorCode {
   MCP_OAUTH_FAILED = 'MCP_OAUTH_FAILED',
   /** The server's OAuth tokens are gone or can no longer be refreshed: authorize it again. */
   MCP_OAUTH_REAUTHORIZE = 'MCP_OAUTH_REAUTHORIZE',
+  /**
+   * The server needs a user to authorize (again, or with more scope: step-up): details carry a
+   * fresh `authorization_url` and its `state`; open it, then `mcp.oauth.complete`.
+   */
+  MCP_AUTHORIZATION_REQUIRED = 'MCP_AUTHORIZATION_REQUIRED',
   // Execution outcomes (carried in ToolExecutionResult.error, not in the envelope)
   TOOL_EXCEPTION = 'TOOL_EXCEPTION',
   EXECUTION_TIMEOUT = 'EXECUTION_TIMEOUT',

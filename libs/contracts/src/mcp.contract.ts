@@ -143,6 +143,13 @@ export const McpServer = z.object({
   env_keys: z.array(z.string()),
   header_names: z.array(z.string()),
   auth_type: z.enum(['bearer', 'oauth']).nullable(),
+  /**
+   * OAuth: the server needs a user to authorize it — its refresh was refused (`reauthorize`) or it
+   * asks for more scope (`step_up`). Open the URL, then `mcp.oauth.complete`; null when authorized.
+   */
+  pending_authorization: z
+    .object({ reason: z.enum(['reauthorize', 'step_up']), authorization_url: z.string(), state: z.string(), expires_at: z.string(), scope: z.string().nullable() })
+    .nullable(),
   tool_prefix: z.string().nullable(),
   tool_count: z.number().int(),
   last_sync: z

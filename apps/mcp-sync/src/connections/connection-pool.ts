@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../servers/secret-sealer';
 import { ORG_SECRET_SOURCE, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
-import { OAuthTokens, type OAuthAuth } from './oauth-tokens';
+import { OAuthTokens, type OAuthAuth, type OAuthTarget } from './oauth-tokens';
 import { PinnedHttp } from './pinned-http';
 import { StdioPolicy } from './stdio-policy';
 import { UrlGuard } from './url-guard';
@@ -22,6 +22,8 @@ export interface ServerTarget {
   url: string | null;
   version: number;
   secrets: ServerSecrets;
+  /** A server being added (not stored yet): its settings, should its OAuth need a user before the add ends. */
+  pendingInput?: McpServerInput;
 }
 
 export type ListChangedListener = (serverId: string, orgId: string) => void;
@@ -176,7 +178,9 @@ export class ConnectionPool implements OnModuleDestroy {
   /** The server's stored version changed without a settings change (first insert): keep its sessions. */
   retag(serverId: string, version: number): void {
     const pool = this.pools.get(serverId);
-    if (pool) pool.target.version = version;
+    if (!pool) return;
+    pool.target.version = version;
+    delete pool.target.pendingInput; // stored now: a later authorization is the stored server's
   }
 
   liveConnections(serverId: string): number {
@@ -257,8 +261,18 @@ export class ConnectionPool implements OnModuleDestroy {
         ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, values, 'auth.private_key') } : {}),
       };
       // The state object is the server's own: what a flow learns is kept with it.
-      const target = { orgId: t.orgId, serverId: t.id, url: t.url, transport: t.transport, auth: oauth, state: (s.oauth ??= {}) };
+      const target: OAuthTarget = {
+        orgId: t.orgId,
+        serverId: t.id,
+        name: t.name,
+        url: t.url,
+        transport: t.transport,
+        auth: oauth,
+        state: (s.oauth ??= {}),
+        ...(t.pendingInput ? { input: t.pendingInput } : {}),
+      };
       resolved.authorization = () => this.oauth.authorization(target);
+      resolved.onChallenge = (res, sent) => this.oauth.challenge(target, res, sent);
     }
     return resolved;
   }

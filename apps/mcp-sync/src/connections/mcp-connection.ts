@@ -20,6 +20,8 @@ export interface ResolvedTarget {
   headers: Record<string, string>;
   /** The Authorization header value for each HTTP request (bearer or a fresh OAuth token). */
   authorization?: () => Promise<string | undefined>;
+  /** OAuth: the server challenged a request (401/403 + WWW-Authenticate): the value to retry it once with, or a typed error. */
+  onChallenge?: (res: Response, sent: string | undefined) => Promise<string>;
 }
 
 export interface OpenOptions {
@@ -124,7 +126,7 @@ function makeTransport(t: ResolvedTarget, opts: OpenOptions, onStderr: (chunk: s
   }
   if (!http) throw new Error(`${t.transport} transport without pinned HTTP`);
   const url = new URL(t.url!);
-  const fetch = pinnedFetch(http, t.authorization);
+  const fetch = pinnedFetch(http, t.authorization, t.onChallenge);
   const requestInit = { headers: t.headers };
   if (t.transport === 'sse') return new SSEClientTransport(url, { fetch, requestInit });
   return new StreamableHTTPClientTransport(url, { fetch, requestInit, reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 500, maxReconnectionDelay: 5000, reconnectionDelayGrowFactor: 2 } });
@@ -134,12 +136,18 @@ function makeTransport(t: ResolvedTarget, opts: OpenOptions, onStderr: (chunk: s
  * Every HTTP request: to the server's vetted addresses only (SSRF, redirect targets too: see
  * PinnedHttp), W3C trace context, the current Authorization.
  */
-function pinnedFetch(http: PinnedHttp, authorization?: () => Promise<string | undefined>) {
+function pinnedFetch(http: PinnedHttp, authorization?: () => Promise<string | undefined>, onChallenge?: ResolvedTarget['onChallenge']) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const headers = new Headers(init?.headers);
     propagation.inject(context.active(), headers, { set: (h, k, v) => h.set(k, v) });
     const auth = await authorization?.();
     if (auth) headers.set('authorization', auth);
+    const res = await http.fetch(input, { ...init, headers });
+    if (!onChallenge || (res.status !== 401 && res.status !== 403) || !res.headers.get('www-authenticate')) return res;
+    // Refreshed, a new grant or a step-up token: the request is sent once more, never in a loop.
+    const next = await onChallenge(res, auth);
+    await res.body?.cancel().catch(() => undefined);
+    headers.set('authorization', next);
     return http.fetch(input, { ...init, headers });
   };
 }

@@ -37,6 +37,10 @@ export interface ProviderOptions {
   stateParam?: string;
   /** The PKCE verifier of a pending authorization (complete). */
   verifier?: string;
+  /** The scope to ask for now (step-up), over the configured one. */
+  scope?: string;
+  /** The stored tokens must not be used (refused by the server, or a step-up needs a new authorization). */
+  ignoreTokens?: boolean;
 }
 
 const PREFERRED_METHODS: TokenEndpointAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'none'];
@@ -67,9 +71,11 @@ export class McpOAuthProvider implements OAuthClientProvider {
   readonly addClientAuthentication?: OAuthClientProvider['addClientAuthentication'];
   private verifier?: string;
   private readonly stateParam: string;
+  private ignoreTokens: boolean;
 
   constructor(private readonly o: ProviderOptions) {
     this.verifier = o.verifier;
+    this.ignoreTokens = o.ignoreTokens ?? false;
     this.stateParam = o.stateParam ?? randomBytes(24).toString('base64url');
     const auth = o.auth;
     if (auth.private_key !== undefined && auth.client_id !== undefined) {
@@ -105,7 +111,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
       grant_types: code ? ['authorization_code', 'refresh_token'] : ['client_credentials'],
       response_types: code ? ['code'] : [],
       token_endpoint_auth_method: this.registrationMethod(),
-      ...(this.o.auth.scope ? { scope: this.o.auth.scope } : {}),
+      ...((this.o.scope ?? this.o.auth.scope) ? { scope: this.o.scope ?? this.o.auth.scope } : {}),
     };
   }
 
@@ -138,6 +144,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
   }
 
   async tokens(): Promise<OAuthTokens | undefined> {
+    if (this.ignoreTokens) return undefined;
     const issuer = this.issuer();
     return issuer ? this.o.tokens.load(issuer) : undefined;
   }
@@ -202,6 +209,12 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return chosen;
   }
 
+  /** What this flow uses was discovered (nothing configured overrides it) and could be discovered again. */
+  rediscoverable(): boolean {
+    const a = this.o.auth;
+    return this.o.state.discovery !== undefined && a.issuer === undefined && a.token_url === undefined && a.authorization_url === undefined && a.registration_url === undefined;
+  }
+
   /** Configured endpoints over discovered ones: what is given always wins. */
   discoveryState(): OAuthDiscoveryState | undefined {
     const a = this.o.auth;
@@ -238,6 +251,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
     if (scope === 'all' || scope === 'discovery') delete this.o.state.discovery;
     if (scope === 'all' || scope === 'client') delete this.o.state.client;
     if (scope === 'all' || scope === 'verifier') this.verifier = undefined;
+    if (scope === 'all' || scope === 'tokens') this.ignoreTokens = true;
     this.changed = true;
   }
 

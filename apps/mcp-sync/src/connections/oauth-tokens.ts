@@ -3,8 +3,10 @@ import { auth as sdkAuth, extractWWWAuthenticateParams } from '@modelcontextprot
 import { InvalidGrantError, OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens as SdkTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, ToolplaneError, type OAuthTokenSet } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, type McpServerInput, type OAuthTokenSet } from '@toolplane/contracts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthTokenStore } from './oauth-token-store';
@@ -14,6 +16,9 @@ import { UrlGuard } from './url-guard';
 
 export type { OAuthAuth, OAuthState } from './oauth-provider';
 
+/** Failures another discovery cannot fix. */
+const NO_REDISCOVERY = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE, ErrorCode.SECRET_NOT_FOUND, ErrorCode.CREDENTIALS_UNAVAILABLE]);
+
 /** How long a metadata, registration or token host's vetted addresses are reused before its name is resolved again. */
 const OAUTH_HOST_PIN_MS = 60_000;
 
@@ -21,11 +26,22 @@ const OAUTH_HOST_PIN_MS = 60_000;
 export interface OAuthTarget {
   orgId: string;
   serverId: string;
+  name: string;
+  /** A server being added (not stored yet): its settings, for an authorization that must finish the add. */
+  input?: McpServerInput;
   url: string;
   transport: 'sse' | 'streamable_http';
   auth: OAuthAuth;
   /** Mutated in place by the flows; persisted with the server (see onStateChange). */
   state: OAuthState;
+}
+
+/** A server that needs a user: a new authorization was started for it (refresh refused, or step-up). */
+export interface AuthorizationNeeded {
+  target: OAuthTarget;
+  started: StartedAuthorization;
+  reason: 'reauthorize' | 'step_up';
+  scope: string | null;
 }
 
 /** A started authorization-code flow: the URL to open, and what completing it needs. */
@@ -57,6 +73,7 @@ export class OAuthTokens implements OnModuleDestroy {
   private readonly http: PinnedHttp;
   private readonly timeoutMs: number;
   private stateListener?: (t: OAuthTarget) => Promise<void>;
+  private requiredListener?: (n: AuthorizationNeeded) => Promise<{ expiresAt: string }>;
 
   constructor(
     private readonly store: OAuthTokenStore,
@@ -71,24 +88,104 @@ export class OAuthTokens implements OnModuleDestroy {
     await this.http.close();
   }
 
+  /**
+   * The SSRF-pinned fetch for the SDK's OAuth requests, answering the global Response class (the
+   * SDK reads error bodies only from `instanceof Response`; undici's own class is another one).
+   */
+  private readonly fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const got: Response = await this.http.fetch(input, init);
+    if (got instanceof Response) return got;
+    const res = got as { status: number; statusText: string; headers: Headers; body: ReadableStream<Uint8Array> | null };
+    const empty = res.status === 204 || res.status === 205 || res.status === 304 || (res.status >= 100 && res.status < 200);
+    return new Response(empty ? null : res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+
   /** Called when a flow changed a stored server's OAuth state (re-discovery, a new registration). */
   onStateChange(listener: (t: OAuthTarget) => Promise<void>): void {
     this.stateListener = listener;
   }
 
-  /** The Authorization header value for a request to the server: a fresh access token. */
-  async authorization(t: OAuthTarget): Promise<string> {
+  /** Keeps a started authorization for a server that needs a user (pending row, the server marked): its expiry. */
+  onAuthorizationRequired(listener: (n: AuthorizationNeeded) => Promise<{ expiresAt: string }>): void {
+    this.requiredListener = listener;
+  }
+
+  /**
+   * The Authorization header value for a request to the server: a fresh access token. `refused`:
+   * an access token the server just refused (401), never sent again.
+   */
+  async authorization(t: OAuthTarget, refused?: string): Promise<string> {
     this.assertBound(t);
     const provider = this.provider(t);
     const issuer = provider.issuer();
     const hit = issuer ? this.cache.get(cacheKey(t.serverId, issuer)) : undefined;
-    if (hit && fresh(hit)) return `Bearer ${hit.access_token}`;
-    let p = this.pending.get(t.serverId);
+    if (hit && fresh(hit) && hit.access_token !== refused) return `Bearer ${hit.access_token}`;
+    if (refused && issuer && hit?.access_token === refused) this.cache.delete(cacheKey(t.serverId, issuer));
+    const key = `${t.serverId}\u0000${refused ?? ''}`;
+    let p = this.pending.get(key);
     if (!p) {
-      p = this.obtain(t, provider).finally(() => this.pending.delete(t.serverId));
-      this.pending.set(t.serverId, p);
+      p = this.obtain(t, provider, refused).finally(() => this.pending.delete(key));
+      this.pending.set(key, p);
     }
     return p;
+  }
+
+  /**
+   * The server answered a request with a challenge (401 or 403 + WWW-Authenticate): the
+   * Authorization value to retry it once with, or a typed error. 401: the token sent was refused —
+   * refreshed (or a new client-credentials grant), else the server needs authorizing again.
+   * 403 insufficient_scope: step-up — a new authorization for the scope asked (client credentials:
+   * a new grant), unless the token already holds that scope (never a loop).
+   */
+  async challenge(t: OAuthTarget, res: Response, sent: string | undefined): Promise<string> {
+    const { scope, error } = extractWWWAuthenticateParams(res);
+    const sentToken = sent?.replace(/^Bearer\s+/i, '');
+    if (res.status === 401) return this.authorization(t, sentToken);
+    if (error !== 'insufficient_scope') {
+      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `MCP server ${t.name} refused its OAuth token (403${error ? ` ${error}` : ''})`, { server_id: t.serverId }, false);
+    }
+    return this.stepUp(t, scope, sentToken);
+  }
+
+  private async stepUp(t: OAuthTarget, asked: string | undefined, sentToken: string | undefined): Promise<string> {
+    const current = this.provider(t);
+    const issuer = current.issuer();
+    const held = issuer ? (this.cache.get(cacheKey(t.serverId, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer))) : null;
+    const granted = held && held.access_token === sentToken ? (held.scope ?? '') : '';
+    const want = [...new Set([...granted.split(' '), ...(asked ?? '').split(' ')].filter(Boolean))].join(' ');
+    if (asked && held?.scope && asked.split(' ').every((s) => held.scope!.split(' ').includes(s))) {
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_FAILED,
+        `MCP server ${t.name} asks for scope "${asked}", which its token already holds: not authorizing again`,
+        { server_id: t.serverId, scope: asked },
+        false,
+      );
+    }
+    const provider = this.provider(t, undefined, { ...(want ? { scope: want } : {}), ignoreTokens: true });
+    const result = await this.run(t, provider, want ? { scope: want } : {});
+    if (result === 'REDIRECT') return this.required(t, provider, 'step_up', want || null);
+    const now = provider.issuer();
+    const tokens = now ? this.cache.get(cacheKey(t.serverId, now)) : undefined;
+    if (!tokens) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow ended without a token');
+    return `Bearer ${tokens.access_token}`;
+  }
+
+  /** A started authorization the user must finish: kept (listener), then MCP_AUTHORIZATION_REQUIRED with its URL. */
+  private async required(t: OAuthTarget, provider: McpOAuthProvider, reason: 'reauthorize' | 'step_up', scope: string | null): Promise<never> {
+    const url = provider.authorizationUrl;
+    const verifier = provider.pkceVerifier;
+    if (!this.requiredListener || !url || !verifier) {
+      throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, 'The MCP server has no usable OAuth token: authorize it again', { server_id: t.serverId }, false);
+    }
+    const started = { url, state: provider.state(), verifier };
+    const { expiresAt } = await this.requiredListener({ target: t, started, reason, scope });
+    const why = reason === 'step_up' ? `asks for more scope (${scope ?? 'unnamed'})` : 'has no usable OAuth token';
+    throw new ToolplaneError(
+      ErrorCode.MCP_AUTHORIZATION_REQUIRED,
+      `MCP server ${t.name} ${why}: open the authorization URL, then call mcp.oauth.complete with the code`,
+      { server_id: t.serverId, server_name: t.name, reason, authorization_url: url.href, state: started.state, expires_at: expiresAt, scope },
+      false,
+    );
   }
 
   /**
@@ -117,25 +214,27 @@ export class OAuthTokens implements OnModuleDestroy {
     for (const k of this.cache.keys()) if (k.startsWith(`${serverId}\u0000`)) this.cache.delete(k);
   }
 
-  private async obtain(t: OAuthTarget, provider: McpOAuthProvider): Promise<string> {
+  private async obtain(t: OAuthTarget, provider: McpOAuthProvider, refused?: string): Promise<string> {
     const issuer = provider.issuer();
     if (issuer) {
       const stored = await this.store.fetch(t.orgId, t.serverId, issuer);
-      if (stored && fresh(stored)) {
+      if (stored && fresh(stored) && stored.access_token !== refused) {
         this.cache.set(cacheKey(t.serverId, issuer), stored);
         return `Bearer ${stored.access_token}`;
       }
     }
     const hint = issuer ? {} : await this.probe(t);
-    const result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
-    if (result === 'REDIRECT') {
-      throw new ToolplaneError(
-        ErrorCode.MCP_OAUTH_REAUTHORIZE,
-        'The MCP server has no usable OAuth token: authorize it again (servers.update with its auth, then mcp.oauth.complete)',
-        { server_id: t.serverId },
-        false,
-      );
+    let result: 'AUTHORIZED' | 'REDIRECT';
+    try {
+      result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
+    } catch (e) {
+      if (!provider.rediscoverable() || (e instanceof ToolplaneError && NO_REDISCOVERY.has(e.code))) throw e;
+      // What discovery found earlier may be out of date (an endpoint moved): discover again, once.
+      this.log.log(`OAuth for MCP server ${t.name} (${t.serverId}) failed with what was discovered earlier (${(e as Error).message}): discovering again`);
+      provider.invalidateCredentials('discovery');
+      result = await this.run(t, provider, { ...(await this.probe(t)), ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
     }
+    if (result === 'REDIRECT') return this.required(t, provider, 'reauthorize', t.auth.scope ?? null);
     const now = provider.issuer();
     const tokens = now ? this.cache.get(cacheKey(t.serverId, now)) : undefined;
     if (!tokens) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow ended without a token');
@@ -145,7 +244,7 @@ export class OAuthTokens implements OnModuleDestroy {
   /** The SDK's auth() with this service's fetch; its errors become typed ones. State changes are persisted. */
   private async run(t: OAuthTarget, provider: McpOAuthProvider, opts: { authorizationCode?: string; scope?: string; resourceMetadataUrl?: URL }): Promise<'AUTHORIZED' | 'REDIRECT'> {
     try {
-      return await sdkAuth(provider, { serverUrl: t.url, fetchFn: this.http.fetch, ...opts });
+      return await sdkAuth(provider, { serverUrl: t.url, fetchFn: this.fetchFn, ...opts });
     } catch (e) {
       throw this.typed(e, t);
     } finally {
@@ -155,35 +254,42 @@ export class OAuthTokens implements OnModuleDestroy {
     }
   }
 
-  /** What an unauthenticated request to the server says (401 WWW-Authenticate): its metadata URL and the scope it wants. */
+  /**
+   * What the server says to a client without a token, as the MCP spec has a client learn it: a
+   * session is opened and its tools listed without Authorization; the first 401/403 challenge
+   * (WWW-Authenticate) gives the Protected Resource Metadata URL and the scope wanted.
+   */
   private async probe(t: OAuthTarget): Promise<{ resourceMetadataUrl?: URL; scope?: string }> {
-    const init: RequestInit =
-      t.transport === 'sse'
-        ? { method: 'GET', headers: { accept: 'text/event-stream' } }
-        : {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': LATEST_PROTOCOL_VERSION },
-            body: JSON.stringify({
-              jsonrpc: '2.0',
-              id: 0,
-              method: 'initialize',
-              params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'toolplane-mcp-sync', version: '0.1.0' } },
-            }),
-          };
-    let res: Response;
+    let hint: { resourceMetadataUrl?: URL; scope?: string } | undefined;
+    const fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const res = await this.http.fetch(input, init);
+      if (!hint && (res.status === 401 || res.status === 403)) {
+        const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
+        hint = { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+      }
+      return res;
+    };
+    const url = new URL(t.url);
+    const transport = t.transport === 'sse' ? new SSEClientTransport(url, { fetch: fetchFn }) : new StreamableHTTPClientTransport(url, { fetch: fetchFn, reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
+    const client = new Client({ name: 'toolplane-mcp-sync', version: '0.1.0' }, { capabilities: {} });
+    const deadline = AbortSignal.timeout(this.timeoutMs);
     try {
-      res = await this.http.fetch(t.url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) });
+      await client.connect(transport, { timeout: this.timeoutMs, signal: deadline });
+      if (!hint) await client.listTools(undefined, { timeout: this.timeoutMs, signal: deadline });
     } catch (e) {
-      throw this.typed(e, t);
+      const cause = (e as { cause?: unknown })?.cause;
+      if (e instanceof ToolplaneError) throw e;
+      if (cause instanceof ToolplaneError) throw cause;
+      // A challenge (or a server that needs no token): what it said is the hint.
+    } finally {
+      await client.close().catch(() => undefined);
     }
-    await res.body?.cancel().catch(() => undefined);
-    if (res.status !== 401 && res.status !== 403) return {};
-    const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
-    return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+    return hint ?? {};
   }
 
-  private provider(t: OAuthTarget, verifier?: string): McpOAuthProvider {
+  private provider(t: OAuthTarget, verifier?: string, extra: { scope?: string; ignoreTokens?: boolean } = {}): McpOAuthProvider {
     return new McpOAuthProvider({
+      ...extra,
       auth: t.auth,
       state: t.state,
       redirectUri: t.auth.redirect_uri ?? this.config.MCP_OAUTH_REDIRECT_URI,

@@ -1,5 +1,14 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
+/** An authorization the server waits for (OAuth: refresh refused, step-up to more scope). */
+export interface PendingAuthorization {
+  reason: 'reauthorize' | 'step_up';
+  authorization_url: string;
+  state: string;
+  expires_at: string;
+  scope: string | null;
+}
+
 export interface LastSync {
   at: string;
   trigger: 'add' | 'update' | 'manual' | 'list_changed' | 'periodic';
@@ -51,6 +60,9 @@ export class McpServerEntity {
 
   @Column({ name: 'last_sync', type: 'json', nullable: true })
   lastSync!: LastSync | null;
+
+  @Column({ name: 'pending_authorization', type: 'json', nullable: true })
+  pendingAuthorization!: PendingAuthorization | null;
 
   @Column({ name: 'next_sync_at', type: 'timestamptz' })
   nextSyncAt!: Date;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type McpAuthorizationRequest, type McpServerInput } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
 import { OAuthTokens, type OAuthAuth, type OAuthState, type OAuthTarget } from '../connections/oauth-tokens';
@@ -6,11 +6,20 @@ import { grantOf } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthAuthorizationsRepository } from './oauth-authorizations.repository';
 import { SecretSealer } from './secret-sealer';
+import { ServersRepository } from './servers.repository';
 import { ORG_SECRET_SOURCE, resolveTemplate, templateNames, type OrgSecretSource } from './templates';
 
 interface Pending {
-  input: McpServerInput;
+  /** A server being added; absent for a stored server authorized again (or with more scope). */
+  input?: McpServerInput;
   verifier: string;
+  oauth: OAuthState;
+}
+
+/** What a completed authorization leaves: the server's id, its settings when it is being added, what OAuth learned. */
+export interface Completed {
+  serverId: string;
+  input?: McpServerInput;
   oauth: OAuthState;
 }
 
@@ -28,7 +37,7 @@ export function isAuthorizationCode(auth: McpServerInput['auth']): auth is OAuth
  * exchanges it with the verifier and stores the tokens.
  */
 @Injectable()
-export class OAuthAuthorizationsService {
+export class OAuthAuthorizationsService implements OnModuleInit {
   private readonly log = new Logger(OAuthAuthorizationsService.name);
 
   constructor(
@@ -37,7 +46,25 @@ export class OAuthAuthorizationsService {
     private readonly oauth: OAuthTokens,
     @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+    private readonly servers: ServersRepository,
   ) {}
+
+  onModuleInit(): void {
+    // A server that needs a user mid-operation (refresh refused, step-up): its authorization is kept
+    // like an add's, and a stored server shows it (servers.get pending_authorization).
+    this.oauth.onAuthorizationRequired(async ({ target, started, reason, scope }) => {
+      const expiresAt = new Date(Date.now() + this.config.MCP_OAUTH_STATE_TTL_MS);
+      // Stored by now (a session opened during its add may outlive the add): the stored server's authorization.
+      const adding = target.input !== undefined && !(await this.servers.findById(target.orgId, target.serverId));
+      const pending: Pending = { ...(adding ? { input: target.input } : {}), verifier: started.verifier, oauth: target.state };
+      await this.pending.insert({ state: started.state, orgId: target.orgId, serverId: target.serverId, serverName: target.name, sealed: this.sealer.seal(pending, aadOf(target.orgId, started.state)), expiresAt });
+      if (!adding) {
+        await this.servers.setPendingAuthorization(target.serverId, { reason, authorization_url: started.url.href, state: started.state, expires_at: expiresAt.toISOString(), scope });
+      }
+      this.log.log(`MCP server ${target.name} (${target.serverId}) of org ${target.orgId} needs authorization (${reason}) until ${expiresAt.toISOString()}`);
+      return { expiresAt: expiresAt.toISOString() };
+    });
+  }
 
   async begin(orgId: string, serverId: string, input: McpServerInput & { auth: OAuthAuth }): Promise<McpAuthorizationRequest> {
     const target = await this.target(orgId, serverId, input, {});
@@ -50,16 +77,20 @@ export class OAuthAuthorizationsService {
     return { authorization_url: started.url.href, state: started.state, server_name: input.name, expires_at: expiresAt.toISOString() };
   }
 
-  /** The pending server (its id, settings and OAuth state) once its code is exchanged and the tokens stored. */
-  async complete(orgId: string, state: string, code: string): Promise<{ serverId: string; input: McpServerInput; oauth: OAuthState }> {
+  /**
+   * The code came back: exchanged with the verifier, the tokens stored. `stored` gives the settings
+   * of a stored server (an authorization it needed again); an add carries its own.
+   */
+  async complete(orgId: string, state: string, code: string, stored: (serverId: string) => Promise<McpServerInput>): Promise<Completed> {
     const row = await this.pending.take(orgId, state);
     if (!row || row.expiresAt.getTime() < Date.now()) {
-      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'Unknown, already used or expired OAuth state: add the server again for a new authorization URL', undefined, false);
+      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'Unknown, already used or expired OAuth state: ask for a new authorization URL', undefined, false);
     }
     const { input, verifier, oauth } = this.sealer.open<Pending>(row.sealed, aadOf(orgId, state)) as Pending;
-    const target = await this.target(orgId, row.serverId, input, oauth ?? {});
+    const target = await this.target(orgId, row.serverId, input ?? (await stored(row.serverId)), oauth ?? {});
+    if (!input) delete target.input;
     await this.oauth.exchange(target, code, verifier);
-    return { serverId: row.serverId, input, oauth: target.state };
+    return { serverId: row.serverId, ...(input ? { input } : {}), oauth: target.state };
   }
 
   /** The flow's view of a server: its OAuth secrets' templates resolved from the org's secrets. */
@@ -73,6 +104,6 @@ export class OAuthAuthorizationsService {
       ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}),
       ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, values, 'auth.private_key') } : {}),
     };
-    return { orgId, serverId, url: input.url!, transport: input.transport === 'sse' ? 'sse' : 'streamable_http', auth: resolved, state };
+    return { orgId, serverId, name: input.name, url: input.url!, transport: input.transport === 'sse' ? 'sse' : 'streamable_http', auth: resolved, state, input };
   }
 }

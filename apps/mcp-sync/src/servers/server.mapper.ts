@@ -13,6 +13,7 @@ export function toWireServer(s: McpServerEntity): McpServer {
     env_keys: s.envKeys ?? [],
     header_names: s.headerNames ?? [],
     auth_type: s.authType,
+    pending_authorization: s.pendingAuthorization ?? null,
     tool_prefix: s.toolPrefix,
     tool_count: s.toolCount,
     last_sync: s.lastSync ? { ...s.lastSync, report: (s.lastSync.report as McpSyncReport | null) ?? null } : null,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
-import { McpServerEntity, type LastSync } from './mcp-server.entity';
+import { McpServerEntity, type LastSync, type PendingAuthorization } from './mcp-server.entity';
 
 export type ServerFields = Partial<Omit<McpServerEntity, 'id' | 'orgId' | 'createdAt' | 'updatedAt'>>;
 
@@ -44,6 +44,11 @@ export class ServersRepository {
   async update(id: string, fields: ServerFields): Promise<McpServerEntity> {
     await this.repo.update({ id }, { ...fields, updatedAt: () => 'now()' } as QueryDeepPartialEntity<McpServerEntity>);
     return this.repo.findOneByOrFail({ id });
+  }
+
+  /** The authorization an OAuth server waits for (null: none). */
+  async setPendingAuthorization(id: string, pending: PendingAuthorization | null): Promise<void> {
+    await this.repo.update({ id }, { pendingAuthorization: pending } as QueryDeepPartialEntity<McpServerEntity>);
   }
 
   /** New sealed secrets without a settings change (what an OAuth flow learned): the server's version stays. */

@@ -79,16 +79,40 @@ export class ServersService implements OnModuleInit {
     return this.connectAndStore(req.org_id, id, input);
   }
 
-  /** The code came back: exchange it (tokens stored by the credentials service), then connect, store and sync. */
+  /**
+   * The code came back: exchange it (tokens stored by the credentials service), then connect, store
+   * and sync a server being added — or, for a stored server that needed authorizing again (refresh
+   * refused, step-up), keep what OAuth learned, clear its pending authorization and resync it.
+   */
   async completeOAuth(req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
-    const { serverId, input, oauth } = await this.authorizations.complete(req.org_id, req.state, req.code);
+    const done = await this.authorizations.complete(req.org_id, req.state, req.code, async (serverId) => {
+      const row = await this.servers.findById(req.org_id, serverId);
+      if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${serverId} was removed`, { server: serverId });
+      return inputOf(row, this.targets.of(row).secrets);
+    });
+    if (!done.input) return this.reauthorized(req.org_id, done.serverId, done.oauth);
+    const input = done.input;
     try {
       if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
-      return await this.connectAndStore(req.org_id, serverId, input, oauth);
+      return await this.connectAndStore(req.org_id, done.serverId, input, done.oauth);
     } catch (e) {
-      await this.tokens.forget(req.org_id, serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${serverId}: ${err.message}`));
+      await this.tokens.forget(req.org_id, done.serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${done.serverId}: ${err.message}`));
       throw e;
     }
+  }
+
+  private async reauthorized(orgId: string, id: string, oauth: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
+    const row = await this.servers.findById(orgId, id);
+    if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${id} was removed`, { server: id });
+    const secrets = this.targets.of(row).secrets;
+    await this.servers.keepSecrets(id, this.sealer.seal({ ...secrets, oauth }, secretsAad(orgId, id)));
+    await this.servers.setPendingAuthorization(id, null);
+    this.cache.invalidate(id);
+    // Sessions opened with the old token go: the next ones carry the new one.
+    await this.pool.drop(id);
+    this.log.log(`MCP server ${row.name} (${id}) of org ${orgId} is authorized again`);
+    const { server, report } = await this.sync.sync((await this.servers.findById(orgId, id)) ?? row, 'manual');
+    return { server: toWireServer(server), sync: report };
   }
 
   private async connectAndStore(orgId: string, id: string, input: McpServerInput, oauth?: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
@@ -97,7 +121,10 @@ export class ServersService implements OnModuleInit {
     const started = performance.now();
     let discovery;
     try {
-      discovery = await this.sync.discover({ id, orgId: orgId, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets }, 1);
+      discovery = await this.sync.discover(
+        { id, orgId: orgId, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets, pendingInput: input },
+        1,
+      );
     } catch (e) {
       await this.pool.drop(id);
       throw e;
@@ -241,6 +268,21 @@ export class ServersService implements OnModuleInit {
   private nextSyncAt(): Date {
     return new Date(Date.now() + this.scheduler.nextResyncInMs());
   }
+}
+
+/** A stored server's settings as its input (secrets included, memory only). */
+function inputOf(row: McpServerEntity, secrets: ServerSecrets): McpServerInput {
+  return stripUndefined({
+    name: row.name,
+    transport: row.transport,
+    command: row.command ?? undefined,
+    args: row.command ? row.args : undefined,
+    url: row.url ?? undefined,
+    env: secrets.env,
+    headers: secrets.headers,
+    auth: secrets.auth,
+    tool_prefix: row.toolPrefix ?? undefined,
+  }) as McpServerInput;
 }
 
 function secretsOf(s: McpServerInput, oauth?: OAuthState): ServerSecrets {
