@@ -64,7 +64,10 @@ export function stdioFixture(): StdioFixture {
   const direct = { node: process.execPath, modules, spyDir: dirname(spy) };
   let where = direct;
   if (!(readableByOthers(process.execPath) && readableByOthers(modules) && (!existsSync(spy) || readableByOthers(spy)))) {
-    const root = (process.env.TOOLPLANE_TEST_STDIO_ROOT ??= join(tmpdir(), `tp-stdio-${process.pid}-${Date.now().toString(36)}`));
+    // Not under /tmp: the sandbox's working directory is its own /tmp, where a read path bound at
+    // the same place would show up as an entry (the spy test asserts that /tmp is empty).
+    const base = existsSync('/var/tmp') ? '/var/tmp' : tmpdir();
+    const root = (process.env.TOOLPLANE_TEST_STDIO_ROOT ??= join(base, `tp-stdio-${process.pid}-${Date.now().toString(36)}`));
     if (!existsSync(join(root, '.complete'))) {
       mkdirSync(root, { recursive: true, mode: 0o755 });
       for (const dir of closure(SERVERS)) cpSync(dir, join(root, 'node_modules', relative(modules, dir)), { recursive: true, dereference: true });
