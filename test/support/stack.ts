@@ -6,6 +6,9 @@ import { natsUrl, ROOT } from './env';
 import { ensureTestIdentity, mintOperatorToken } from './identity';
 import { testStdioAllowlist } from './stdio-allowlist';
 
+/** The key mcp-sync sealed server secrets with before the credentials key ring (legacy rows are read with it once, then sealed again). */
+export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
+
 export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'mcp-sync';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
 
@@ -109,7 +112,9 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       SERVICE_KEYS_DIR: ensureTestIdentity().keysDir,
       ...(name === 'credentials' ? { CREDENTIALS_KEYS: ensureTestIdentity().credentialsKeys } : {}),
       // The conformance suite's Client ID Metadata Document (its authorization server never fetches it).
-      ...(name === 'mcp-sync' ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(), MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json' } : {}),
+      ...(name === 'mcp-sync'
+        ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(), MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json', MCP_ENCRYPTION_KEY: LEGACY_MCP_KEY }
+        : {}),
       ...opts.env,
       ...opts.appEnv?.[name],
     },

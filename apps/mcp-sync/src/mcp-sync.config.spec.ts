@@ -9,8 +9,8 @@ describe('mcp-sync config', () => {
     expect(loadMcpSyncConfig({ TOOLPLANE_PROFILE: 'production', MCP_ENCRYPTION_KEY: key, MCP_STDIO_ENABLED: 'true' }).MCP_STDIO_ENABLED).toBe(true);
   });
 
-  it('requires a 32-byte key in production and parses the allowlist', () => {
-    expect(() => loadMcpSyncConfig({ TOOLPLANE_PROFILE: 'production' })).toThrow(/MCP_ENCRYPTION_KEY: required in production/);
+  it('needs no key of its own in production (secrets are sealed under the credentials key ring); a legacy key is 32 bytes; parses the allowlist', () => {
+    expect(loadMcpSyncConfig({ TOOLPLANE_PROFILE: 'production' }).MCP_ENCRYPTION_KEY).toBeUndefined();
     expect(() => loadMcpSyncConfig({ MCP_ENCRYPTION_KEY: 'c2hvcnQ=' })).toThrow(/32 bytes/);
     expect(loadMcpSyncConfig({ MCP_ENCRYPTION_KEY_FILE: '/run/key', MCP_ALLOWED_HOSTS: 'mcp.internal, 10.0.0.0/8' })).toMatchObject({ MCP_ALLOWED_HOSTS: ['mcp.internal', '10.0.0.0/8'] });
   });

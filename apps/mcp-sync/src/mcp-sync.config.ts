@@ -52,10 +52,13 @@ export const mcpSyncEnvShape = {
   MCP_LIST_CHANGED_DEBOUNCE_MS: ms(300, 0),
   /** Hosts (names or IPs) and CIDRs a server URL may reach even though they are private/loopback/link-local. */
   MCP_ALLOWED_HOSTS: list,
-  /** AES-256-GCM key (base64 of 32 bytes) sealing server env, headers and tokens. Required in production (or _FILE). */
+  /**
+   * Legacy only: the AES-256-GCM key (base64 of 32 bytes) that sealed server secrets before they
+   * moved onto the credentials key ring; rows sealed with it are read once more and sealed again.
+   */
   MCP_ENCRYPTION_KEY: z.string().optional(),
   MCP_ENCRYPTION_KEY_FILE: z.string().startsWith('/', 'an absolute path').optional(),
-  /** Development profile only: where a generated key is kept. */
+  /** Development profile only: where an earlier version kept its generated key (read for legacy rows). */
   MCP_DEV_KEY_FILE: z.string().default('.toolplane/mcp-sync-dev.key'),
   /**
    * A tool call finds its server (and opened secrets) in memory this long at most; updates and
@@ -72,6 +75,8 @@ export const mcpSyncEnvShape = {
   CREDENTIALS_REQUEST_TIMEOUT_MS: ms(5_000),
   /** How long an OAuth authorization URL (its state and PKCE verifier) stays valid. */
   MCP_OAUTH_STATE_TTL_MS: ms(600_000, 1000),
+  /** How often every server's sealed secrets are checked and sealed again when their key is no longer the key ring's active one (0: only at start). */
+  MCP_RESEAL_INTERVAL_MS: z.coerce.number().int().min(0).default(3_600_000),
   /** Where authorization servers send the browser back (authorization code) when a server's auth names no redirect_uri. */
   MCP_OAUTH_REDIRECT_URI: z.url().default('http://localhost/toolplane/oauth/callback'),
   /**
@@ -87,9 +92,6 @@ export function loadMcpSyncConfig(env: NodeJS.ProcessEnv = process.env): McpSync
   const problems: string[] = [];
   if (c.MCP_ENCRYPTION_KEY !== undefined && Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64').length !== 32) problems.push('  MCP_ENCRYPTION_KEY: must be base64 of 32 bytes');
   if (c.MCP_ENCRYPTION_KEY !== undefined && c.MCP_ENCRYPTION_KEY_FILE !== undefined) problems.push('  MCP_ENCRYPTION_KEY_FILE: give MCP_ENCRYPTION_KEY or MCP_ENCRYPTION_KEY_FILE, not both');
-  if (c.TOOLPLANE_PROFILE === 'production' && c.MCP_ENCRYPTION_KEY === undefined && c.MCP_ENCRYPTION_KEY_FILE === undefined) {
-    problems.push('  MCP_ENCRYPTION_KEY: required in production (or MCP_ENCRYPTION_KEY_FILE)');
-  }
   if (c.MCP_RECONNECT_BASE_MS > c.MCP_RECONNECT_MAX_MS) problems.push('  MCP_RECONNECT_BASE_MS: must not exceed MCP_RECONNECT_MAX_MS');
   if (problems.length) throw new ConfigError(`mcp-sync: invalid configuration\n${problems.join('\n')}`);
   return { ...c, MCP_STDIO_ENABLED: c.MCP_STDIO_ENABLED ?? c.TOOLPLANE_PROFILE === 'development' };

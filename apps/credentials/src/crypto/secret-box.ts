@@ -82,4 +82,5 @@ export const aad = {
     ['secret', s.orgId, s.scope, s.agentId, s.provider, s.key].join('\u0000'),
   webhook: (orgId: string) => ['webhook', orgId].join('\u0000'),
   oauthToken: (t: { orgId: string; serverId: string; issuer: string }) => ['oauth-token', t.orgId, t.serverId, t.issuer].join('\u0000'),
+  sealedValue: (v: { org_id: string; purpose: string; ref: string }) => ['sealed-value', v.purpose, v.org_id, v.ref].join('\u0000'),
 };

@@ -5,7 +5,7 @@ import { OAuthTokens, type OAuthAuth, type OAuthState, type OAuthTarget } from '
 import { grantOf } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthAuthorizationsRepository } from './oauth-authorizations.repository';
-import { SecretSealer } from './secret-sealer';
+import { SecretSealer, type SealRef } from './secret-sealer';
 import { ServersRepository } from './servers.repository';
 import { ORG_SECRET_SOURCE, resolveTemplate, templateNames, type OrgSecretSource } from './templates';
 
@@ -23,7 +23,7 @@ export interface Completed {
   oauth: OAuthState;
 }
 
-const aadOf = (orgId: string, state: string): string => `mcp-oauth-authorization\u0000${orgId}\u0000${state}`;
+const refOf = (orgId: string, state: string): SealRef => ({ orgId, purpose: 'mcp-authorization', ref: state });
 
 /** A server that needs a user to authorize it (authorization code, the default OAuth grant). */
 export function isAuthorizationCode(auth: McpServerInput['auth']): auth is OAuthAuth {
@@ -57,7 +57,7 @@ export class OAuthAuthorizationsService implements OnModuleInit {
       // Stored by now (a session opened during its add may outlive the add): the stored server's authorization.
       const adding = target.input !== undefined && !(await this.servers.findById(target.orgId, target.serverId));
       const pending: Pending = { ...(adding ? { input: target.input } : {}), verifier: started.verifier, oauth: target.state };
-      await this.pending.insert({ state: started.state, orgId: target.orgId, serverId: target.serverId, serverName: target.name, sealed: this.sealer.seal(pending, aadOf(target.orgId, started.state)), expiresAt });
+      await this.pending.insert({ state: started.state, orgId: target.orgId, serverId: target.serverId, serverName: target.name, sealed: await this.sealer.seal(pending, refOf(target.orgId, started.state)), expiresAt });
       if (!adding) {
         await this.servers.setPendingAuthorization(target.serverId, { reason, authorization_url: started.url.href, state: started.state, expires_at: expiresAt.toISOString(), scope });
       }
@@ -72,7 +72,7 @@ export class OAuthAuthorizationsService implements OnModuleInit {
     if (!started) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The authorization server issued a token without an authorization: nothing to open');
     const expiresAt = new Date(Date.now() + this.config.MCP_OAUTH_STATE_TTL_MS);
     const pending: Pending = { input, verifier: started.verifier, oauth: target.state };
-    await this.pending.insert({ state: started.state, orgId, serverId, serverName: input.name, sealed: this.sealer.seal(pending, aadOf(orgId, started.state)), expiresAt });
+    await this.pending.insert({ state: started.state, orgId, serverId, serverName: input.name, sealed: await this.sealer.seal(pending, refOf(orgId, started.state)), expiresAt });
     this.log.log(`MCP server ${input.name} of org ${orgId} awaits OAuth authorization (until ${expiresAt.toISOString()})`);
     return { authorization_url: started.url.href, state: started.state, server_name: input.name, expires_at: expiresAt.toISOString() };
   }
@@ -86,7 +86,7 @@ export class OAuthAuthorizationsService implements OnModuleInit {
     if (!row || row.expiresAt.getTime() < Date.now()) {
       throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'Unknown, already used or expired OAuth state: ask for a new authorization URL', undefined, false);
     }
-    const { input, verifier, oauth } = this.sealer.open<Pending>(row.sealed, aadOf(orgId, state)) as Pending;
+    const { input, verifier, oauth } = (await this.sealer.open<Pending>(row.sealed, refOf(orgId, state))).value as Pending;
     const target = await this.target(orgId, row.serverId, input ?? (await stored(row.serverId)), oauth ?? {});
     if (!input) delete target.input;
     await this.oauth.exchange(target, code, verifier);

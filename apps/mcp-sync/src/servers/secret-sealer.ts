@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, SealedValuesOpen, SealedValuesSeal, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
-import { openAead, sealAead } from '@toolplane/crypto';
-import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { openAead } from '@toolplane/crypto';
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { OAuthState } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
 
@@ -17,28 +18,66 @@ export interface ServerSecrets {
   oauth?: OAuthState;
 }
 
+/** What a sealed value belongs to: its purpose, org and reference (server id, authorization state). */
+export interface SealRef {
+  orgId: string;
+  purpose: 'mcp-server' | 'mcp-authorization';
+  ref: string;
+}
+
+/** Blobs sealed under the credentials key ring: magic | u16 key id length | key id | the credentials envelope. */
+const MAGIC = Buffer.from('TPK1');
+
 /**
- * AES-256-GCM (@toolplane/crypto's format: version | iv | tag | ct) with the key from
- * MCP_ENCRYPTION_KEY(_FILE); the associated data binds a blob to its org and server, so a blob
- * copied to another row does not open.
- * (To be replaced by the credentials service's storage once it offers one for MCP servers.)
+ * mcp-sync's secrets (a server's headers, env, auth and what OAuth learned; a pending
+ * authorization) sealed under the one key ring of Toolplane: the credentials service seals and
+ * opens them (SealedValuesSeal/Open, inside service seals on the bus) and mcp-sync stores the
+ * blobs. A blob is bound to its purpose, org and reference: copied to another row it does not open.
+ *
+ * Rows sealed before (with MCP_ENCRYPTION_KEY, or the development key file) still open with that
+ * key when it is configured, and are reported `stale`; so is a blob under a key that is no longer
+ * the ring's active one: the owner seals it again (migration and rotation, see ServerTargets).
  */
 @Injectable()
 export class SecretSealer {
-  private readonly key: KeyObject;
+  private readonly legacy?: KeyObject;
 
-  constructor(@Inject(APP_CONFIG) config: McpSyncConfig) {
-    this.key = createSecretKey(loadKey(config));
+  constructor(
+    @Inject(APP_CONFIG) config: McpSyncConfig,
+    private readonly messaging: MessagingClient,
+  ) {
+    const key = legacyKey(config);
+    if (key) this.legacy = createSecretKey(key);
   }
 
-  seal(secrets: object, aad: string): Buffer {
-    return sealAead(this.key, JSON.stringify(secrets), aad);
+  async seal(value: object, ref: SealRef): Promise<Buffer> {
+    const r = await this.request(() => this.messaging.request(SealedValuesSeal, { ...wire(ref), plaintext: JSON.stringify(value) }, this.opts()));
+    const id = Buffer.from(r.key_id, 'utf8');
+    const len = Buffer.alloc(2);
+    len.writeUInt16BE(id.length);
+    return Buffer.concat([MAGIC, len, id, Buffer.from(r.blob, 'base64')]);
   }
 
-  open<T extends object = ServerSecrets>(blob: Buffer | null, aad: string): Partial<T> {
-    if (!blob) return {};
+  /** The value (empty when nothing is stored), and whether it should be sealed again (an old key, or the legacy one). */
+  async open<T extends object = ServerSecrets>(blob: Buffer | null, ref: SealRef): Promise<{ value: Partial<T>; stale: boolean }> {
+    if (!blob) return { value: {}, stale: false };
+    if (blob.subarray(0, MAGIC.length).equals(MAGIC)) {
+      const len = blob.readUInt16BE(MAGIC.length);
+      const keyId = blob.subarray(MAGIC.length + 2, MAGIC.length + 2 + len).toString('utf8');
+      const sealed = blob.subarray(MAGIC.length + 2 + len).toString('base64');
+      const r = await this.request(() => this.messaging.request(SealedValuesOpen, { ...wire(ref), key_id: keyId, blob: sealed }, this.opts()));
+      return { value: JSON.parse(r.plaintext) as T, stale: r.stale };
+    }
+    if (!this.legacy) {
+      throw new ToolplaneError(
+        ErrorCode.ENCRYPTION_KEY_MISSING,
+        'These secrets were sealed with MCP_ENCRYPTION_KEY, which is not configured here: set it (they are then sealed again under the credentials key ring) or update the server',
+        undefined,
+        false,
+      );
+    }
     try {
-      return JSON.parse(openAead(this.key, blob, aad).toString('utf8')) as T;
+      return { value: JSON.parse(openAead(this.legacy, blob, legacyAad(ref)).toString('utf8')) as T, stale: true };
     } catch {
       throw new ToolplaneError(
         ErrorCode.ENCRYPTION_KEY_MISSING,
@@ -48,27 +87,42 @@ export class SecretSealer {
       );
     }
   }
+
+  private opts() {
+    return { timeoutMs: 5_000, unavailableCode: ErrorCode.CREDENTIALS_UNAVAILABLE };
+  }
+
+  private async request<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) {
+        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not answer for sealed MCP secrets: ${e.message}`, e.details);
+      }
+      throw e;
+    }
+  }
 }
 
-export const secretsAad = (orgId: string, serverId: string): string => `mcp-server\u0000${orgId}\u0000${serverId}`;
+const wire = (r: SealRef) => ({ org_id: r.orgId, purpose: r.purpose, ref: r.ref });
 
-function loadKey(c: McpSyncConfig): Buffer {
+/** The associated data blobs sealed with MCP_ENCRYPTION_KEY were bound to. */
+function legacyAad(r: SealRef): string {
+  return r.purpose === 'mcp-server' ? `mcp-server\u0000${r.orgId}\u0000${r.ref}` : `mcp-oauth-authorization\u0000${r.orgId}\u0000${r.ref}`;
+}
+
+/** The seal reference of a server's secrets. */
+export const serverRef = (orgId: string, serverId: string): SealRef => ({ orgId, purpose: 'mcp-server', ref: serverId });
+
+/** The key of rows sealed before the key ring (to read them once more), if any is configured or left by development. */
+function legacyKey(c: McpSyncConfig): Buffer | undefined {
   if (c.MCP_ENCRYPTION_KEY) return Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64');
   if (c.MCP_ENCRYPTION_KEY_FILE) {
     const key = Buffer.from(readFileSync(c.MCP_ENCRYPTION_KEY_FILE, 'utf8').trim(), 'base64');
     if (key.length !== 32) throw new Error('MCP_ENCRYPTION_KEY_FILE: must hold base64 of 32 bytes');
     return key;
   }
-  // Development only (the config refuses production without a key): one generated key, kept.
   const file = resolve(c.MCP_DEV_KEY_FILE);
-  if (!existsSync(file)) {
-    mkdirSync(dirname(file), { recursive: true });
-    try {
-      writeFileSync(file, randomBytes(32).toString('base64'), { mode: 0o600, flag: 'wx' });
-      new Logger('SecretSealer').warn(`development profile: generated an MCP encryption key in ${file}; set MCP_ENCRYPTION_KEY in production`);
-    } catch {
-      // Another process wrote it first.
-    }
-  }
-  return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (c.TOOLPLANE_PROFILE === 'development' && existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  return undefined;
 }

@@ -94,6 +94,6 @@ export class ServerCache implements OnModuleInit, OnModuleDestroy {
 
   private async load(orgId: string, serverId: string): Promise<CachedServer | null> {
     const server = await this.servers.findById(orgId, serverId);
-    return server ? { server, target: this.targets.of(server) } : null;
+    return server ? { server, target: await this.targets.of(server) } : null;
   }
 }

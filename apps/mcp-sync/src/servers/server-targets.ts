@@ -1,14 +1,27 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import type { ServerTarget } from '../connections/connection-pool';
 import type { McpServerEntity } from './mcp-server.entity';
-import { SecretSealer, secretsAad } from './secret-sealer';
+import { SecretSealer, serverRef } from './secret-sealer';
+import { ServersRepository } from './servers.repository';
 
-/** A stored server → what the connection pool needs (secrets opened, in memory only). */
+/**
+ * A stored server → what the connection pool needs (secrets opened, in memory only). Secrets found
+ * sealed under a key that is no longer the key ring's active one, or under the legacy
+ * MCP_ENCRYPTION_KEY, are sealed again on the way (rotation and migration), without changing the
+ * server's version.
+ */
 @Injectable()
 export class ServerTargets {
-  constructor(private readonly sealer: SecretSealer) {}
+  private readonly log = new Logger(ServerTargets.name);
 
-  of(s: McpServerEntity): ServerTarget {
+  constructor(
+    private readonly sealer: SecretSealer,
+    private readonly servers: ServersRepository,
+  ) {}
+
+  async of(s: McpServerEntity): Promise<ServerTarget> {
+    const { value: secrets, stale } = await this.sealer.open(s.sealedSecrets, serverRef(s.orgId, s.id));
+    if (stale) await this.reseal(s, secrets);
     return {
       id: s.id,
       orgId: s.orgId,
@@ -18,7 +31,33 @@ export class ServerTargets {
       args: s.args ?? [],
       url: s.url,
       version: s.updatedAt.getTime(),
-      secrets: this.sealer.open(s.sealedSecrets, secretsAad(s.orgId, s.id)),
+      secrets,
     };
+  }
+
+  /** Opens every stored server's secrets (sealing stale ones again): the migration and rotation sweep. */
+  async resealAll(): Promise<{ servers: number; failed: number }> {
+    let failed = 0;
+    const rows = await this.servers.listAll();
+    for (const row of rows) {
+      try {
+        await this.of(row);
+      } catch (e) {
+        failed += 1;
+        this.log.warn(`could not check the sealed secrets of MCP server ${row.id}: ${(e as Error).message}`);
+      }
+    }
+    return { servers: rows.length, failed };
+  }
+
+  private async reseal(s: McpServerEntity, secrets: object): Promise<void> {
+    try {
+      s.sealedSecrets = await this.sealer.seal(secrets, serverRef(s.orgId, s.id));
+      await this.servers.keepSecrets(s.id, s.sealedSecrets);
+      this.log.log(`sealed the secrets of MCP server ${s.id} again under the credentials key ring's active key`);
+    } catch (e) {
+      // Still readable as they are: sealed again next time.
+      this.log.warn(`could not seal the secrets of MCP server ${s.id} again: ${(e as Error).message}`);
+    }
   }
 }

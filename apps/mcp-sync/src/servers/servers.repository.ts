@@ -46,6 +46,11 @@ export class ServersRepository {
     return this.repo.findOneByOrFail({ id });
   }
 
+  /** Every stored server (the sealed-secrets sweep). */
+  listAll(): Promise<McpServerEntity[]> {
+    return this.repo.find({ order: { id: 'ASC' } });
+  }
+
   /** The authorization an OAuth server waits for (null: none). */
   async setPendingAuthorization(id: string, pending: PendingAuthorization | null): Promise<void> {
     await this.repo.update({ id }, { pendingAuthorization: pending } as QueryDeepPartialEntity<McpServerEntity>);

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import {
   ErrorCode,
   ExternalToolsSync,
@@ -27,7 +27,7 @@ import { SyncScheduler } from '../sync/sync.scheduler';
 import { SyncService } from '../sync/sync.service';
 import type { McpServerEntity } from './mcp-server.entity';
 import { isAuthorizationCode, OAuthAuthorizationsService } from './oauth-authorizations.service';
-import { SecretSealer, secretsAad, type ServerSecrets } from './secret-sealer';
+import { SecretSealer, serverRef, type ServerSecrets } from './secret-sealer';
 import { ServerCache } from './server-cache';
 import { toWireServer } from './server.mapper';
 import { ServerTargets } from './server-targets';
@@ -36,8 +36,15 @@ import { DuplicateServerName, ServersRepository, type ServerFields } from './ser
 type Ref = { org_id: string; id?: string; name?: string };
 
 @Injectable()
-export class ServersService implements OnModuleInit {
+export class ServersService implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(ServersService.name);
+  private resealTimer?: NodeJS.Timeout;
+  private resealInterval?: NodeJS.Timeout;
+
+  onModuleDestroy(): void {
+    clearTimeout(this.resealTimer);
+    clearInterval(this.resealInterval);
+  }
 
   constructor(
     private readonly servers: ServersRepository,
@@ -55,13 +62,26 @@ export class ServersService implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    // Rows sealed under an old key of the ring, or the legacy MCP_ENCRYPTION_KEY, are sealed again:
+    // at start (retried until the credentials service answers) and every MCP_RESEAL_INTERVAL_MS.
+    const sweep = async (attempt: number): Promise<void> => {
+      try {
+        const r = await this.targets.resealAll();
+        if (r.servers) this.log.log(`checked the sealed secrets of ${r.servers} MCP server(s)${r.failed ? ` (${r.failed} could not be opened)` : ''}`);
+      } catch (e) {
+        if (attempt < 20) this.resealTimer = setTimeout(() => void sweep(attempt + 1), 3000).unref();
+        else this.log.warn(`could not check the sealed secrets of the MCP servers: ${(e as Error).message}`);
+      }
+    };
+    this.resealTimer = setTimeout(() => void sweep(0), 1000).unref();
+    if (this.config.MCP_RESEAL_INTERVAL_MS > 0) this.resealInterval = setInterval(() => void sweep(20), this.config.MCP_RESEAL_INTERVAL_MS).unref();
     // A flow that learned something new of a stored server (re-discovery, a new registration) keeps it.
     this.oauthTokens.onStateChange(async (t) => {
       const row = await this.servers.findById(t.orgId, t.serverId);
       if (!row) return; // being added: the state is sealed with the new row
-      const secrets = this.targets.of(row).secrets;
+      const secrets = (await this.targets.of(row)).secrets;
       if (secrets.auth?.type !== 'oauth' || row.url !== t.url) return;
-      await this.servers.keepSecrets(row.id, this.sealer.seal({ ...secrets, oauth: t.state }, secretsAad(row.orgId, row.id)));
+      await this.servers.keepSecrets(row.id, await this.sealer.seal({ ...secrets, oauth: t.state }, serverRef(row.orgId, row.id)));
     });
   }
 
@@ -88,7 +108,7 @@ export class ServersService implements OnModuleInit {
     const done = await this.authorizations.complete(req.org_id, req.state, req.code, async (serverId) => {
       const row = await this.servers.findById(req.org_id, serverId);
       if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${serverId} was removed`, { server: serverId });
-      return inputOf(row, this.targets.of(row).secrets);
+      return inputOf(row, (await this.targets.of(row)).secrets);
     });
     if (!done.input) return this.reauthorized(req.org_id, done.serverId, done.oauth);
     const input = done.input;
@@ -104,8 +124,8 @@ export class ServersService implements OnModuleInit {
   private async reauthorized(orgId: string, id: string, oauth: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
     const row = await this.servers.findById(orgId, id);
     if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${id} was removed`, { server: id });
-    const secrets = this.targets.of(row).secrets;
-    await this.servers.keepSecrets(id, this.sealer.seal({ ...secrets, oauth }, secretsAad(orgId, id)));
+    const secrets = (await this.targets.of(row)).secrets;
+    await this.servers.keepSecrets(id, await this.sealer.seal({ ...secrets, oauth }, serverRef(orgId, id)));
     await this.servers.setPendingAuthorization(id, null);
     this.cache.invalidate(id);
     // Sessions opened with the old token go: the next ones carry the new one.
@@ -131,7 +151,7 @@ export class ServersService implements OnModuleInit {
     }
     let server: McpServerEntity;
     try {
-      server = await this.servers.insert({ id, orgId: orgId, name: input.name, ...this.fields(orgId, id, input, secrets), nextSyncAt: this.nextSyncAt() });
+      server = await this.servers.insert({ id, orgId: orgId, name: input.name, ...(await this.fields(orgId, id, input, secrets)), nextSyncAt: this.nextSyncAt() });
     } catch (e) {
       await this.pool.drop(id);
       if (e instanceof DuplicateServerName) throw exists(input.name);
@@ -161,7 +181,7 @@ export class ServersService implements OnModuleInit {
   /** Fields given replace the stored ones; the merged settings must form a valid server. Then a resync. */
   async update(req: RequestOf<typeof McpServersUpdate>): Promise<ReplyOf<typeof McpServersUpdate>> {
     const current = await this.find(req);
-    const old = this.targets.of(current);
+    const old = await this.targets.of(current);
     const patch = req.server;
     const transport = patch.transport ?? current.transport;
     const switched = transport !== current.transport;
@@ -183,7 +203,7 @@ export class ServersService implements OnModuleInit {
     await this.checkReachable(merged);
     // New OAuth settings or a new URL: what was learned and the tokens obtained under the old ones are not reused.
     const oauthKept = old.secrets.auth?.type === 'oauth' && JSON.stringify(old.secrets.auth) === JSON.stringify(merged.auth) && (current.url ?? undefined) === merged.url;
-    const updated = await this.servers.update(current.id, this.fields(current.orgId, current.id, merged, secretsOf(merged, oauthKept ? old.secrets.oauth : undefined)));
+    const updated = await this.servers.update(current.id, await this.fields(current.orgId, current.id, merged, secretsOf(merged, oauthKept ? old.secrets.oauth : undefined)));
     this.cache.invalidate(current.id);
     await this.pool.drop(current.id);
     if (old.secrets.auth?.type === 'oauth' && !oauthKept) await this.forgetTokens(current.orgId, current.id);
@@ -250,7 +270,7 @@ export class ServersService implements OnModuleInit {
     }
   }
 
-  private fields(orgId: string, id: string, s: McpServerInput, secrets: ServerSecrets): ServerFields {
+  private async fields(orgId: string, id: string, s: McpServerInput, secrets: ServerSecrets): Promise<ServerFields> {
     const hasSecrets = Object.keys(secrets).length > 0;
     return {
       transport: s.transport,
@@ -258,7 +278,7 @@ export class ServersService implements OnModuleInit {
       args: s.args ?? [],
       url: s.url ?? null,
       toolPrefix: s.tool_prefix ?? null,
-      sealedSecrets: hasSecrets ? this.sealer.seal(secrets, secretsAad(orgId, id)) : null,
+      sealedSecrets: hasSecrets ? await this.sealer.seal(secrets, serverRef(orgId, id)) : null,
       envKeys: Object.keys(s.env ?? {}),
       headerNames: Object.keys(s.headers ?? {}),
       authType: s.auth?.type ?? null,

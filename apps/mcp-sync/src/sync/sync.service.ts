@@ -194,7 +194,7 @@ export class SyncService {
     const started = performance.now();
     let discovery: Discovery;
     try {
-      discovery = await this.discover(this.targets.of(server));
+      discovery = await this.discover(await this.targets.of(server));
     } catch (e) {
       const message = e instanceof ToolplaneError ? e.message : 'Internal error';
       await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message });
