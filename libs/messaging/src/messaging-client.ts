@@ -24,7 +24,15 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** The code to throw when nobody serves the subject (default SERVICE_UNAVAILABLE). */
   unavailableCode?: ErrorCode;
+  /**
+   * When the serving app is down — nobody serves the subject, no reply in time, or it answers
+   * SERVICE_UNAVAILABLE / REQUEST_TIMEOUT — throw `code` instead, its message `what: <why>` (e.g.
+   * CREDENTIALS_UNAVAILABLE: a caller must not go on without what it asked for).
+   */
+  down?: { code: ErrorCode; what: string };
 }
+
+const DOWN = new Set<string>([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_TIMEOUT]);
 
 const tracer = trace.getTracer('@toolplane/messaging');
 
@@ -72,6 +80,9 @@ export class MessagingClient {
         return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
+        if (opts.down && e instanceof ToolplaneError && (DOWN.has(e.code) || e.code === opts.unavailableCode)) {
+          throw new ToolplaneError(opts.down.code, `${opts.down.what}: ${e.message}`, e.details);
+        }
         throw e;
       } finally {
         span.end();

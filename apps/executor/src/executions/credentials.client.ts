@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import { CredentialsChanged, ErrorCode, ExecutionEnvResolve, ToolplaneError, type Provider, type ReplyOf, type RequestIn, type Tool } from '@toolplane/contracts';
+import { CredentialsChanged, ErrorCode, ExecutionEnvResolve, type Provider, type ReplyOf, type RequestIn, type Tool } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -77,16 +77,12 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     return reply;
   }
 
-  private async ask(req: RequestIn<typeof ExecutionEnvResolve>): Promise<EnvReply> {
-    try {
-      return await this.messaging.request(ExecutionEnvResolve, req, { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS });
-    } catch (e) {
-      // Without its credentials a call must not run: a silent empty env is the bug this prevents.
-      if (e instanceof ToolplaneError && (e.code === ErrorCode.SERVICE_UNAVAILABLE || e.code === ErrorCode.REQUEST_TIMEOUT)) {
-        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not resolve the env: ${e.message}`, e.details);
-      }
-      throw e;
-    }
+  private ask(req: RequestIn<typeof ExecutionEnvResolve>): Promise<EnvReply> {
+    // Without its credentials a call must not run: a silent empty env is the bug this prevents.
+    return this.messaging.request(ExecutionEnvResolve, req, {
+      timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
+      down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: 'The credentials service did not resolve the env' },
+    });
   }
 
   /** A disconnect may lose broadcasts: forget every reply, and keep nothing asked across it. */

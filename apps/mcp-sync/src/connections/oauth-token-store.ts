@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensStore, ToolplaneError, type OAuthTokenSet } from '@toolplane/contracts';
+import { ErrorCode, McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensStore, type OAuthTokenSet } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
@@ -13,29 +13,18 @@ export class OAuthTokenStore {
   ) {}
 
   async fetch(orgId: string, serverId: string, issuer: string): Promise<OAuthTokenSet | null> {
-    return (await this.request(() => this.messaging.request(McpOAuthTokensFetch, { org_id: orgId, server_id: serverId, issuer }, this.opts()))).tokens;
+    return (await this.messaging.request(McpOAuthTokensFetch, { org_id: orgId, server_id: serverId, issuer }, this.opts())).tokens;
   }
 
   async store(orgId: string, serverId: string, issuer: string, tokens: OAuthTokenSet): Promise<void> {
-    await this.request(() => this.messaging.request(McpOAuthTokensStore, { org_id: orgId, server_id: serverId, issuer, tokens }, this.opts()));
+    await this.messaging.request(McpOAuthTokensStore, { org_id: orgId, server_id: serverId, issuer, tokens }, this.opts());
   }
 
   async forget(orgId: string, serverId: string): Promise<void> {
-    await this.request(() => this.messaging.request(McpOAuthTokensDelete, { org_id: orgId, server_id: serverId }, this.opts()));
+    await this.messaging.request(McpOAuthTokensDelete, { org_id: orgId, server_id: serverId }, this.opts());
   }
 
   private opts() {
-    return { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS, unavailableCode: ErrorCode.CREDENTIALS_UNAVAILABLE };
-  }
-
-  private async request<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) {
-        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not answer for the OAuth tokens: ${e.message}`, e.details);
-      }
-      throw e;
-    }
+    return { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS, down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: 'The credentials service did not answer for the OAuth tokens' } };
   }
 }

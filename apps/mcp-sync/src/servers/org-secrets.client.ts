@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, OrgSecretsResolve, ToolplaneError } from '@toolplane/contracts';
+import { ErrorCode, OrgSecretsResolve } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
@@ -17,14 +17,10 @@ export class CredentialsSecretSource implements OrgSecretSource {
   ) {}
 
   async lookup(orgId: string, names: string[]): Promise<Record<string, string>> {
-    try {
-      const r = await this.messaging.request(OrgSecretsResolve, { org_id: orgId, names }, { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS, unavailableCode: ErrorCode.CREDENTIALS_UNAVAILABLE });
-      return r.values;
-    } catch (e) {
-      if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) {
-        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not resolve the server's {{VAR}} templates: ${e.message}`, e.details);
-      }
-      throw e;
-    }
+    const r = await this.messaging.request(OrgSecretsResolve, { org_id: orgId, names }, {
+      timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
+      down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: "The credentials service did not resolve the server's {{VAR}} templates" },
+    });
+    return r.values;
   }
 }

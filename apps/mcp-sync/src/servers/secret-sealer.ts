@@ -41,17 +41,19 @@ const MAGIC = Buffer.from('TPK1');
 @Injectable()
 export class SecretSealer {
   private readonly legacy?: KeyObject;
+  private readonly timeoutMs: number;
 
   constructor(
     @Inject(APP_CONFIG) config: McpSyncConfig,
     private readonly messaging: MessagingClient,
   ) {
+    this.timeoutMs = config.CREDENTIALS_REQUEST_TIMEOUT_MS;
     const key = legacyKey(config);
     if (key) this.legacy = createSecretKey(key);
   }
 
   async seal(value: object, ref: SealRef): Promise<Buffer> {
-    const r = await this.request(() => this.messaging.request(SealedValuesSeal, { ...wire(ref), plaintext: JSON.stringify(value) }, this.opts()));
+    const r = await this.messaging.request(SealedValuesSeal, { ...wire(ref), plaintext: JSON.stringify(value) }, this.opts());
     const id = Buffer.from(r.key_id, 'utf8');
     const len = Buffer.alloc(2);
     len.writeUInt16BE(id.length);
@@ -65,7 +67,7 @@ export class SecretSealer {
       const len = blob.readUInt16BE(MAGIC.length);
       const keyId = blob.subarray(MAGIC.length + 2, MAGIC.length + 2 + len).toString('utf8');
       const sealed = blob.subarray(MAGIC.length + 2 + len).toString('base64');
-      const r = await this.request(() => this.messaging.request(SealedValuesOpen, { ...wire(ref), key_id: keyId, blob: sealed }, this.opts()));
+      const r = await this.messaging.request(SealedValuesOpen, { ...wire(ref), key_id: keyId, blob: sealed }, this.opts());
       return { value: JSON.parse(r.plaintext) as T, stale: r.stale };
     }
     if (!this.legacy) {
@@ -89,18 +91,7 @@ export class SecretSealer {
   }
 
   private opts() {
-    return { timeoutMs: 5_000, unavailableCode: ErrorCode.CREDENTIALS_UNAVAILABLE };
-  }
-
-  private async request<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) {
-        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials service did not answer for sealed MCP secrets: ${e.message}`, e.details);
-      }
-      throw e;
-    }
+    return { timeoutMs: this.timeoutMs, down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: 'The credentials service did not answer for sealed MCP secrets' } };
   }
 }
 
