@@ -142,9 +142,15 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             if (admitted.principal.kind !== 'service') checkWireValue(d, json);
             const request = parseContract(d.request, json, `Request to ${d.subject}`);
             const principal = admitted.principal;
-            const result = await requestContext.run({ signal: this.abandon.signal }, async () =>
-              lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))),
-            );
+            // The caller's deadline (toolplane-deadline) ends the work done for it, like a shutdown does.
+            const deadline = deadlineOf(msg.headers?.get(Headers.DEADLINE), d.subject);
+            const signal = deadline ? AbortSignal.any([this.abandon.signal, deadline.signal]) : this.abandon.signal;
+            let result: unknown;
+            try {
+              result = await requestContext.run({ signal }, async () => lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))));
+            } finally {
+              deadline?.clear();
+            }
             const reply = encodeJson(this.checkReply(d, result));
             const limit = (this.opts.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM;
             if (reply.byteLength > limit) {
@@ -189,4 +195,21 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
       throw new ToolplaneError(ErrorCode.INTERNAL, 'Internal error');
     }
   }
+}
+
+/** A little past the caller's deadline (clocks of two hosts differ): its work is then given up. */
+const DEADLINE_GRACE_MS = 1000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The abort signal of a request's deadline header (epoch ms): aborted with a typed REQUEST_TIMEOUT
+ * once the caller has given up waiting. No header, or one that is not a time: none.
+ */
+function deadlineOf(header: string | undefined, subject: string): { signal: AbortSignal; clear: () => void } | undefined {
+  if (!header || !/^\d{1,15}$/.test(header)) return undefined;
+  const ctrl = new AbortController();
+  const ms = Math.min(Math.max(0, Number(header) + DEADLINE_GRACE_MS - Date.now()), MAX_TIMER_MS);
+  const timer = setTimeout(() => ctrl.abort(new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `The caller of ${subject} stopped waiting (its deadline passed): the work for it was stopped`)), ms);
+  timer.unref();
+  return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
 }
