@@ -89,6 +89,17 @@ return {"files": found, "environs": environs, "pids": sorted(int(p) for p in os.
     expect(r.func_return).toMatchObject({ GREETING: 'hi', HOME: '/tmp', TMPDIR: '/tmp', TOOLPLANE_ORG_ID: org, TOOLPLANE_AGENT_ID: 'agent-1' });
   });
 
+  it('gets every secret its org set, TOOLPLANE_REGION too, and reserved ids nobody can override', async () => {
+    const set = await client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'TOOLPLANE_REGION', value: 'eu-west-secret' });
+    expect(set.error).toBeUndefined();
+    // The secret's value is masked in what the tool returns: it answers whether it got it.
+    await register('env_ids', 'import os\nids = {k: v for k, v in os.environ.items() if k.startswith("TOOLPLANE_") and k != "TOOLPLANE_REGION"}\nreturn {"region": os.environ.get("TOOLPLANE_REGION") == "eu-west-secret", **ids}');
+    const r = await execute('env_ids', {}, { env: { TOOLPLANE_ORG_ID: 'someone-else', TOOLPLANE_AGENT_ID: 'forged' }, agent_id: 'agent-1' });
+    expect(r.status).toBe('success');
+    expect(r.func_return).toEqual({ region: true, TOOLPLANE_ORG_ID: org, TOOLPLANE_AGENT_ID: 'agent-1', TOOLPLANE_TOOL_ID: expect.any(String) });
+    await client.req('toolplane.v1.secrets.delete', { org_id: org, scope: 'sandbox', key: 'TOOLPLANE_REGION' });
+  });
+
   it('cannot reach NATS or Postgres on 127.0.0.1, and an outside address fails at once', async () => {
     await register(
       'dial',

@@ -7,7 +7,7 @@ const RUN = 'toolplane.internal.v1.local-runner.run';
 
 /**
  * runner-local operations, talking to the runner's internal subject directly: replicas sharing a
- * queue group, SIGTERM draining, /metrics, env layering, and the isolation start-up policy.
+ * queue group, SIGTERM draining, /metrics, the env as given, and the isolation start-up policy.
  */
 describe('runner-local operations', () => {
   const prefix = `ops${Math.random().toString(36).slice(2, 8)}`;
@@ -35,29 +35,11 @@ describe('runner-local operations', () => {
     await stack?.stop();
   });
 
-  it('layers env: sandbox config < credentials < agent secrets < call env < reserved ids', async () => {
-    const r = await run(
-      'import os\ndef show():\n    return {k: v for k, v in os.environ.items() if k in ("A", "B", "C", "D", "E") or k.startswith("TOOLPLANE_")}\n',
-      'show',
-      {
-        sandbox_env: { A: 'config', B: 'config', C: 'config', D: 'config', E: 'config' },
-        credential_env: { B: 'webhook', C: 'webhook', D: 'webhook' },
-        secret_env: { C: 'secret', D: 'secret', TOOLPLANE_ORG_ID: 'forged' },
-        env: { D: 'call', TOOLPLANE_AGENT_ID: 'forged' },
-        agent_id: 'agent-42',
-      },
-    );
+  it('runs the tool with exactly the env it is given: the credentials service owns it, nothing here re-layers or drops a name', async () => {
+    const env = { A: 'config', TOOLPLANE_REGION: 'eu-west', TOOLPLANE_ORG_ID: 'ops', TOOLPLANE_TOOL_ID: 'tool-x' };
+    const r = await run('import os\ndef show():\n    return {k: v for k, v in os.environ.items() if k in ("A", "B") or k.startswith("TOOLPLANE_")}\n', 'show', { env });
     expect(r.status).toBe('success');
-    expect(r.func_return).toEqual({
-      A: 'config',
-      E: 'config',
-      B: 'webhook',
-      C: 'secret',
-      D: 'call',
-      TOOLPLANE_ORG_ID: 'ops',
-      TOOLPLANE_AGENT_ID: 'agent-42',
-      TOOLPLANE_TOOL_ID: expect.stringMatching(/^tool-/),
-    });
+    expect(r.func_return).toEqual(env);
   });
 
   it('applies sandbox-config limits per call (memory, processes, work dir)', async () => {

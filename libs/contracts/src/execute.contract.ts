@@ -76,14 +76,13 @@ export const LocalRunnerRun = defineRequest({
     source_type: z.string(),
     args: JsonObject,
     agent_id: z.string().optional(),
-    /** The per-call env (the execute request's `env`); layered over the three below. */
+    /**
+     * The call's final env, as the credentials service resolved it (its one owner: layers and the
+     * reserved ids applied there, RESERVED_ENV_NAMES last): the runner runs the tool with exactly this.
+     */
     env: z.record(z.string(), z.string()),
     /** Names in `env` whose values the runner masks in stdout, stderr, the return value and errors, before anything is cut. */
     masked_keys: z.array(z.string()).max(1024).optional(),
-    /** Env layers resolved by the credentials service, lowest first: sandbox config < webhook credentials < agent secrets. */
-    sandbox_env: z.record(z.string(), z.string()).optional(),
-    credential_env: z.record(z.string(), z.string()).optional(),
-    secret_env: z.record(z.string(), z.string()).optional(),
     timeout_ms: z.number().int().min(1),
     /** The tool's pip requirements plus the sandbox config's: the call runs in their virtualenv. */
     pip_requirements: z.array(PipRequirement).optional(),

@@ -4,7 +4,6 @@ export { readableByOthers } from './environment-store';
 export { CgroupUnavailableError, type CgroupMode } from './cgroups';
 export { egressRoutes, type Route } from './network';
 export { seccompProgram } from './seccomp';
-export * from './env-layers';
 export * from './process.driver';
 export * from './requirements';
 export * from './sandbox.types';

@@ -126,13 +126,8 @@ export class ExecutionsService {
   ): Promise<ReplyOf<typeof LocalRunnerRun>> {
     const settings = resolved.sandbox_config;
     const functionName = (typeof tool.json_schema?.name === 'string' ? tool.json_schema.name : undefined) ?? tool.name!;
-    // Reserved variables come last (credentials already put them last; this keeps it so here too).
-    const env: Record<string, string> = {
-      ...resolved.env,
-      TOOLPLANE_ORG_ID: req.org_id,
-      TOOLPLANE_TOOL_ID: tool.id,
-      ...(req.agent_id ? { TOOLPLANE_AGENT_ID: req.agent_id } : {}),
-    };
+    // The final env has one owner, the credentials service (layers, reserved ids last): passed on as it is.
+    const env = resolved.env;
     const pip = mergePipRequirements(tool.pip_requirements ?? [], settings?.pip_requirements ?? []);
     const sandbox = sandboxOverrides(settings);
     // If this service gives the call up (shutdown past its grace), the runner is told to stop it.

@@ -3,7 +3,7 @@ import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ErrorCode, LocalRunAbandoned, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, FairQueue } from '@toolplane/platform';
-import { formatToolError, layerEnv, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
+import { formatToolError, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunnerMetrics } from './runs.metrics';
@@ -119,13 +119,8 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
   }
 
   private specOf(req: RunRequest, network: boolean): SandboxRunSpec {
-    const env = layerEnv({
-      sandboxConfig: req.sandbox_env,
-      credentials: req.credential_env,
-      agentSecrets: req.secret_env,
-      call: req.env,
-      reserved: { orgId: req.org_id, toolId: req.tool_id, agentId: req.agent_id },
-    });
+    // The final env, from its one owner (credentials): used as it is.
+    const env = req.env;
     return {
       runId: randomUUID(),
       sourceCode: req.source_code,
@@ -133,7 +128,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       args: req.args,
       env,
       // Masked inside the runner, before the output is cut (the executor masks again).
-      maskValues: (req.masked_keys ?? []).map((k) => env[k] ?? req.env[k]).filter((v): v is string => typeof v === 'string'),
+      maskValues: (req.masked_keys ?? []).map((k) => env[k]).filter((v): v is string => typeof v === 'string'),
       timeoutMs: req.timeout_ms,
       agentId: req.agent_id,
       limits: {
