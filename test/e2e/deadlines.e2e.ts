@@ -5,7 +5,7 @@ import { testDatabaseUrl } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { metricOf, startStack, type Stack } from '../support/stack';
 
-const RUN = 'toolplane.internal.v1.local-runner.run';
+const RUN = 'toolplane.internal.v1.runners.local.run';
 
 /**
  * The deadline a service puts on its request (toolplane-deadline, set by the messaging client) is

@@ -73,10 +73,10 @@ describe('NATS users and permissions (the shipped authorization)', () => {
   it('lets an agent neither subscribe to nor request an internal subject, nor read others’ traffic', async () => {
     const evil = await as(agentUser('evil'));
     try {
-      for (const subject of [`${prefix}.toolplane.internal.>`, `${prefix}.toolplane.internal.v1.local-runner.run`, `${prefix}.toolplane.v1.>`, `${prefix}.toolplane.v1.events.>`, '_INBOX.>', `_INBOX.${agentUser('acme')}.>`, '_INBOX.executor.>', '>']) {
+      for (const subject of [`${prefix}.toolplane.internal.>`, `${prefix}.toolplane.internal.v1.runners.local.run`, `${prefix}.toolplane.v1.>`, `${prefix}.toolplane.v1.events.>`, '_INBOX.>', `_INBOX.${agentUser('acme')}.>`, '_INBOX.executor.>', '>']) {
         expect([subject, await subscriptionRefused(evil, subject)]).toEqual([subject, expect.stringMatching(/Permissions Violation for Subscription/)]);
       }
-      for (const subject of [`${prefix}.toolplane.internal.v1.execution-env.resolve`, `${prefix}.toolplane.internal.v1.local-runner.run`, `${prefix}.toolplane.internal.v1.auth-state.get`]) {
+      for (const subject of [`${prefix}.toolplane.internal.v1.execution-env.resolve`, `${prefix}.toolplane.internal.v1.runners.local.run`, `${prefix}.toolplane.internal.v1.auth-state.get`]) {
         const err = await evil.request(subject, '{}', { timeout: 5000 }).then(() => undefined, (e: Error) => e.message);
         expect([subject, err]).toEqual([subject, expect.stringMatching(/Permissions Violation for Publish/)]);
       }
@@ -95,7 +95,7 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     for (const app of ['executor', 'registry', 'credentials'] as const) {
       const nc = await as(app);
       try {
-        expect(await subscriptionRefused(nc, `${prefix}.toolplane.internal.v1.local-runner.run`)).toMatch(/Permissions Violation for Subscription/);
+        expect(await subscriptionRefused(nc, `${prefix}.toolplane.internal.v1.runners.local.run`)).toMatch(/Permissions Violation for Subscription/);
         expect(await subscriptionRefused(nc, '_INBOX.runner-local.>')).toMatch(/Permissions Violation for Subscription/);
       } finally {
         await nc.close();

@@ -3,7 +3,7 @@ import { testDatabaseUrl } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startApp, startStack, stopProcess, type RunningApp, type Stack } from '../support/stack';
 
-const RUN = 'toolplane.internal.v1.local-runner.run';
+const RUN = 'toolplane.internal.v1.runners.local.run';
 
 /**
  * runner-local operations, talking to the runner's internal subject directly: replicas sharing a

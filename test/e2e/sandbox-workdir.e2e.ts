@@ -3,7 +3,7 @@ import { testDatabaseUrl } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 
-const RUN = 'toolplane.internal.v1.local-runner.run';
+const RUN = 'toolplane.internal.v1.runners.local.run';
 
 /**
  * What a call finds on /tmp. Its mtime tells the tmpfs apart: a reused one has its times put back

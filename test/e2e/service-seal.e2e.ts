@@ -9,7 +9,7 @@ import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
-const RUN = 'toolplane.internal.v1.local-runner.run';
+const RUN = 'toolplane.internal.v1.runners.local.run';
 const RESOLVE = 'toolplane.internal.v1.execution-env.resolve';
 
 describe('service-only internal subjects and sealed service traffic', () => {

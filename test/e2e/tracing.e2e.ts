@@ -41,7 +41,7 @@ describe('one execution is one trace across the services', () => {
     expect(r.trace_id).toBe(traceId);
 
     const want = ['lookup tool', 'validate args', 'resolve env', 'dispatch', 'run sandbox', 'serialize result'];
-    const ends = ['process toolplane.v1.tools.execute', 'process toolplane.internal.v1.local-runner.run', 'send toolplane.internal.v1.local-runner.run'];
+    const ends = ['process toolplane.v1.tools.execute', 'process toolplane.internal.v1.runners.local.run', 'send toolplane.internal.v1.runners.local.run'];
     const spans = await receiver.waitFor(
       traceId,
       (s) => [...want, ...ends].every((n) => s.some((x) => x.name === n)) && ['registry', 'credentials'].every((svc) => s.some((x) => x.service === svc)) && linked(s, callerSpan),
@@ -54,9 +54,9 @@ describe('one execution is one trace across the services', () => {
     // and the runner's CONSUMER span hangs off the executor's PRODUCER span.
     const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
     expect(root.parentSpanId).toBe(callerSpan);
-    const runnerIn = spans.find((s) => s.name === 'process toolplane.internal.v1.local-runner.run')!;
+    const runnerIn = spans.find((s) => s.name === 'process toolplane.internal.v1.runners.local.run')!;
     const executorOut = spans.find((s) => s.spanId === runnerIn.parentSpanId)!;
-    expect(executorOut).toMatchObject({ service: 'executor', name: 'send toolplane.internal.v1.local-runner.run' });
+    expect(executorOut).toMatchObject({ service: 'executor', name: 'send toolplane.internal.v1.runners.local.run' });
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     for (const s of spans) if (s !== root) expect(byId.has(s.parentSpanId)).toBe(true);
   });

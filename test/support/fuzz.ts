@@ -26,7 +26,7 @@ export const EDGE_STRINGS: readonly string[] = [
   "'; DROP TABLE tools; --",
   '<script>alert(1)</script>',
   'tool-00000000-0000-0000-0000-000000000000',
-  'toolplane.internal.v1.local-runner.run',
+  'toolplane.internal.v1.runners.local.run',
   '__proto__',
   'constructor',
   'a'.repeat(300),

@@ -64,10 +64,10 @@ async function main(): Promise<void> {
   const seal = (size: number) => {
     const payload = new Uint8Array(size).fill(120);
     return () => {
-      const s = executor.sealRequest('toolplane.internal.v1.local-runner.run', 'runner-local', payload);
-      const o = runner.openRequest('toolplane.internal.v1.local-runner.run', s.header, s.data);
-      const r = runner.sealReply('toolplane.internal.v1.local-runner.run', 'executor', o.nonce, payload);
-      executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', s.nonce, r.header, r.data);
+      const s = executor.sealRequest('toolplane.internal.v1.runners.local.run', 'runner-local', payload);
+      const o = runner.openRequest('toolplane.internal.v1.runners.local.run', s.header, s.data);
+      const r = runner.sealReply('toolplane.internal.v1.runners.local.run', 'executor', o.nonce, payload);
+      executor.openReply('toolplane.internal.v1.runners.local.run', 'runner-local', s.nonce, r.header, r.data);
     };
   };
   const seal1k = await perOp(Math.min(N, 50_000), seal(1024));

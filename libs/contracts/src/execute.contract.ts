@@ -58,15 +58,11 @@ export const ToolsExecute = defineRequest({
   reply: ToolExecutionResult,
 });
 
-/** Internal: the executor hands a resolved call to the local sandbox runner. */
-export const LocalRunnerRun = defineRequest({
-  subject: 'toolplane.internal.v1.local-runner.run',
-  opaque: ['args'],
-  visibility: 'internal',
-  servedBy: 'runner-local',
-  callers: ['executor'],
-  summary: 'Run one custom tool call in a local sandbox.',
-  request: z.strictObject({
+/**
+ * The one runner contract: every provider's runner serves `toolplane.internal.v1.runners.<provider>.run`
+ * with this request and reply; what is provider-specific travels only in the typed `sandbox` block.
+ */
+const RunnerRunRequest = z.strictObject({
     org_id: OrgId,
     tool_id: ToolId,
     /** The call's id: the executor names it to cancel a call it gave up (LocalRunAbandoned). */
@@ -103,7 +99,17 @@ export const LocalRunnerRun = defineRequest({
         build_scripts: z.boolean().optional(),
       })
       .optional(),
-  }),
+});
+
+/** Internal: the executor hands a resolved call to the local sandbox runner. */
+export const LocalRunnerRun = defineRequest({
+  subject: 'toolplane.internal.v1.runners.local.run',
+  opaque: ['args'],
+  visibility: 'internal',
+  servedBy: 'runner-local',
+  callers: ['executor'],
+  summary: 'Run one custom tool call in a local sandbox.',
+  request: RunnerRunRequest,
   reply: ProviderRunReply,
 });
 

@@ -12,25 +12,25 @@ describe('ServiceSealer', () => {
   it('opens only for the receiver, proves the sender, and binds the reply to its request', () => {
     const executor = as('executor');
     const runner = as('runner-local');
-    const sealed = executor.sealRequest('toolplane.internal.v1.local-runner.run', 'runner-local', body);
+    const sealed = executor.sealRequest('toolplane.internal.v1.runners.local.run', 'runner-local', body);
     expect(sealed.data.includes(Buffer.from('sk-live-1'))).toBe(false);
-    const opened = runner.openRequest('toolplane.internal.v1.local-runner.run', sealed.header, sealed.data);
+    const opened = runner.openRequest('toolplane.internal.v1.runners.local.run', sealed.header, sealed.data);
     expect(opened).toMatchObject({ from: 'executor', nonce: sealed.nonce });
     expect(opened.body.toString()).toBe('{"env":{"API_KEY":"sk-live-1"}}');
     // A third service holds no key that opens it.
-    expect(() => as('credentials').openRequest('toolplane.internal.v1.local-runner.run', sealed.header, sealed.data)).toThrow(/does not open/);
+    expect(() => as('credentials').openRequest('toolplane.internal.v1.runners.local.run', sealed.header, sealed.data)).toThrow(/does not open/);
 
-    const reply = runner.sealReply('toolplane.internal.v1.local-runner.run', 'executor', opened.nonce, Buffer.from('{"ok":true}'));
-    expect(executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', sealed.nonce, reply.header, reply.data).toString()).toBe('{"ok":true}');
+    const reply = runner.sealReply('toolplane.internal.v1.runners.local.run', 'executor', opened.nonce, Buffer.from('{"ok":true}'));
+    expect(executor.openReply('toolplane.internal.v1.runners.local.run', 'runner-local', sealed.nonce, reply.header, reply.data).toString()).toBe('{"ok":true}');
     // A reply to another request, or claimed by another service, does not open.
-    expect(() => executor.openReply('toolplane.internal.v1.local-runner.run', 'runner-local', 'A'.repeat(16), reply.header, reply.data)).toThrow(/does not open/);
-    expect(() => executor.openReply('toolplane.internal.v1.local-runner.run', 'credentials', sealed.nonce, reply.header, reply.data)).toThrow(/expected credentials/);
+    expect(() => executor.openReply('toolplane.internal.v1.runners.local.run', 'runner-local', 'A'.repeat(16), reply.header, reply.data)).toThrow(/does not open/);
+    expect(() => executor.openReply('toolplane.internal.v1.runners.local.run', 'credentials', sealed.nonce, reply.header, reply.data)).toThrow(/expected credentials/);
   });
 
   it('refuses replays, other subjects, altered headers and stale or future clocks', () => {
     const executor = as('executor');
     const runner = as('runner-local', 1000);
-    const subject = 'toolplane.internal.v1.local-runner.run';
+    const subject = 'toolplane.internal.v1.runners.local.run';
     const sealed = executor.sealRequest(subject, 'runner-local', body);
     expect(() => runner.openRequest('toolplane.internal.v1.other.run', sealed.header, sealed.data)).toThrow(/does not open/);
     runner.openRequest(subject, sealed.header, sealed.data);
