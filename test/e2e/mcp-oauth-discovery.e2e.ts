@@ -154,6 +154,11 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     expect(refused.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', retryable: false, details: { reason: 'reauthorize' } });
     expect(refused.error.details.authorization_url).toContain(`${as.issuer}/authorize`);
     expect(as.tokenRequests.some((t) => t.form.grant_type === 'refresh_token')).toBe(true);
+    // Calls meanwhile get the same authorization (no new one, no new refresh attempt each time).
+    const refreshes = as.tokenRequests.filter((t) => t.form.grant_type === 'refresh_token').length;
+    const again = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded', args: { text: 'again' } });
+    expect(again.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { authorization_url: refused.error.details.authorization_url } });
+    expect(as.tokenRequests.filter((t) => t.form.grant_type === 'refresh_token')).toHaveLength(refreshes);
     const shown = ok(await req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'reauth' }));
     expect(shown.server.pending_authorization).toMatchObject({ reason: 'reauthorize', state: refused.error.details.state });
     as.failRefresh = false;

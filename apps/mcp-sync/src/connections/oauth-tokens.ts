@@ -74,6 +74,8 @@ export class OAuthTokens implements OnModuleDestroy {
   private readonly timeoutMs: number;
   private stateListener?: (t: OAuthTarget) => Promise<void>;
   private requiredListener?: (n: AuthorizationNeeded) => Promise<{ expiresAt: string }>;
+  /** Servers waiting for a user here: calls meanwhile get the same authorization, not a new one each. */
+  private readonly awaiting = new Map<string, { reason: 'reauthorize' | 'step_up'; scope: string | null; expiresAt: number; error: ToolplaneError }>();
 
   constructor(
     private readonly store: OAuthTokenStore,
@@ -150,7 +152,14 @@ export class OAuthTokens implements OnModuleDestroy {
   private async stepUp(t: OAuthTarget, asked: string | undefined, sentToken: string | undefined): Promise<string> {
     const current = this.provider(t);
     const issuer = current.issuer();
-    const held = issuer ? (this.cache.get(cacheKey(t.serverId, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer))) : null;
+    const stored = issuer ? await this.store.fetch(t.orgId, t.serverId, issuer) : null;
+    if (issuer && stored && fresh(stored) && stored.access_token !== sentToken) {
+      // A newer token exists (the step-up was completed, maybe on another replica): use it.
+      this.cache.set(cacheKey(t.serverId, issuer), stored);
+      this.awaiting.delete(t.serverId);
+      return `Bearer ${stored.access_token}`;
+    }
+    const held = issuer ? (this.cache.get(cacheKey(t.serverId, issuer)) ?? stored) : null;
     const granted = held && held.access_token === sentToken ? (held.scope ?? '') : '';
     const want = [...new Set([...granted.split(' '), ...(asked ?? '').split(' ')].filter(Boolean))].join(' ');
     if (asked && held?.scope && asked.split(' ').every((s) => held.scope!.split(' ').includes(s))) {
@@ -161,6 +170,8 @@ export class OAuthTokens implements OnModuleDestroy {
         false,
       );
     }
+    const waiting = this.stillAwaiting(t.serverId, 'step_up', want || null);
+    if (waiting) throw waiting;
     const provider = this.provider(t, undefined, { ...(want ? { scope: want } : {}), ignoreTokens: true });
     const result = await this.run(t, provider, want ? { scope: want } : {});
     if (result === 'REDIRECT') return this.required(t, provider, 'step_up', want || null);
@@ -180,12 +191,25 @@ export class OAuthTokens implements OnModuleDestroy {
     const started = { url, state: provider.state(), verifier };
     const { expiresAt } = await this.requiredListener({ target: t, started, reason, scope });
     const why = reason === 'step_up' ? `asks for more scope (${scope ?? 'unnamed'})` : 'has no usable OAuth token';
-    throw new ToolplaneError(
+    const error = new ToolplaneError(
       ErrorCode.MCP_AUTHORIZATION_REQUIRED,
       `MCP server ${t.name} ${why}: open the authorization URL, then call mcp.oauth.complete with the code`,
       { server_id: t.serverId, server_name: t.name, reason, authorization_url: url.href, state: started.state, expires_at: expiresAt, scope },
       false,
     );
+    this.awaiting.set(t.serverId, { reason, scope, expiresAt: Date.parse(expiresAt), error });
+    throw error;
+  }
+
+  /** The authorization this server already waits for (same reason and scope, not expired), if any. */
+  private stillAwaiting(serverId: string, reason: 'reauthorize' | 'step_up', scope: string | null): ToolplaneError | undefined {
+    const a = this.awaiting.get(serverId);
+    if (!a) return undefined;
+    if (a.expiresAt <= Date.now()) {
+      this.awaiting.delete(serverId);
+      return undefined;
+    }
+    return a.reason === reason && a.scope === scope ? a.error : undefined;
   }
 
   /**
@@ -207,6 +231,7 @@ export class OAuthTokens implements OnModuleDestroy {
     this.assertBound(t);
     const provider = this.provider(t, verifier);
     await this.run(t, provider, { authorizationCode: code });
+    this.awaiting.delete(t.serverId);
   }
 
   /** Memory only (after an update): the stored tokens stay bound to their issuer. */
@@ -220,9 +245,12 @@ export class OAuthTokens implements OnModuleDestroy {
       const stored = await this.store.fetch(t.orgId, t.serverId, issuer);
       if (stored && fresh(stored) && stored.access_token !== refused) {
         this.cache.set(cacheKey(t.serverId, issuer), stored);
+        this.awaiting.delete(t.serverId); // authorized meanwhile (here or on another replica)
         return `Bearer ${stored.access_token}`;
       }
     }
+    const waiting = this.stillAwaiting(t.serverId, 'reauthorize', t.auth.scope ?? null);
+    if (waiting) throw waiting;
     const hint = issuer ? {} : await this.probe(t);
     let result: 'AUTHORIZED' | 'REDIRECT';
     try {
