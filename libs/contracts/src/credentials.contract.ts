@@ -318,6 +318,7 @@ export const McpOAuthTokensDelete = defineRequest({
  * MCP authorization. The associated data binds a blob to (purpose, org, ref): it opens nowhere else.
  */
 export const SealPurpose = z.enum(['mcp-server', 'mcp-authorization']);
+export type SealPurpose = z.infer<typeof SealPurpose>;
 const SealRef = { org_id: OrgId, purpose: SealPurpose, ref: z.string().min(1).max(256) };
 
 /** Internal: seal a value under the active key of the credentials key ring. */

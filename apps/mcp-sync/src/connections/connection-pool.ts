@@ -3,10 +3,10 @@ import { ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contr
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../servers/secret-sealer';
-import { ORG_SECRET_SOURCE, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
+import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
-import { OAuthTokens, type OAuthAuth, type OAuthTarget } from './oauth-tokens';
+import { OAuthTokens, type OAuthTarget } from './oauth-tokens';
 import { PinnedHttp } from './pinned-http';
 import { StdioPolicy } from './stdio-policy';
 import { UrlGuard } from './url-guard';
@@ -237,8 +237,7 @@ export class ConnectionPool implements OnModuleDestroy {
   private async resolve(t: ServerTarget): Promise<ResolvedTarget> {
     const s = t.secrets;
     const templated = [...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {})];
-    if (s.auth?.type === 'bearer') templated.push(s.auth.token);
-    if (s.auth?.type === 'oauth') templated.push(...[s.auth.client_secret, s.auth.private_key].filter((v): v is string => v !== undefined));
+    templated.push(...authTemplates(s.auth));
     const names = templateNames(templated);
     const values = names.length ? await this.secrets.lookup(t.orgId, names) : {};
     const resolved: ResolvedTarget = {
@@ -255,11 +254,6 @@ export class ConnectionPool implements OnModuleDestroy {
       const header = `Bearer ${resolveTemplate(auth.token, values, 'auth.token')}`;
       resolved.authorization = async () => header;
     } else if (auth?.type === 'oauth' && t.url && t.transport !== 'stdio') {
-      const oauth: OAuthAuth = {
-        ...auth,
-        ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}),
-        ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, values, 'auth.private_key') } : {}),
-      };
       // The state object is the server's own: what a flow learns is kept with it.
       const target: OAuthTarget = {
         orgId: t.orgId,
@@ -267,7 +261,7 @@ export class ConnectionPool implements OnModuleDestroy {
         name: t.name,
         url: t.url,
         transport: t.transport,
-        auth: oauth,
+        auth: resolveOAuth(auth, values),
         state: (s.oauth ??= {}),
         ...(t.pendingInput ? { input: t.pendingInput } : {}),
       };

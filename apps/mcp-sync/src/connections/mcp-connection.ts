@@ -35,7 +35,8 @@ export interface OpenOptions {
   onClose: () => void;
 }
 
-const CLIENT_INFO = { name: 'toolplane-mcp-sync', version: '0.1.0' };
+/** How mcp-sync introduces itself to MCP servers. */
+export const CLIENT_INFO = { name: 'toolplane-mcp-sync', version: '0.1.0' };
 const STDERR_TAIL = 4096;
 
 /** One live, initialized MCP session. */

@@ -57,6 +57,15 @@ export function canonicalResource(serverUrl: string | URL): URL {
   return u;
 }
 
+/** Whether a resource indicator covers the server (same origin, a path prefix): its tokens may go there. */
+export function coversServer(resource: string, serverUrl: string | URL): boolean {
+  try {
+    return checkResourceAllowed({ requestedResource: canonicalResource(serverUrl), configuredResource: resource });
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The MCP SDK's OAuthClientProvider over Toolplane's state: the SDK's `auth()` does the protocol
  * (RFC 9728 and RFC 8414 discovery, registration, PKCE, RFC 8707, token-endpoint client
@@ -117,7 +126,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
 
   /** The authorization server these tokens come from (the token store's key), once known. */
   issuer(): string | undefined {
-    return this.discoveryState()?.authorizationServerUrl;
+    return issuerOf(this.o.auth, this.o.state);
   }
 
   /** The authorization request's `state` parameter. */
@@ -186,13 +195,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
     const canonical = canonicalResource(serverUrl);
     let chosen = canonical;
     if (resource !== undefined) {
-      let allowed = false;
-      try {
-        allowed = checkResourceAllowed({ requestedResource: canonical, configuredResource: resource });
-      } catch {
-        allowed = false;
-      }
-      if (!allowed) {
+      if (!coversServer(resource, canonical)) {
         throw new ToolplaneError(
           ErrorCode.MCP_OAUTH_FAILED,
           `The server's Protected Resource Metadata names the resource ${resource}, which is not ${canonical.href}: refused (its tokens would be for another server)`,
@@ -212,21 +215,16 @@ export class McpOAuthProvider implements OAuthClientProvider {
   /** What this flow uses was discovered (nothing configured overrides it) and could be discovered again. */
   rediscoverable(): boolean {
     const a = this.o.auth;
-    return this.o.state.discovery !== undefined && a.issuer === undefined && a.token_url === undefined && a.authorization_url === undefined && a.registration_url === undefined;
+    return this.o.state.discovery !== undefined && a.issuer === undefined && !hasEndpoints(a);
   }
 
   /** Configured endpoints over discovered ones: what is given always wins. */
   discoveryState(): OAuthDiscoveryState | undefined {
     const a = this.o.auth;
     const found = this.o.state.discovery;
-    if (a.token_url === undefined && a.authorization_url === undefined && a.registration_url === undefined && a.issuer === undefined) return found;
-    if (a.token_url === undefined && a.authorization_url === undefined && a.registration_url === undefined) {
-      // Only the issuer: its metadata is discovered (and kept) when it is the same issuer.
-      return found?.authorizationServerUrl === a.issuer ? found : { authorizationServerUrl: a.issuer! };
-    }
+    const server = issuerOf(a, this.o.state);
+    if (!hasEndpoints(a)) return a.issuer === undefined || found?.authorizationServerUrl === a.issuer ? found : { authorizationServerUrl: a.issuer };
     const base = found?.authorizationServerMetadata;
-    // The key tokens are stored under: the issuer, else the token endpoint (as before discovery existed).
-    const server = a.issuer ?? a.token_url ?? found?.authorizationServerUrl ?? new URL(a.authorization_url!).origin;
     const origin = new URL(a.token_url ?? a.authorization_url ?? a.registration_url!).origin;
     const metadata = {
       response_types_supported: ['code'],
@@ -238,7 +236,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
       ...(a.registration_url ? { registration_endpoint: a.registration_url } : {}),
       ...(a.token_endpoint_auth_method ? { token_endpoint_auth_methods_supported: [a.token_endpoint_auth_method] } : {}),
     } as AuthorizationServerMetadata;
-    return { ...found, authorizationServerUrl: server, authorizationServerMetadata: metadata };
+    return { ...found, authorizationServerUrl: server!, authorizationServerMetadata: metadata };
   }
 
   saveDiscoveryState(state: OAuthDiscoveryState): void {
@@ -266,6 +264,20 @@ export class McpOAuthProvider implements OAuthClientProvider {
     if (!supported?.length) return 'client_secret_basic';
     return PREFERRED_METHODS.find((m) => supported.includes(m)) ?? supported[0]!;
   }
+}
+
+function hasEndpoints(a: OAuthAuth): boolean {
+  return a.token_url !== undefined || a.authorization_url !== undefined || a.registration_url !== undefined;
+}
+
+/**
+ * The authorization server a server's tokens come from (the token store's key), once known: the
+ * configured issuer, else the configured token endpoint (as keyed before discovery existed), else
+ * what discovery found. Cheap: asked on every request to the server.
+ */
+export function issuerOf(a: OAuthAuth, state: OAuthState): string | undefined {
+  if (!hasEndpoints(a)) return a.issuer ?? state.discovery?.authorizationServerUrl;
+  return a.issuer ?? a.token_url ?? state.discovery?.authorizationServerUrl ?? new URL((a.authorization_url ?? a.registration_url)!).origin;
 }
 
 /** A PEM (PKCS#8) key as it is, a JWK given as JSON as an object. */

@@ -2,15 +2,15 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { auth as sdkAuth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { InvalidGrantError, OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens as SdkTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { ErrorCode, ToolplaneError, type McpServerInput, type OAuthTokenSet } from '@toolplane/contracts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
+import { CLIENT_INFO } from './mcp-connection';
 import { OAuthTokenStore } from './oauth-token-store';
-import { canonicalResource, grantOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
+import { canonicalResource, coversServer, grantOf, issuerOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
 import { PinnedHttp } from './pinned-http';
 import { UrlGuard } from './url-guard';
 
@@ -118,15 +118,15 @@ export class OAuthTokens implements OnModuleDestroy {
    */
   async authorization(t: OAuthTarget, refused?: string): Promise<string> {
     this.assertBound(t);
-    const provider = this.provider(t);
-    const issuer = provider.issuer();
+    // Every HTTP request to the server asks: a cached token costs a map lookup, nothing more.
+    const issuer = issuerOf(t.auth, t.state);
     const hit = issuer ? this.cache.get(cacheKey(t.serverId, issuer)) : undefined;
     if (hit && fresh(hit) && hit.access_token !== refused) return `Bearer ${hit.access_token}`;
     if (refused && issuer && hit?.access_token === refused) this.cache.delete(cacheKey(t.serverId, issuer));
     const key = `${t.serverId}\u0000${refused ?? ''}`;
     let p = this.pending.get(key);
     if (!p) {
-      p = this.obtain(t, provider, refused).finally(() => this.pending.delete(key));
+      p = this.obtain(t, this.provider(t), refused).finally(() => this.pending.delete(key));
       this.pending.set(key, p);
     }
     return p;
@@ -299,7 +299,7 @@ export class OAuthTokens implements OnModuleDestroy {
     };
     const url = new URL(t.url);
     const transport = t.transport === 'sse' ? new SSEClientTransport(url, { fetch: fetchFn }) : new StreamableHTTPClientTransport(url, { fetch: fetchFn, reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
-    const client = new Client({ name: 'toolplane-mcp-sync', version: '0.1.0' }, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
     const deadline = AbortSignal.timeout(this.timeoutMs);
     try {
       await client.connect(transport, { timeout: this.timeoutMs, signal: deadline });
@@ -346,14 +346,7 @@ export class OAuthTokens implements OnModuleDestroy {
   /** Tokens obtained for one resource are never sent to another: a server whose URL moved is authorized again. */
   private assertBound(t: OAuthTarget): void {
     const bound = t.state.resource;
-    if (!bound) return;
-    let ok = false;
-    try {
-      ok = checkResourceAllowed({ requestedResource: canonicalResource(t.url), configuredResource: bound });
-    } catch {
-      ok = false;
-    }
-    if (!ok) {
+    if (bound && !coversServer(bound, t.url)) {
       throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The server's OAuth tokens are for ${bound}, not ${canonicalResource(t.url).href}: authorize it again`, { server_id: t.serverId }, false);
     }
   }
@@ -365,15 +358,24 @@ export class OAuthTokens implements OnModuleDestroy {
       return new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The authorization server refused the grant (${e.message}): authorize the server again`, { server_id: t.serverId }, false);
     }
     if (e instanceof OAuthError) {
-      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${e.message ? `: ${e.message}` : ''}`, { server_id: t.serverId }, false);
+      const why = withoutRawBody(e.message);
+      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${why ? `: ${why}` : ''}`, { server_id: t.serverId }, false);
     }
     const cause = (e as { cause?: unknown })?.cause;
     if (cause instanceof ToolplaneError) return cause;
     if (e instanceof TypeError || (e as { name?: string })?.name === 'TimeoutError') {
       return new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`, { server_id: t.serverId });
     }
-    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${(e as Error)?.message ?? String(e)}`, { server_id: t.serverId }, false);
+    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${withoutRawBody((e as Error)?.message ?? String(e))}`, { server_id: t.serverId }, false);
   }
+}
+
+/**
+ * An SDK error message without the response body it may quote ("Raw body: …"): an authorization
+ * server that echoes its request would put a client secret, code or refresh token there.
+ */
+function withoutRawBody(message: string): string {
+  return message.replace(/\.?\s*Raw body:[\s\S]*$/, '').slice(0, 500);
 }
 
 function cacheKey(serverId: string, issuer: string): string {

@@ -7,7 +7,7 @@ import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthAuthorizationsRepository } from './oauth-authorizations.repository';
 import { SecretSealer, type SealRef } from './secret-sealer';
 import { ServersRepository } from './servers.repository';
-import { ORG_SECRET_SOURCE, resolveTemplate, templateNames, type OrgSecretSource } from './templates';
+import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, templateNames, type OrgSecretSource } from './templates';
 
 interface Pending {
   /** A server being added; absent for a stored server authorized again (or with more scope). */
@@ -96,14 +96,8 @@ export class OAuthAuthorizationsService implements OnModuleInit {
   /** The flow's view of a server: its OAuth secrets' templates resolved from the org's secrets. */
   private async target(orgId: string, serverId: string, input: McpServerInput, state: OAuthState): Promise<OAuthTarget> {
     const auth = input.auth as OAuthAuth;
-    const templated = [auth.client_secret, auth.private_key].filter((v): v is string => v !== undefined);
-    const names = templateNames(templated);
-    const values = names.length ? await this.secrets.lookup(orgId, names) : {};
-    const resolved: OAuthAuth = {
-      ...auth,
-      ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, values, 'auth.client_secret') } : {}),
-      ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, values, 'auth.private_key') } : {}),
-    };
+    const names = templateNames(authTemplates(auth));
+    const resolved = resolveOAuth(auth, names.length ? await this.secrets.lookup(orgId, names) : {});
     return { orgId, serverId, name: input.name, url: input.url!, transport: input.transport === 'sse' ? 'sse' : 'streamable_http', auth: resolved, state, input };
   }
 }

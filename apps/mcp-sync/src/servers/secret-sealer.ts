@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, SealedValuesOpen, SealedValuesSeal, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
+import { ErrorCode, SealedValuesOpen, SealedValuesSeal, ToolplaneError, type McpAuthInput, type SealPurpose } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { openAead } from '@toolplane/crypto';
@@ -21,7 +21,7 @@ export interface ServerSecrets {
 /** What a sealed value belongs to: its purpose, org and reference (server id, authorization state). */
 export interface SealRef {
   orgId: string;
-  purpose: 'mcp-server' | 'mcp-authorization';
+  purpose: SealPurpose;
   ref: string;
 }
 

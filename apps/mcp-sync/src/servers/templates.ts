@@ -1,4 +1,4 @@
-import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
 
 /**
  * Where `{{VAR}}` templates in a server's env, headers and tokens get their values: the org's
@@ -37,4 +37,20 @@ export function resolveTemplate(value: string, secrets: Record<string, string>, 
 
 export function resolveRecord(values: Record<string, string> | undefined, secrets: Record<string, string>, where: string): Record<string, string> {
   return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, resolveTemplate(v, secrets, `${where} ${k}`)]));
+}
+
+/** The templated secrets of a server's auth (bearer token; OAuth client secret and private key). */
+export function authTemplates(auth: McpAuthInput | undefined): string[] {
+  if (auth?.type === 'bearer') return [auth.token];
+  if (auth?.type === 'oauth') return [auth.client_secret, auth.private_key].filter((v): v is string => v !== undefined);
+  return [];
+}
+
+/** An OAuth auth with its client secret and private key resolved (memory only). */
+export function resolveOAuth<A extends Extract<McpAuthInput, { type: 'oauth' }>>(auth: A, secrets: Record<string, string>): A {
+  return {
+    ...auth,
+    ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, secrets, 'auth.client_secret') } : {}),
+    ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, secrets, 'auth.private_key') } : {}),
+  };
 }
