@@ -19,7 +19,9 @@ export function decodeJson(data: Uint8Array): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ToolplaneError(ErrorCode.MALFORMED_MESSAGE, `Message body is not valid JSON: ${(e as Error).message}`);
+    // The parser's message quotes the body (which may be a decrypted one): only the position is told.
+    const at = /position (\d+)/.exec((e as Error).message)?.[1];
+    throw new ToolplaneError(ErrorCode.MALFORMED_MESSAGE, `Message body is not valid JSON${at ? ` (at position ${at})` : ''}`);
   }
 }
 

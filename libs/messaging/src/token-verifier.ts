@@ -104,6 +104,12 @@ export class TokenVerifier {
     return this.state?.version;
   }
 
+  /** A change was announced (AuthChanged): fetch now, unless this verifier is not running or already has that version. */
+  hint(version: unknown): void {
+    if (!this.timer || (typeof version === 'string' && version === this.state?.version)) return;
+    void this.refresh().catch(() => undefined);
+  }
+
   /** The principal of an `authorization` header's values, or UNAUTHENTICATED / SERVICE_UNAVAILABLE. */
   async verify(values: string[]): Promise<Principal> {
     if (values.length === 0 || (values.length === 1 && values[0] === '')) throw unauthenticated('This subject needs an org token: send `authorization: Bearer <token>`');

@@ -5,5 +5,5 @@ import { AuthService } from './auth.service';
 import { TokenMinter } from './token-minter';
 import { TokenSigner } from './token-signer';
 
-@Module({ controllers: [AuthController], providers: [AuthService, AuthRepository, TokenSigner, TokenMinter], exports: [AuthService] })
+@Module({ controllers: [AuthController], providers: [AuthService, AuthRepository, TokenSigner, TokenMinter] })
 export class AuthModule {}

@@ -4,7 +4,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AuthTokenEntity } from './auth-token.entity';
 
 export interface Revocations {
-  seq: string;
+  /** revocationVersion() of the same snapshot. */
+  version: string;
   tokens: string[];
   orgs: string[];
 }
@@ -56,20 +57,28 @@ export class AuthRepository {
     });
   }
 
-  async revocationSeq(): Promise<string> {
-    const [row]: Array<{ seq: string | null }> = await this.ds.query(`SELECT max(seq)::text AS seq FROM credentials.auth_revocations`);
-    return row?.seq ?? '0';
+  /**
+   * What the revocations are now, as one value that changes whenever a revocation is committed:
+   * their count and highest seq. (The highest seq alone can miss one: a transaction holding a
+   * lower seq may commit after a higher one was read.)
+   */
+  async revocationVersion(): Promise<string> {
+    const [row]: Array<{ version: string }> = await this.ds.query(`SELECT ${VERSION_SQL} AS version FROM credentials.auth_revocations`);
+    return row?.version ?? '0-0';
   }
 
-  /** Every revocation verifiers must still apply (expired tokens fail on their own). */
+  /** Every revocation verifiers must still apply (expired tokens fail on their own), with its version: one statement, one snapshot. */
   async revocations(): Promise<Revocations> {
-    const rows: Array<{ kind: string; subject: string; seq: string }> = await this.ds.query(
-      `SELECT kind, subject, seq::text AS seq FROM credentials.auth_revocations WHERE expires_at IS NULL OR expires_at > now()`,
+    const rows: Array<{ kind: string | null; subject: string | null; version: string }> = await this.ds.query(
+      `WITH v AS (SELECT ${VERSION_SQL} AS version FROM credentials.auth_revocations)
+       SELECT r.kind, r.subject, v.version FROM v LEFT JOIN credentials.auth_revocations r ON r.expires_at IS NULL OR r.expires_at > now()`,
     );
-    const seq = await this.revocationSeq();
-    return { seq, tokens: rows.filter((r) => r.kind === 'token').map((r) => r.subject), orgs: rows.filter((r) => r.kind === 'org').map((r) => r.subject) };
+    const live = rows.filter((r) => r.kind !== null);
+    return { version: rows[0]?.version ?? '0-0', tokens: live.filter((r) => r.kind === 'token').map((r) => r.subject!), orgs: live.filter((r) => r.kind === 'org').map((r) => r.subject!) };
   }
 }
+
+const VERSION_SQL = `count(*)::text || '-' || coalesce(max(seq), 0)::text`;
 
 /** TypeORM answers an UPDATE … RETURNING with [rows, count]. */
 function rowsOf<T = unknown>(r: unknown): T[] {

@@ -70,10 +70,14 @@ export class AuthService {
   }
 
   async state(req: RequestOf<typeof AuthStateGet>): Promise<ReplyOf<typeof AuthStateGet>> {
-    const fingerprint = this.signer.keysFingerprint();
-    if (req.version !== undefined && req.version === `${await this.repo.revocationSeq()}.${fingerprint}`) return { unchanged: true, version: req.version };
+    if (req.version !== undefined && req.version === this.version(await this.repo.revocationVersion())) return { unchanged: true, version: req.version };
     const r = await this.repo.revocations();
-    return { version: `${r.seq}.${fingerprint}`, keys: this.signer.publicKeys(), revoked_tokens: r.tokens, deleted_orgs: r.orgs };
+    return { version: this.version(r.version), keys: this.signer.publicKeys(), revoked_tokens: r.tokens, deleted_orgs: r.orgs };
+  }
+
+  /** What verifiers compare: the revocations' version and the signing keys'. */
+  private version(revocations: string): string {
+    return `${revocations}.${this.signer.keysFingerprint()}`;
   }
 
   /** The scopes a caller may give a new token: an operator any, an org admin only its own. */
@@ -90,7 +94,7 @@ export class AuthService {
   /** Every verifier fetches the state at once (each also fetches it every AUTH_REFRESH_MS). */
   private async announce(): Promise<void> {
     try {
-      this.messaging.broadcast(AuthChanged, { version: `${await this.repo.revocationSeq()}.${this.signer.keysFingerprint()}` });
+      this.messaging.broadcast(AuthChanged, { version: this.version(await this.repo.revocationVersion()) });
     } catch (e) {
       this.log.warn(`could not broadcast the token state change: ${(e as Error).message}; verifiers still see it within AUTH_REFRESH_MS`);
     }

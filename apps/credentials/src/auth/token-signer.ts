@@ -22,9 +22,14 @@ export interface TokenClaims {
 @Injectable()
 export class TokenSigner {
   private readonly keys = new Map<string, { privateKey: KeyObject; publicKey: string }>();
+  private readonly published: Record<string, string>;
+  private readonly fingerprint: string;
 
   constructor(@Inject(KEY_RING) private readonly ring: KeyRing) {
     for (const [id, kek] of ring.keys) this.keys.set(id, ed25519FromSeed(deriveKey(kek, 'toolplane/token-signing/v1')));
+    // Fixed with the ring: computed once, not on every state request.
+    this.published = Object.fromEntries([...this.keys].map(([id, k]) => [id, k.publicKey]));
+    this.fingerprint = createHash('sha256').update(JSON.stringify(this.published)).digest('hex').slice(0, 12);
   }
 
   get activeKeyId(): string {
@@ -33,12 +38,12 @@ export class TokenSigner {
 
   /** kid → raw public key (base64url) for every key of the ring. */
   publicKeys(): Record<string, string> {
-    return Object.fromEntries([...this.keys].map(([id, k]) => [id, k.publicKey]));
+    return this.published;
   }
 
   /** A short fingerprint of the public key set (part of the verification state's version). */
   keysFingerprint(): string {
-    return createHash('sha256').update(JSON.stringify(this.publicKeys())).digest('hex').slice(0, 12);
+    return this.fingerprint;
   }
 
   sign(c: TokenClaims): Promise<string> {
