@@ -1,9 +1,9 @@
-export { createSchemaEngine, DEFAULT_MAX_DOCSTRING_BYTES, DEFAULT_MAX_SCHEMA_BYTES, DEFAULT_MAX_SOURCE_BYTES, DEFAULT_TIME_LIMIT_MS } from './schema-engine';
+export { createSchemaEngine } from './schema-engine';
 export { jsonByteLength } from './json-schema/json-walk';
 export { normalizeMcpSchema } from './json-schema/mcp.normalizer';
 export { toStrictSchema } from './json-schema/strict.converter';
 export { validateSchema } from './json-schema/schema.validator';
-export { SchemaGenerationError, type SchemaErrorReason } from './schema-generation.error';
+export { SchemaGenerationError, type SchemaErrorDetails, type SchemaErrorReason } from './schema-generation.error';
 export type {
   FunctionSchema,
   GenerateInput,

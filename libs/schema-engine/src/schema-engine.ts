@@ -23,8 +23,7 @@ import type {
 } from './schema-engine.types';
 import { TypeScriptFrontend } from './typescript/typescript.frontend';
 
-export { DEFAULT_MAX_DOCSTRING_BYTES, DEFAULT_MAX_SCHEMA_BYTES, DEFAULT_MAX_SOURCE_BYTES } from './limits';
-export const DEFAULT_TIME_LIMIT_MS = 2000;
+const DEFAULT_TIME_LIMIT_MS = 2000;
 
 interface Limits {
   maxSourceBytes: number;

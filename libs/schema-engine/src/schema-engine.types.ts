@@ -66,3 +66,10 @@ export interface SchemaEngine {
   /** MCP input-schema normalization; never modifies its input. */
   normalizeMcp(jsonSchema: unknown): NormalizeResult;
 }
+
+/** How a front-end describes a tool's source. */
+export interface DescribeOptions {
+  /** Only the name and description (the parameters come from elsewhere, e.g. args_json_schema). */
+  headerOnly?: boolean;
+  maxDocstringBytes?: number;
+}

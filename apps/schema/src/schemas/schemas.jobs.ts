@@ -4,20 +4,13 @@
  * SchemaGenerationError comes back as `failed` rather than as an exception.
  */
 import { MAX_ECHOED_SCHEMA_BYTES, type ReplyOf, type SchemasNormalize } from '@toolplane/contracts';
-import { jsonByteLength, SchemaGenerationError, type GenerateInput, type SchemaEngine, type SchemaErrorReason } from '@toolplane/schema-engine';
+import { jsonByteLength, SchemaGenerationError, type GenerateInput, type SchemaEngine, type SchemaErrorDetails, type SchemaErrorReason } from '@toolplane/schema-engine';
 
 export type SchemaJob =
   | { op: 'generate'; input: GenerateInput }
   | { op: 'validate' | 'strictify' | 'normalize'; json_schema: Record<string, unknown> };
 
-export interface SchemaFailure {
-  reason: SchemaErrorReason;
-  message: string;
-  line?: number;
-  column?: number;
-  functionName?: string;
-  parameter?: string;
-}
+export type SchemaFailure = SchemaErrorDetails & { reason: SchemaErrorReason; message: string };
 
 export type SchemaJobResult = { ok: unknown } | { failed: SchemaFailure };
 

@@ -58,7 +58,7 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
     });
     await this.pool.start();
     this.fair = new FairQueue(this.config.SCHEMA_WORKERS, this.config.SCHEMA_WORKERS_PER_ORG ?? Math.max(1, this.config.SCHEMA_WORKERS - 1));
-    this.health.metrics = () => renderSchemaMetrics(this.pool.stats);
+    this.health.metrics = () => renderSchemaMetrics(this.pool.stats, this.fair.queued);
   }
 
   /** After the transport has drained its in-flight requests. */

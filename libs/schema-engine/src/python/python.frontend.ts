@@ -10,15 +10,11 @@ import { SchemaGenerationError } from '../schema-generation.error';
 import { describe, parseDocstring } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
 import { AnnotationError, AnnotationResolver, annotatedDescription, collectScope, lineOf, type ParsedTypeExpression } from './python.types';
+import type { DescribeOptions } from '../schema-engine.types';
 
 /** Parameters Letta injects itself; they never appear in the schema. */
 const INJECTED = new Set(['self', 'agent_state']);
 
-export interface DescribeOptions {
-  /** Only the name and description (the parameters come from elsewhere, e.g. args_json_schema). */
-  headerOnly?: boolean;
-  maxDocstringBytes?: number;
-}
 
 interface RawParameter {
   name: string;

@@ -13,6 +13,7 @@ import type { FunctionIR, ParameterIR, TypeIR } from '../ir';
 import { DEFAULT_MAX_DOCSTRING_BYTES } from '../limits';
 import { SchemaGenerationError } from '../schema-generation.error';
 import { collectScope, containsUndefined, dropUndefined, jsDocText, staticDefault, TsTypeError, TsTypeResolver } from './typescript.types';
+import type { DescribeOptions } from '../schema-engine.types';
 
 /** Parameters the runtime injects itself; they never appear in the schema. */
 const INJECTED = new Set(['agent_state', 'agentState']);
@@ -25,11 +26,6 @@ interface Candidate {
   exported: boolean;
 }
 
-export interface DescribeOptions {
-  /** Only the name and description (the parameters come from elsewhere, e.g. args_json_schema). */
-  headerOnly?: boolean;
-  maxDocstringBytes?: number;
-}
 
 export class TypeScriptFrontend {
   describeFunction(source: string, name: string | undefined, budget: Budget, options: DescribeOptions = {}): FunctionIR {
