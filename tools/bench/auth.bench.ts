@@ -11,7 +11,7 @@
 import { headers, type Msg } from '@nats-io/transport-node';
 import { SignJWT } from 'jose';
 import { generateKeyPairSync } from 'node:crypto';
-import { ToolsList, type AppName } from '@toolplane/contracts';
+import { LocalRunnerRun, ToolsList, type AppName } from '@toolplane/contracts';
 import { generateX25519, x25519FromSeed, x25519PublicKey } from '@toolplane/crypto';
 import { decodeJson, EdgeAuth, parseContract, ServiceSealer, TokenVerifier } from '@toolplane/messaging';
 
@@ -64,10 +64,10 @@ async function main(): Promise<void> {
   const seal = (size: number) => {
     const payload = new Uint8Array(size).fill(120);
     return () => {
-      const s = executor.sealRequest('toolplane.internal.v1.runners.local.run', 'runner-local', payload);
-      const o = runner.openRequest('toolplane.internal.v1.runners.local.run', s.header, s.data);
-      const r = runner.sealReply('toolplane.internal.v1.runners.local.run', 'executor', o.nonce, payload);
-      executor.openReply('toolplane.internal.v1.runners.local.run', 'runner-local', s.nonce, r.header, r.data);
+      const s = executor.sealRequest(LocalRunnerRun.subject, 'runner-local', payload);
+      const o = runner.openRequest(LocalRunnerRun.subject, s.header, s.data);
+      const r = runner.sealReply(LocalRunnerRun.subject, 'executor', o.nonce, payload);
+      executor.openReply(LocalRunnerRun.subject, 'runner-local', s.nonce, r.header, r.data);
     };
   };
   const seal1k = await perOp(Math.min(N, 50_000), seal(1024));

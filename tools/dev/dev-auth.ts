@@ -3,7 +3,7 @@
  * .toolplane/admin.token (mode 0600); these helpers use it to mint org tokens over NATS.
  */
 import { headers, type NatsConnection } from '@nats-io/transport-node';
-import { Headers } from '@toolplane/contracts';
+import { AuthTokensCreate, Headers } from '@toolplane/contracts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
@@ -23,7 +23,7 @@ export async function ask(nc: NatsConnection, subject: string, body: unknown, to
 }
 
 export async function mintOrgToken(nc: NatsConnection, org: string, opts: { name?: string; scopes?: string[]; ttl_s?: number } = {}): Promise<{ token: string; token_id: string; scopes: string[]; expires_at: string }> {
-  const r = await ask(nc, 'toolplane.v1.auth.tokens.create', { org_id: org, name: opts.name ?? 'development', ...(opts.scopes ? { scopes: opts.scopes } : {}), ...(opts.ttl_s ? { ttl_s: opts.ttl_s } : {}) }, adminToken());
+  const r = await ask(nc, AuthTokensCreate.subject, { org_id: org, name: opts.name ?? 'development', ...(opts.scopes ? { scopes: opts.scopes } : {}), ...(opts.ttl_s ? { ttl_s: opts.ttl_s } : {}) }, adminToken());
   if (r.error) throw new Error(`could not mint a token for ${org}: ${r.error.code}: ${r.error.message}`);
   return r;
 }

@@ -8,6 +8,7 @@
  *   missing); if none answers, an embedded Postgres (PGlite) served on a local socket.
  * - Every app from dist/, migrations applied at start, pretty logs.
  */
+import { AuthTokensList } from '@toolplane/contracts';
 import { connect } from '@nats-io/transport-node';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
@@ -159,7 +160,7 @@ async function ensureAdminToken(env: NodeJS.ProcessEnv, natsUrl: string): Promis
 async function adminTokenWorks(natsUrl: string): Promise<boolean> {
   const nc = await connect({ servers: natsUrl });
   try {
-    const r = await ask(nc, 'toolplane.v1.auth.tokens.list', { org_id: 'acme', limit: 1 }, readFileSync(ADMIN_TOKEN_FILE, 'utf8').trim());
+    const r = await ask(nc, AuthTokensList.subject, { org_id: 'acme', limit: 1 }, readFileSync(ADMIN_TOKEN_FILE, 'utf8').trim());
     return !r.error;
   } finally {
     await nc.close();

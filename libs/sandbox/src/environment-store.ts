@@ -243,7 +243,6 @@ function parseNpmSpecifier(s: string): { name: string; version?: string } {
   return at < 0 ? { name: t } : { name: t.slice(0, at), version: t.slice(at + 1) };
 }
 
-/** Can a user who is neither owner nor group read `p` (every ancestor searchable, the file readable)? */
 /** Can an unprivileged sandbox user reach and read `p` (every directory above it searchable by others)? */
 export async function readableByOthers(p: string): Promise<boolean> {
   const st = await fs.stat(p).catch(() => null);

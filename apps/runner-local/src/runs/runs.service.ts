@@ -75,7 +75,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       const early = await this.driver.prepare?.(spec);
       const outcome: SandboxRunOutcome & { admittedAt?: number } =
         early ??
-        (await this.admitted(req.org_id, () =>
+        (await this.admitted(req.org_id, abort.signal, () =>
           tracer.startActiveSpan('run sandbox', async (span) => {
             span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
             try {
@@ -102,11 +102,14 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Runs `fn` once the org's call has a place (RUNNER_MAX_CONCURRENCY, per org, orgs in turn). */
-  private async admitted(org: string, fn: () => Promise<SandboxRunOutcome>): Promise<SandboxRunOutcome & { admittedAt: number }> {
+  private async admitted(org: string, signal: AbortSignal, fn: () => Promise<SandboxRunOutcome>): Promise<SandboxRunOutcome & { admittedAt: number }> {
     this.metrics.queued++;
     let release: () => void;
     try {
-      release = await this.queue.acquire(org);
+      // A call given up while it waits leaves the queue: it never takes a place.
+      release = await this.queue.acquire(org, signal);
+    } catch {
+      return { ...abandonedOutcome(), admittedAt: performance.now() };
     } finally {
       this.metrics.queued--;
     }
@@ -122,7 +125,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     // The final env, from its one owner (credentials): used as it is.
     const env = req.env;
     return {
-      runId: randomUUID(),
+      runId: req.run_id ?? randomUUID(),
       sourceCode: req.source_code,
       functionName: req.function_name,
       args: req.args,
