@@ -52,6 +52,8 @@ describe('tenancy with real identities', () => {
       ['toolplane.v1.tools.upsert', { org_id: b, tool: { source_code: pythonTool('b_secret_tool', 'return "owned"') } }],
       ['toolplane.v1.tools.delete', { org_id: b, id: ids.tool }],
       ['toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {} }],
+      ['toolplane.v1.tools.execute-batch', { org_id: b, calls: [{ call_id: 'x', tool_id: ids.tool, args: {} }] }],
+      ['toolplane.v1.tools.environment', { org_id: b, tool_id: ids.tool, prepare: true }],
       ['toolplane.v1.secrets.list', { org_id: b }],
       ['toolplane.v1.secrets.set', { org_id: b, scope: 'sandbox', key: 'B_KEY', value: 'overwritten' }],
       ['toolplane.v1.secrets.delete', { org_id: b, scope: 'sandbox', key: 'B_KEY' }],
@@ -81,6 +83,9 @@ describe('tenancy with real identities', () => {
     expect((await asA('toolplane.v1.tools.delete', { org_id: a, id: ids.tool })).error.code).toBe('TOOL_NOT_FOUND');
     expect((await asA('toolplane.v1.tools.execute', { org_id: a, tool_id: ids.tool, args: {} })).error.code).toBe('TOOL_NOT_FOUND');
     expect((await asA('toolplane.v1.tools.execute', { org_id: a, tool_name: 'b_echo', args: { text: 'x' } })).error.code).toBe('TOOL_NOT_FOUND');
+    const batch = await asA('toolplane.v1.tools.execute-batch', { org_id: a, calls: [{ call_id: 'x', tool_id: ids.tool, args: {} }] });
+    expect(batch.results[0].error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.tools.environment', { org_id: a, tool_id: ids.tool })).error.code).toBe('TOOL_NOT_FOUND');
     expect((await asA('toolplane.v1.tools.list', { org_id: a })).tools).toEqual([]);
     expect((await asA('toolplane.v1.secrets.list', { org_id: a })).secrets).toEqual([]);
     expect((await asA('toolplane.v1.webhooks.get', { org_id: a })).error.code).toBe('WEBHOOK_NOT_FOUND');

@@ -132,6 +132,8 @@ export function validPayloads(org: string, ids: { tool: string; server: string; 
     'toolplane.v1.schemas.strictify': { json_schema: schema },
     'toolplane.v1.schemas.normalize': { json_schema: schema.parameters },
     'toolplane.v1.tools.execute': { org_id: org, tool_name: 'add', args: { a: 1, b: 2 }, timeout_ms: 5000 },
+    'toolplane.v1.tools.execute-batch': { org_id: org, calls: [{ call_id: 'c1', tool_name: 'add', args: { a: 1, b: 2 } }, { call_id: 'c2', tool_id: ids.tool, args: { a: 3 } }], timeout_ms: 5000 },
+    'toolplane.v1.tools.environment': { org_id: org, tool_name: 'add', prepare: true },
     'toolplane.v1.secrets.set': { org_id: org, scope: 'sandbox', key: 'FUZZ_KEY', value: 'fuzz-value', description: 'd' },
     'toolplane.v1.secrets.list': { org_id: org, scope: 'sandbox' },
     'toolplane.v1.secrets.delete': { org_id: org, scope: 'sandbox', key: 'FUZZ_KEY' },

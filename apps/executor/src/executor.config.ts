@@ -17,6 +17,10 @@ export const executorEnvShape = {
    */
   CREDENTIALS_ENV_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5_000),
   CREDENTIALS_ENV_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(10_000),
+  /** Most calls one execute-batch request may carry (more: BATCH_TOO_LARGE, nothing runs). */
+  EXECUTE_BATCH_MAX_CALLS: z.coerce.number().int().min(1).max(1024).default(64),
+  /** Most parallel-safe calls of one batch running at once. */
+  EXECUTE_BATCH_MAX_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   /** Extra time the executor waits for a runner beyond the tool's own timeout. */
   RUNNER_REPLY_MARGIN_MS: z.coerce.number().int().min(100).default(3000),
 };

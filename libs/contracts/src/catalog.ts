@@ -18,7 +18,7 @@ import {
   WebhooksSet,
 } from './credentials.contract';
 import type { EventDescriptor, RequestDescriptor } from './descriptor';
-import { LocalRunnerRun, ToolsExecute } from './execute.contract';
+import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
 import {
   ExternalToolsStage,
   ExternalToolsSync,
@@ -47,7 +47,12 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   SchemasStrictify,
   SchemasNormalize,
   ToolsExecute,
+  ToolsExecuteBatch,
+  ToolsEnvironment,
   LocalRunnerRun,
+  LocalRunnerEnvironment,
+  E2bRunnerRun,
+  E2bRunnerEnvironment,
   SecretsSet,
   SecretsList,
   SecretsDelete,

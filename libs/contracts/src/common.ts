@@ -22,9 +22,14 @@ export const MAX_JSON_DEPTH = 64;
  * Returns the first offending path.
  */
 export function findWireIssue(value: unknown, opaque: readonly string[] = []): { path: string; message: string } | undefined {
-  const stack: Array<{ v: unknown; path: string; depth: number; text: boolean }> = [{ v: value, path: '', depth: 0, text: true }];
+  // Opaque fields by path: `args`, or `calls.*.args` (`*`: any key or index at that level).
+  const patterns = opaque.map((o) => o.split('.'));
+  const deepest = Math.max(0, ...patterns.map((p) => p.length));
+  const isOpaque = (keys: readonly string[]) => patterns.some((p) => p.length === keys.length && p.every((seg, i) => seg === '*' || seg === keys[i]));
+  // `keys` is the path as far as an opaque pattern can reach; `depth` the nesting.
+  const stack: Array<{ v: unknown; path: string; keys: string[]; depth: number; text: boolean }> = [{ v: value, path: '', keys: [], depth: 0, text: true }];
   while (stack.length) {
-    const { v, path, depth, text } = stack.pop()!;
+    const { v, path, keys, depth, text } = stack.pop()!;
     if (typeof v === 'string') {
       const why = text ? unstorable(v) : undefined;
       if (why) return { path: path || '(root)', message: why };
@@ -32,10 +37,11 @@ export function findWireIssue(value: unknown, opaque: readonly string[] = []): {
       if (depth >= MAX_JSON_DEPTH) return { path: path || '(root)', message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
       for (const [k, child] of Array.isArray(v) ? v.entries() : Object.entries(v)) {
         const childPath = path ? `${path}.${k}` : String(k);
-        const childText = text && !(depth === 0 && opaque.includes(String(k)));
-        const why = childText && typeof k === 'string' ? unstorable(k) : undefined;
+        const childKeys = text && depth < deepest ? [...keys, String(k)] : keys;
+        const childText = text && !(depth < deepest && isOpaque(childKeys));
+        const why = text && typeof k === 'string' ? unstorable(k) : undefined;
         if (why) return { path: childPath, message: `key ${why}` };
-        stack.push({ v: child, path: childPath, depth: depth + 1, text: childText });
+        stack.push({ v: child, path: childPath, keys: childKeys, depth: depth + 1, text: childText });
       }
     }
   }

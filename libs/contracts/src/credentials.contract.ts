@@ -7,6 +7,17 @@ import { PipRequirement, ToolId } from './tool';
 export const Provider = z.enum(['local', 'e2b', 'modal']);
 export type Provider = z.infer<typeof Provider>;
 
+/**
+ * A provider's own credentials, as an org stores them: sandbox-scoped secrets bound to that
+ * provider with these names. Resolving a call's env for the provider takes them out of the tool's
+ * env and hands them to the runner alone (ExecutionEnvResolve's `provider_credentials`).
+ */
+export const PROVIDER_CREDENTIAL_KEYS: Readonly<Record<Provider, readonly string[]>> = {
+  local: [],
+  e2b: ['E2B_API_KEY'],
+  modal: ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET'],
+};
+
 export const SecretScope = z.enum(['sandbox', 'agent']);
 export type SecretScope = z.infer<typeof SecretScope>;
 
@@ -135,7 +146,19 @@ export const SandboxSettings = z.strictObject({
   template: z.string().min(1).max(256).optional(),
   /** local: let package builds run build scripts (npm lifecycle scripts, sdist builds when the runner installs wheels only); default off. */
   build_scripts: z.boolean().optional(),
-});
+  /**
+   * This provider runs the org's custom tools that do not name one (`metadata_.sandbox`). At most
+   * one config of an org is the default: setting it here clears it on the others. No default: local.
+   */
+  default: z.boolean().optional(),
+  /**
+   * Providers to try, in order, when this one cannot take a call (PROVIDER_UNAVAILABLE-class
+   * errors only: the tool did not start). The result names the provider that failed (`fallback_from`).
+   */
+  fallback_providers: z.array(Provider).max(3).optional(),
+  /** Remote providers: calls one sandbox may run at once (default 1). */
+  calls_per_sandbox: z.number().int().min(1).max(64).optional(),
+}).refine((c) => !c.fallback_providers || new Set(c.fallback_providers).size === c.fallback_providers.length, { message: 'fallback_providers: each provider once' });
 export type SandboxSettings = z.infer<typeof SandboxSettings>;
 
 export const SandboxConfig = z.object({
@@ -191,10 +214,17 @@ export const ExecutionEnvResolve = defineRequest({
     tool_id: ToolId,
     tool_name: z.string().nullable(),
     project_id: z.string().nullable(),
-    provider: Provider,
+    /** The provider that will run the call; absent: the org's default (its sandbox config marked `default`), else local. */
+    provider: Provider.optional(),
     env: z.record(EnvName, EnvValue).optional(),
   }),
   reply: z.object({
+    /** The provider the env was resolved for (the one asked for, or the org's default). */
+    provider: Provider,
+    /** That provider's config's fallback list (empty: none). */
+    fallback_providers: z.array(Provider),
+    /** The provider's credentials from the org's provider-scoped secrets (PROVIDER_CREDENTIAL_KEYS): never in `env`. */
+    provider_credentials: z.record(z.string(), z.string()).optional(),
     env: z.record(z.string(), z.string()),
     /** Names whose values the executor masks in stdout, stderr and the return value. */
     masked_keys: z.array(z.string()),

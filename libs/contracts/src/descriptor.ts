@@ -18,7 +18,7 @@ export interface RequestDescriptor<Req extends z.ZodType = z.ZodType, Rep extend
   readonly scope?: Scope;
   /** Internal subjects: the apps that may call it (checked on every message, and in the NATS permissions). */
   readonly callers?: readonly AppName[];
-  /** Top-level request fields passed through untouched and never stored as text (exempt from findWireIssue's text rule). */
+  /** Request fields passed through untouched and never stored as text (exempt from findWireIssue's text rule), by path: `args`, `calls.*.args`. */
   readonly opaque?: readonly string[];
 }
 

@@ -16,6 +16,8 @@ export enum ErrorCode {
   SCHEMA_GENERATION_FAILED = 'SCHEMA_GENERATION_FAILED',
   SCHEMA_INVALID = 'SCHEMA_INVALID',
   INVALID_ARGUMENTS = 'INVALID_ARGUMENTS',
+  /** A batch with more calls than the executor takes in one request (EXECUTE_BATCH_MAX_CALLS): nothing ran. */
+  BATCH_TOO_LARGE = 'BATCH_TOO_LARGE',
   UNSUPPORTED_TOOL = 'UNSUPPORTED_TOOL',
   RUNNER_UNAVAILABLE = 'RUNNER_UNAVAILABLE',
   SERVICE_UNAVAILABLE = 'SERVICE_UNAVAILABLE',
@@ -53,6 +55,17 @@ export enum ErrorCode {
   OUTPUT_LIMIT_EXCEEDED = 'OUTPUT_LIMIT_EXCEEDED',
   SANDBOX_FAILURE = 'SANDBOX_FAILURE',
   DEPENDENCY_INSTALL_FAILED = 'DEPENDENCY_INSTALL_FAILED',
+  /** A remote sandbox died or vanished during the call (the tool may have started): the runner replaces it. */
+  SANDBOX_LOST = 'SANDBOX_LOST',
+  // Providers (envelope errors: the call did not run)
+  /** The call's environment (its pip/npm requirements) is still being built: retry later (details: provider, progress). */
+  ENVIRONMENT_BUILDING = 'ENVIRONMENT_BUILDING',
+  /** The provider cannot take calls now (unreachable, 5xx, no runner deployed for it). The org's fallback list applies. */
+  PROVIDER_UNAVAILABLE = 'PROVIDER_UNAVAILABLE',
+  /** The provider is rate-limiting or out of quota. The org's fallback list applies. */
+  PROVIDER_RATE_LIMITED = 'PROVIDER_RATE_LIMITED',
+  /** The provider refused the org's (or the runner's) credentials: fix the E2B_API_KEY / Modal token. */
+  PROVIDER_AUTH_FAILED = 'PROVIDER_AUTH_FAILED',
   INTERNAL = 'INTERNAL',
 }
 
@@ -63,7 +76,17 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
   ErrorCode.REQUEST_TIMEOUT,
   ErrorCode.CREDENTIALS_UNAVAILABLE,
   ErrorCode.MCP_CONNECTION_FAILED,
+  ErrorCode.ENVIRONMENT_BUILDING,
+  ErrorCode.PROVIDER_UNAVAILABLE,
+  ErrorCode.PROVIDER_RATE_LIMITED,
 ]);
+
+/**
+ * The errors after which a call may go to the next provider of the org's fallback list: the
+ * provider could not take it and the tool did not start (never a tool's own failure, a timeout or
+ * a lost sandbox: those may have had effects).
+ */
+export const FALLBACK_CODES: ReadonlySet<string> = new Set([ErrorCode.PROVIDER_UNAVAILABLE, ErrorCode.PROVIDER_RATE_LIMITED, ErrorCode.RUNNER_UNAVAILABLE]);
 
 export function isRetryable(code: ErrorCode): boolean {
   return RETRYABLE.has(code);

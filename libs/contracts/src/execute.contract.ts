@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { JsonObject, OrgId } from './common';
+import { Provider } from './credentials.contract';
 import { defineEvent, defineRequest } from './descriptor';
+import type { AppName } from './identity';
 import { NpmRequirement, PipRequirement, ToolId } from './tool';
 
 const EnvVars = z
@@ -21,6 +23,9 @@ export const ProviderRunReply = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
+/** Why a fallback provider ran: the provider that failed first, and its (typed, PROVIDER_UNAVAILABLE-class) error. */
+const FallbackFrom = z.object({ provider: Provider, code: z.string(), message: z.string() });
+
 export const ToolExecutionResult = z.object({
   status: ExecutionStatus,
   func_return: z.unknown(),
@@ -31,6 +36,12 @@ export const ToolExecutionResult = z.object({
   duration_ms: z.number(),
   trace_id: z.string(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /**
+   * Present only when the provider chosen for the call could not take it and the org's fallback
+   * list sent it to `provider`: names the one that failed, first, and why. Never silent.
+   */
+  fallback_from: Provider.optional(),
+  fallback_error: FallbackFrom.omit({ provider: true }).optional(),
 });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
 
@@ -58,6 +69,47 @@ export const ToolsExecute = defineRequest({
   reply: ToolExecutionResult,
 });
 
+const CallTimeout = z.number().int().min(1);
+
+/** One tool call of a batch: the model's call id (answered with its result), the tool and its arguments. */
+const BatchCall = z
+  .strictObject({
+    call_id: z.string().min(1).max(256),
+    tool_id: ToolId.optional(),
+    tool_name: z.string().min(1).max(64).optional(),
+    args: JsonObject.default({}),
+    timeout_ms: CallTimeout.optional(),
+  })
+  .refine((c) => (c.tool_id === undefined) !== (c.tool_name === undefined), { message: 'give exactly one of tool_id or tool_name' });
+
+/** A batch call's outcome: a ToolExecutionResult with its call id; a call that could not run says why (`error`, with `retryable`). */
+export const BatchCallResult = ToolExecutionResult.extend({
+  call_id: z.string(),
+  error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+});
+export type BatchCallResult = z.infer<typeof BatchCallResult>;
+
+export const ToolsExecuteBatch = defineRequest({
+  subject: 'toolplane.v1.tools.execute-batch',
+  opaque: ['calls.*.args'],
+  visibility: 'public',
+  servedBy: 'executor',
+  scope: 'tools:execute',
+  summary:
+    'Run the tool calls of one agent step: calls to tools with enable_parallel_execution run concurrently, then the others one by one in their order; results in the input order, one failure never fails the batch.',
+  request: z
+    .strictObject({
+      org_id: OrgId,
+      agent_id: z.string().min(1).max(128).optional(),
+      calls: z.array(BatchCall).min(1).max(1024),
+      env: EnvVars.optional(),
+      /** Each call's timeout unless the call names its own. */
+      timeout_ms: CallTimeout.optional(),
+    })
+    .refine((r) => new Set(r.calls.map((c) => c.call_id)).size === r.calls.length, { message: 'call_id: each call of a batch has its own' }),
+  reply: z.object({ results: z.array(BatchCallResult) }),
+});
+
 /**
  * The one runner contract: every provider's runner serves `toolplane.internal.v1.runners.<provider>.run`
  * with this request and reply; what is provider-specific travels only in the typed `sandbox` block.
@@ -77,6 +129,14 @@ const RunnerRunRequest = z.strictObject({
      * reserved ids applied there, RESERVED_ENV_NAMES last): the runner runs the tool with exactly this.
      */
     env: z.record(z.string(), z.string()),
+    /**
+     * The provider's own credentials for this org (e2b: E2B_API_KEY; modal: MODAL_TOKEN_ID/SECRET),
+     * from the org's provider-scoped secrets: the runner uses them to reach its cloud; they never
+     * enter the tool's env. Absent: the runner's own configured credentials, if any.
+     */
+    provider_credentials: z.record(z.string(), z.string()).optional(),
+    /** The org's sandbox config for this provider, by fingerprint (null: none): remote runners key their sandboxes by it. */
+    sandbox_config_fingerprint: z.string().nullable().optional(),
     /** Names in `env` whose values the runner masks in stdout, stderr, the return value and errors, before anything is cut. */
     masked_keys: z.array(z.string()).max(1024).optional(),
     timeout_ms: z.number().int().min(1),
@@ -97,29 +157,121 @@ const RunnerRunRequest = z.strictObject({
         max_output_bytes: z.number().int().min(1024).optional(),
         /** Let package builds run build scripts (npm lifecycle scripts; sdists when the runner installs wheels only). */
         build_scripts: z.boolean().optional(),
+        /** Remote providers: the sandbox template (E2B template id / Modal image). */
+        template: z.string().min(1).max(256).optional(),
+        /** Remote providers: vCPUs of the sandbox. */
+        cpu: z.number().min(0.1).max(64).optional(),
+        /** Remote providers: calls one sandbox may run at once (default 1: never two calls in one sandbox). */
+        calls_per_sandbox: z.number().int().min(1).max(64).optional(),
       })
       .optional(),
 });
 
-/** Internal: the executor hands a resolved call to the local sandbox runner. */
-export const LocalRunnerRun = defineRequest({
-  subject: 'toolplane.internal.v1.runners.local.run',
-  opaque: ['args'],
-  visibility: 'internal',
-  servedBy: 'runner-local',
-  callers: ['executor'],
-  summary: 'Run one custom tool call in a local sandbox.',
-  request: RunnerRunRequest,
-  reply: ProviderRunReply,
+/** The state of a tool's environment (its pip/npm requirements built) on the provider that runs it. */
+export const EnvironmentStatus = z.object({
+  provider: Provider,
+  /** none: never asked for on this runner; building; ready; failed (the next prepare or call tries again). */
+  status: z.enum(['none', 'building', 'ready', 'failed']),
+  /** The requirements' hash (null: the tool needs no packages: always ready). */
+  requirements_hash: z.string().nullable(),
+  /** What the build is doing, when the builder says (e.g. the last line of pip's output). */
+  progress: z.string().optional(),
+  error: z.object({ code: z.string(), message: z.string(), package: z.string().optional() }).optional(),
+  /** When the status last changed (ISO 8601). */
+  updated_at: z.string().optional(),
 });
+export type EnvironmentStatus = z.infer<typeof EnvironmentStatus>;
+
+/** What a runner needs to find or build a call's environment: the run request's environment fields. */
+const RunnerEnvironmentRequest = RunnerRunRequest.pick({
+  org_id: true,
+  tool_id: true,
+  source_type: true,
+  pip_requirements: true,
+  npm_requirements: true,
+  sandbox: true,
+  provider_credentials: true,
+  sandbox_config_fingerprint: true,
+}).extend({
+  /** Start building it in the background when it is not built yet (the reply is the state at once). */
+  prepare: z.boolean().default(false),
+});
+
+export const ToolsEnvironment = defineRequest({
+  subject: 'toolplane.v1.tools.environment',
+  visibility: 'public',
+  servedBy: 'executor',
+  scope: 'tools:read',
+  summary:
+    "The state of a tool's environment (its pip/npm requirements built) on the provider that runs it; `prepare: true` starts the build when it is missing or failed.",
+  request: z
+    .strictObject({
+      org_id: OrgId,
+      tool_id: ToolId.optional(),
+      tool_name: z.string().min(1).max(64).optional(),
+      prepare: z.boolean().default(false),
+    })
+    .refine((r) => (r.tool_id === undefined) !== (r.tool_name === undefined), {
+      message: 'give exactly one of tool_id or tool_name',
+    }),
+  reply: z.object({ environment: EnvironmentStatus }),
+});
+
+/** The app that serves each provider's runner subject, in this version (modal: not yet deployable). */
+export const RUNNER_APPS: Readonly<Partial<Record<Provider, AppName>>> = { local: 'runner-local', e2b: 'runner-e2b' };
+
+function runnerRun<A extends AppName>(provider: Provider, app: A, summary: string) {
+  return defineRequest({
+    subject: `toolplane.internal.v1.runners.${provider}.run`,
+    opaque: ['args'],
+    visibility: 'internal',
+    servedBy: app,
+    callers: ['executor'],
+    summary,
+    request: RunnerRunRequest,
+    reply: ProviderRunReply,
+  });
+}
+
+function runnerEnvironment<A extends AppName>(provider: Provider, app: A) {
+  return defineRequest({
+    subject: `toolplane.internal.v1.runners.${provider}.environment`,
+    visibility: 'internal',
+    servedBy: app,
+    callers: ['executor'],
+    summary: `The state of a call's environment on the ${provider} runner; with prepare, build it in the background.`,
+    request: RunnerEnvironmentRequest,
+    reply: EnvironmentStatus,
+  });
+}
+
+export const LocalRunnerEnvironment = runnerEnvironment('local', 'runner-local');
+export const E2bRunnerEnvironment = runnerEnvironment('e2b', 'runner-e2b');
+
+/** Internal: the executor hands a resolved call to the local sandbox runner. */
+export const LocalRunnerRun = runnerRun('local', 'runner-local', 'Run one custom tool call in a local sandbox.');
+/** Internal: the executor hands a resolved call to the E2B runner. */
+export const E2bRunnerRun = runnerRun('e2b', 'runner-e2b', 'Run one custom tool call in an E2B sandbox.');
+
+function runAbandoned<A extends AppName>(provider: Provider, app: A) {
+  return defineEvent({
+    subject: `toolplane.internal.v1.events.${provider}-run.abandoned`,
+    summary: `The executor gave up these ${provider} runner calls: stop them.`,
+    payload: z.object({ run_ids: z.array(z.uuid()).min(1).max(10_000) }),
+    sealed: { from: ['executor'], to: app },
+  });
+}
 
 /**
  * Internal sealed broadcast: the executor gave these calls up (it is shutting down and answered
  * their callers SERVICE_RESTARTING). The runner replica running one stops it and frees its slot.
  */
-export const LocalRunAbandoned = defineEvent({
-  subject: 'toolplane.internal.v1.events.local-run.abandoned',
-  summary: 'The executor gave up these runner calls: stop them.',
-  payload: z.object({ run_ids: z.array(z.uuid()).min(1).max(10_000) }),
-  sealed: { from: ['executor'], to: 'runner-local' },
-});
+export const LocalRunAbandoned = runAbandoned('local', 'runner-local');
+export const E2bRunAbandoned = runAbandoned('e2b', 'runner-e2b');
+
+/** Each deployable provider's run and environment subjects and abandonment broadcast. */
+export const RUNNERS = {
+  local: { run: LocalRunnerRun, environment: LocalRunnerEnvironment, abandoned: LocalRunAbandoned },
+  e2b: { run: E2bRunnerRun, environment: E2bRunnerEnvironment, abandoned: E2bRunAbandoned },
+} as const;
+export type RunnerProvider = keyof typeof RUNNERS;

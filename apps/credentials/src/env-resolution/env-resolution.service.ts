@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import type { ExecutionEnvResolve, ReplyOf, RequestOf } from '@toolplane/contracts';
+import { PROVIDER_CREDENTIAL_KEYS, type ExecutionEnvResolve, type Provider, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { CredentialsCache } from '../cache/credentials-cache';
 import { SandboxConfigsService } from '../sandbox-configs/sandbox-configs.service';
 import { SecretsService } from '../secrets/secrets.service';
@@ -18,19 +18,31 @@ export class EnvResolutionService {
   ) {}
 
   async resolve(req: RequestOf<typeof ExecutionEnvResolve>): Promise<ReplyOf<typeof ExecutionEnvResolve>> {
+    // The provider that runs the call: the one asked for (the tool's metadata_.sandbox, or a
+    // fallback), else the org's default.
+    const provider: Provider = req.provider ?? (await this.sandboxConfigs.defaultProvider(req.org_id));
     const ctx = { orgId: req.org_id, agentId: req.agent_id, toolId: req.tool_id, toolName: req.tool_name, projectId: req.project_id };
     // The org's stored state is cached (evicted on every write of it); the webhook is still asked per call.
     const [{ sandbox, fingerprint, settings }, agent, webhook, hasWebhook] = await Promise.all([
-      this.cache.get(req.org_id, `sandbox\u0000${req.provider}`, async () => {
-        const sandbox = await this.secrets.sandboxValues(req.org_id, req.provider);
-        return { sandbox, ...(await this.sandboxConfigs.resolvedFor(req.org_id, req.provider, sandbox.rows)) };
+      this.cache.get(req.org_id, `sandbox\u0000${provider}`, async () => {
+        const sandbox = await this.secrets.sandboxValues(req.org_id, provider);
+        return { sandbox, ...(await this.sandboxConfigs.resolvedFor(req.org_id, provider, sandbox.rows)) };
       }),
-      req.agent_id ? this.cache.get(req.org_id, `agent\u0000${req.agent_id}\u0000${req.provider}`, () => this.secrets.agentValues(req.org_id, req.agent_id!, req.provider)) : new Map(),
+      req.agent_id ? this.cache.get(req.org_id, `agent\u0000${req.agent_id}\u0000${provider}`, () => this.secrets.agentValues(req.org_id, req.agent_id!, provider)) : new Map(),
       this.webhooks.credentialsFor(ctx),
       this.webhooks.configured(req.org_id),
     ]);
+    // The provider's own credentials leave the tool's env: only the runner gets them.
+    const sandboxVars = new Map(sandbox.values);
+    const credentials: Record<string, string> = {};
+    for (const key of PROVIDER_CREDENTIAL_KEYS[provider]) {
+      const v = sandboxVars.get(key);
+      if (v === undefined) continue;
+      credentials[key] = v.value;
+      sandboxVars.delete(key);
+    }
     const { env, maskedKeys } = mergeEnv({
-      sandbox: sandbox.values,
+      sandbox: sandboxVars,
       webhook: plain(webhook, true),
       agent,
       call: plain(req.env, false),
@@ -46,6 +58,15 @@ export class EnvResolutionService {
     // Without a webhook the reply depends only on stored state, whose every write broadcasts
     // CredentialsChanged: the executor may reuse it as long as this replica caches that state.
     const cacheTtlMs = hasWebhook ? 0 : this.cache.ttl;
-    return { env, masked_keys: maskedKeys, sandbox_config_fingerprint: fingerprint, sandbox_config: settings, cache_ttl_ms: cacheTtlMs };
+    return {
+      provider,
+      fallback_providers: (settings?.fallback_providers ?? []).filter((p) => p !== provider),
+      env,
+      masked_keys: maskedKeys,
+      ...(Object.keys(credentials).length ? { provider_credentials: credentials } : {}),
+      sandbox_config_fingerprint: fingerprint,
+      sandbox_config: settings,
+      cache_ttl_ms: cacheTtlMs,
+    };
   }
 }

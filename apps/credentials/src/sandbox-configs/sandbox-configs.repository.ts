@@ -7,15 +7,24 @@ import { SandboxConfigEntity } from './sandbox-config.entity';
 export class SandboxConfigsRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
-  async upsert(orgId: string, provider: string, config: Record<string, unknown>): Promise<SandboxConfigEntity> {
-    await this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(SandboxConfigEntity)
-      .values({ orgId, provider, config: config as never, updatedAt: () => 'now()' })
-      .orUpdate(['config', 'updated_at'], ['org_id', 'provider'])
-      .execute();
-    return this.ds.getRepository(SandboxConfigEntity).findOneByOrFail({ orgId, provider });
+  /** Creates or replaces the config; `onlyDefault`: the others of the org lose their `default` mark, atomically. */
+  async upsert(orgId: string, provider: string, config: Record<string, unknown>, onlyDefault = false): Promise<SandboxConfigEntity> {
+    return this.ds.transaction(async (em) => {
+      await em
+        .createQueryBuilder()
+        .insert()
+        .into(SandboxConfigEntity)
+        .values({ orgId, provider, config: config as never, updatedAt: () => 'now()' })
+        .orUpdate(['config', 'updated_at'], ['org_id', 'provider'])
+        .execute();
+      if (onlyDefault) {
+        await em.query(
+          `UPDATE credentials.sandbox_configs SET config = config - 'default', updated_at = now() WHERE org_id = $1 AND provider <> $2 AND config ? 'default'`,
+          [orgId, provider],
+        );
+      }
+      return em.getRepository(SandboxConfigEntity).findOneByOrFail({ orgId, provider });
+    });
   }
 
   find(orgId: string, provider: string): Promise<SandboxConfigEntity | null> {

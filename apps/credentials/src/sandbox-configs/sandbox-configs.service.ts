@@ -4,6 +4,7 @@ import {
   ToolplaneError,
   type ReplyOf,
   type RequestOf,
+  type Provider,
   type SandboxConfig,
   type SandboxConfigsGet,
   type SandboxConfigsList,
@@ -26,7 +27,8 @@ export class SandboxConfigsService {
   ) {}
 
   async upsert(req: RequestOf<typeof SandboxConfigsUpsert>): Promise<ReplyOf<typeof SandboxConfigsUpsert>> {
-    const row = await this.configs.upsert(req.org_id, req.provider, req.config);
+    // One default per org: marking this one clears the mark on the others, in the same transaction.
+    const row = await this.configs.upsert(req.org_id, req.provider, req.config, req.config.default === true);
     this.cache.invalidate(req.org_id);
     this.log.log(`upserted ${req.provider} sandbox config of org ${req.org_id}`);
     return { sandbox_config: await this.toWire(row) };
@@ -41,6 +43,14 @@ export class SandboxConfigsService {
   async list(req: RequestOf<typeof SandboxConfigsList>): Promise<ReplyOf<typeof SandboxConfigsList>> {
     const rows = await this.configs.list(req.org_id);
     return { sandbox_configs: await Promise.all(rows.map((r) => this.toWire(r))) };
+  }
+
+  /** The provider of the org's config marked `default`, else local. Cached with the org's other stored state. */
+  defaultProvider(orgId: string): Promise<Provider> {
+    return this.cache.get(orgId, 'default-provider', async () => {
+      const marked = (await this.configs.list(orgId)).find((r) => (r.config as SandboxConfig['config']).default === true);
+      return (marked?.provider as Provider | undefined) ?? 'local';
+    });
   }
 
   /**

@@ -55,18 +55,19 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     this.replies.clear();
   }
 
-  async resolveEnv(call: CallRef, tool: Tool, provider: Provider): Promise<EnvReply> {
+  /** `provider` undefined: the org's default (credentials decides). */
+  async resolveEnv(call: CallRef, tool: Tool, provider: Provider | undefined): Promise<EnvReply> {
     const req: RequestIn<typeof ExecutionEnvResolve> = {
       org_id: call.org_id,
       ...(call.agent_id ? { agent_id: call.agent_id } : {}),
       tool_id: tool.id,
       tool_name: tool.name,
       project_id: tool.project_id,
-      provider,
+      ...(provider ? { provider } : {}),
       ...(call.env ? { env: call.env } : {}),
     };
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return this.ask(req);
-    const key = JSON.stringify([req.agent_id ?? null, req.tool_id, req.tool_name, req.project_id, provider, req.env ?? null]);
+    const key = JSON.stringify([req.agent_id ?? null, req.tool_id, req.tool_name, req.project_id, provider ?? null, req.env ?? null]);
     const hit = this.replies.get(call.org_id, key);
     const span = trace.getActiveSpan();
     span?.setAttribute('toolplane.cache.hit', hit !== undefined);

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { ToolsExecute, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { ToolsExecute, ToolsExecuteBatch, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { ExecutionsService } from './executions.service';
 
@@ -11,5 +11,10 @@ export class ExecutionsController {
   @Handles(ToolsExecute)
   execute(@Payload() req: RequestOf<typeof ToolsExecute>): Promise<ReplyOf<typeof ToolsExecute>> {
     return this.executions.execute(req);
+  }
+
+  @Handles(ToolsExecuteBatch)
+  executeBatch(@Payload() req: RequestOf<typeof ToolsExecuteBatch>): Promise<ReplyOf<typeof ToolsExecuteBatch>> {
+    return this.executions.executeBatch(req);
   }
 }

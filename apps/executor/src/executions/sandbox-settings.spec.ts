@@ -1,4 +1,4 @@
-import { mergePipRequirements, sandboxOverrides } from './executions.service';
+import { mergePipRequirements, sandboxOverrides } from './run-request';
 
 describe('sandbox config → runner request', () => {
   it('merges pip requirements: the config’s plus the tool’s, the tool’s version winning under pip’s name rules', () => {
@@ -12,7 +12,8 @@ describe('sandbox config → runner request', () => {
 
   it('maps memory and network; cloud-only settings and an empty config add nothing', () => {
     expect(sandboxOverrides(null)).toBeUndefined();
-    expect(sandboxOverrides({ cpu: 2, template: 'base', timeout_ms: 1000 })).toBeUndefined();
+    expect(sandboxOverrides({ timeout_ms: 1000, default: true })).toBeUndefined();
+    expect(sandboxOverrides({ cpu: 2, template: 'base', calls_per_sandbox: 2 })).toEqual({ cpu: 2, template: 'base', calls_per_sandbox: 2 });
     expect(sandboxOverrides({ memory_mb: 128, network: 'egress' })).toEqual({ memory_mb: 128, network: true });
     expect(sandboxOverrides({ network: 'none' })).toEqual({ network: false });
   });
