@@ -126,7 +126,9 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     });
     expect(readFileSync(victim, 'utf8')).toBe('original\n');
     expect(knocks).toBe(0);
-    const [venv] = envDirs('venvs');
+    // Its venv (other tools' venvs are built too: each upsert starts its tool's build).
+    const venv = (await req('toolplane.v1.tools.environment', { org_id: org, tool_name: 'uses_evil' })).environment.requirements_hash;
+    expect(envDirs('venvs')).toContain(venv);
     expect(lstatSync(join(workRoot, 'venvs', `${venv}.ready`)).isFile()).toBe(true); // the marker sits beside the venv, not inside
     expect(lockedDown(join(workRoot, 'venvs', venv!))).toEqual([]);
   });

@@ -103,15 +103,19 @@ return {"exited": sum(1 for s in statuses if os.WIFEXITED(s) and os.WEXITSTATUS(
   });
 
   it('evicts the least recently used virtualenv when the environments outgrow RUNNER_ENV_STORE_MAX_MB, and rebuilds it when needed again', async () => {
-    for (const n of ['a', 'b', 'c']) await register(org, `use_${n}`, `import tplru_${n}\nreturn tplru_${n}.VALUE`, { pip_requirements: [{ name: `tplru_${n}`, version: '1.0' }] });
+    // Each tool is registered just before its first call: an upsert starts building its environment.
+    const use = (n: string) => register(org, `use_${n}`, `import tplru_${n}\nreturn tplru_${n}.VALUE`, { pip_requirements: [{ name: `tplru_${n}`, version: '1.0' }] });
     const venvs = () => readdirSync(join(house.workRoot, 'venvs')).filter((d) => /^py-[0-9a-f]+$/.test(d));
+    await use('a');
     expect(await execute(org, 'use_a')).toMatchObject({ status: 'success', func_return: 'lru-a' });
     const [a] = venvs();
+    await use('b');
     expect(await execute(org, 'use_b')).toMatchObject({ status: 'success', func_return: 'lru-b' });
     const b = venvs().find((d) => d !== a);
     // Their sandboxes idle out (an environment in use is never evicted), then a third one is built.
     expect(await until(async () => (await metric('toolplane_runner_pool_slots')) <= 2)).toBe(true);
     const builds = await metric('toolplane_runner_venv_builds_total');
+    await use('c');
     expect(await execute(org, 'use_c')).toMatchObject({ status: 'success', func_return: 'lru-c' });
     expect(await until(async () => (await metric('toolplane_runner_environments_evicted_total')) >= 1)).toBe(true);
     expect(await metric('toolplane_runner_environments_evicted_total')).toBe(1);

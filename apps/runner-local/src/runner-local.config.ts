@@ -109,6 +109,30 @@ export const runnerEnvShape = {
   /** Never reach a registry: requirements must be in RUNNER_NPM_LOCAL_DIRS. */
   RUNNER_NPM_OFFLINE: bool.default(false),
   RUNNER_NPM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
+  // Environment builds (pip and npm)
+  /**
+   * A call whose environment is being built waits at most this long for the build (and never past
+   * its own timeout), then answers ENVIRONMENT_BUILDING (retryable) while the build goes on.
+   */
+  RUNNER_BUILD_WAIT_MS: z.coerce.number().int().min(0).default(20_000),
+  /**
+   * A call retries a failed build only this long after the failure (before, it answers the failure
+   * at once: no build per call); an explicit prepare (tools.environment, a tool's upsert) retries at once.
+   */
+  RUNNER_BUILD_RETRY_MS: z.coerce.number().int().min(0).default(60_000),
+  /** A CA certificate (PEM) builds trust besides the system's (a corporate proxy's or index's): pip `--cert`, npm `cafile`. */
+  RUNNER_BUILD_CA_FILE: z.string().startsWith('/', 'an absolute path').optional(),
+  /** HTTP(S) proxy of package builds (pip `--proxy`, npm `proxy`/`https-proxy`): their network then reaches this proxy only. Never given to tool calls. */
+  RUNNER_BUILD_PROXY: z
+    .string()
+    .refine((u) => {
+      try {
+        return /^https?:$/.test(new URL(u).protocol);
+      } catch {
+        return false;
+      }
+    }, 'an http:// or https:// URL')
+    .optional(),
 };
 export type RunnerConfig = z.infer<z.ZodObject<typeof runnerEnvShape>>;
 

@@ -101,6 +101,8 @@ export function oneShotArgs(opts: {
   chdir?: string;
   /** Keep bwrap's own environment for the command (else it gets only PATH and HOME). bwrap must then be started with exactly the env the command may see. */
   inheritEnv?: boolean;
+  /** More variables the command gets (after PATH and HOME). */
+  env?: Record<string, string>;
   command: string[];
 }): string[] {
   const a = [...UNSHARE];
@@ -123,6 +125,7 @@ export function oneShotArgs(opts: {
   if (opts.writable) a.push('--bind', opts.writable, opts.writableAt ?? opts.writable);
   a.push(...(opts.extra ?? []));
   a.push('--chdir', opts.chdir ?? '/tmp', ...(opts.inheritEnv ? [] : ['--clearenv']), '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
+  for (const [k, v] of Object.entries(opts.env ?? {})) a.push('--setenv', k, v);
   a.push('--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`);
   if (opts.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(opts.network.routes), '--setenv', 'TOOLPLANE_NET_FDS', `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`);
   a.push('--remount-ro', '/', '--', '/usr/bin/python3', '-I', '-B', `${SUPPORT_MOUNT}/confine.py`, '--', ...opts.command);

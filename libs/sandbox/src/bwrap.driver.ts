@@ -4,12 +4,12 @@ import * as path from 'node:path';
 import { EgressPolicy, SecretMasker } from '@toolplane/platform';
 import { failed, invalidEnv, maskResult, messageOf, toolEnv, type RunResult } from './outcome';
 import { MAX_RESULT_FRAME_BYTES } from './process.driver';
-import type { IsolationLimits, SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
+import type { EnvironmentSpec, EnvironmentState, IsolationLimits, PrepareOptions, SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
 import type { SlotLimits } from './slot';
-import { DependencyInstallError, type PipIndexOptions } from './venv.builder';
+import type { PipIndexOptions } from './venv.builder';
 import { NODE_MOUNT, NPM_MOUNT, type NpmSourceOptions } from './npm.builder';
 import { prepareScript } from './typescript';
-import { EnvironmentStore, type Environment } from './environment-store';
+import { EnvironmentStore, isNodeSource, type Environment } from './environment-store';
 import { IsolationPolicy, IsolationUnavailableError } from './isolation';
 import type { Slot } from './slot';
 import { SlotPool, type PoolEnvironment, type PoolOptions, type PoolStats } from './slot-pool';
@@ -63,6 +63,12 @@ export interface BwrapDriverOptions {
   npmDir?: string;
   npm?: NpmSourceOptions;
   npmTimeoutMs?: number;
+  /**
+   * Package-index settings of every build (pip and npm): `caFile`, a CA (PEM) trusted besides the
+   * system's (a corporate proxy's); `proxy`, the HTTP(S) proxy builds reach their index through
+   * (then their network reaches that proxy only). Never given to tool calls.
+   */
+  build?: { caFile?: string; proxy?: string };
   /** A configured warm environment (`pool.warmEnvironments`) could not be built; the runner keeps serving. */
   onWarmFailure?: (message: string) => void;
 }
@@ -89,6 +95,9 @@ export const NODE_CGROUP_HEADROOM = 128 * 1024 * 1024;
 export interface DriverStats extends PoolStats {
   venvBuilds: number;
   npmBuilds: number;
+  /** Environment builds (virtualenvs, node_modules trees) that failed, and those running now. */
+  environmentBuildsFailed: number;
+  environmentsBuilding: number;
   /** Environments (virtualenvs, node_modules trees) evicted under the byte budget. */
   environmentsEvicted: number;
 }
@@ -174,6 +183,7 @@ export class BwrapDriver implements SandboxDriver {
       npm: this.options.npm ?? {},
       npmTimeoutMs: this.options.npmTimeoutMs ?? 300_000,
       network: isolation.buildNetwork,
+      build: this.options.build,
       maxBytes: this.options.environments?.maxBytes ?? 10 * 1024 ** 3,
       minIdleMs: this.options.environments?.minIdleMs ?? 600_000,
       inUse: (dir) => pool.uses(dir),
@@ -187,7 +197,15 @@ export class BwrapDriver implements SandboxDriver {
 
   stats(): DriverStats {
     const empty: PoolStats = { slots: 0, idle: 0, busy: 0, environments: 0, warmHits: 0, warmMisses: 0, slotsStarted: 0, slotsKilled: 0, slotsDirty: 0 };
-    return { ...(this.pool?.stats() ?? empty), venvBuilds: this.store?.builds ?? 0, npmBuilds: this.store?.npmBuilds ?? 0, environmentsEvicted: this.store?.evictions ?? 0 };
+    const store = this.store;
+    return {
+      ...(this.pool?.stats() ?? empty),
+      venvBuilds: store?.builds ?? 0,
+      npmBuilds: store?.npmBuilds ?? 0,
+      environmentBuildsFailed: store?.failedBuilds ?? 0,
+      environmentsBuilding: store?.buildsInProgress ?? 0,
+      environmentsEvicted: store?.evictions ?? 0,
+    };
   }
 
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome> {
@@ -197,21 +215,20 @@ export class BwrapDriver implements SandboxDriver {
     return p;
   }
 
+  /** The state of the call's environment (its virtualenv or node_modules tree); starts nothing. */
+  environmentStatus(spec: EnvironmentSpec): Promise<EnvironmentState> {
+    if (!this.store) return Promise.resolve({ key: null, status: 'none' });
+    return this.store.status(spec);
+  }
+
   /**
-   * Builds (or finds) the call's environment ahead of the run, so that a caller that limits how
-   * many calls run at once need not hold a place while a virtualenv is built. Undefined when the
-   * environment is ready; else the outcome the call will have.
+   * Starts (or joins) the build of the call's environment in the background (see PrepareOptions),
+   * so that a caller that limits how many calls run at once never holds a place while a virtualenv
+   * is built, and a call need not wait for a build at all.
    */
-  async prepare(spec: SandboxRunSpec): Promise<SandboxRunOutcome | undefined> {
-    if (!this.store || this.closing.signal.aborted) return undefined;
-    const started = performance.now();
-    try {
-      await this.environmentFor(spec);
-      return undefined;
-    } catch (e) {
-      const r = e instanceof DependencyInstallError || e instanceof Error ? failed('dependency_failed', 'DependencyInstallFailed', messageOf(e)) : failed('dependency_failed', 'DependencyInstallFailed', String(e));
-      return { ...r, durationMs: Math.round((performance.now() - started) * 10) / 10 };
-    }
+  prepareEnvironment(spec: EnvironmentSpec, options: PrepareOptions = {}): Promise<EnvironmentState> {
+    if (!this.store || this.closing.signal.aborted) return this.environmentStatus(spec);
+    return this.store.prepare(spec, options);
   }
 
   async close(): Promise<void> {
@@ -323,10 +340,6 @@ export class BwrapDriver implements SandboxDriver {
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function isNodeSource(t: string | undefined): boolean {
-  return t === 'typescript' || t === 'javascript';
 }
 
 /** The Node part of a slot job: JavaScript (types stripped here, never run here) and the parameter order. */

@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { isReady, LOCK_SUFFIX, READY_SUFFIX, removeTree, type ReadyMarker } from './build-process';
+import { isReady, LOCK_SUFFIX, READY_SUFFIX, removeTree, writeCaBundle, type BuildSettings, type BuildState, type ReadyMarker } from './build-process';
 import type { BuildNetworkFor } from './build-network';
 import { VENV_MOUNT } from './bwrap.args';
 import { NodeModulesBuilder, npmSpecifiers, type NpmSourceOptions } from './npm.builder';
-import { pipSpecifiers } from './requirements';
-import { VenvBuilder, type PipIndexOptions } from './venv.builder';
+import { pipSpecifiers, requirementName } from './requirements';
+import type { EnvironmentSpec, EnvironmentState, PrepareOptions } from './sandbox.types';
+import { DependencyInstallError, VenvBuilder, type PipIndexOptions } from './venv.builder';
 
 const execFileP = promisify(execFile);
 /** A marker's time is refreshed at most this often (it is the environment's "last used" for eviction). */
@@ -29,6 +30,8 @@ export interface EnvironmentStoreOptions {
   npm: NpmSourceOptions;
   npmTimeoutMs: number;
   network: BuildNetworkFor;
+  /** Package-index settings of every build: an extra CA file (added to the system's CAs) and a proxy. */
+  build?: { caFile?: string; proxy?: string };
   /** Bytes all virtualenvs and node_modules trees may occupy; beyond, the least recently used unused ones are evicted. */
   maxBytes: number;
   /** An environment used (by any runner sharing the work root) more recently than this is never evicted. */
@@ -48,13 +51,26 @@ export interface Environment {
   npmDir?: string;
 }
 
+/** One environment a spec needs: its key and its builder's view of it. */
+interface Target {
+  key: string;
+  dir: string;
+  state(): BuildState;
+  prepare(o: PrepareOptions): Promise<BuildState>;
+  ensure(): Promise<string>;
+}
+
 /**
  * The environment store: virtualenvs and node_modules trees keyed by requirements, built once in a
  * sandbox (VenvBuilder, NodeModulesBuilder), reused, and evicted least-recently-used under a byte
  * budget — never one a live sandbox uses, nor one any runner sharing the work root used recently.
+ * It knows each environment's state (none, building with progress, ready, failed with the error)
+ * and builds one in the background when asked (`prepare`): a call need not wait for it.
  */
 export class EnvironmentStore {
   evictions = 0;
+  /** Shared by both builders; the CA bundle is written by init(). */
+  private readonly settings: BuildSettings;
   private readonly venvs: VenvBuilder;
   private nodeModules?: Promise<NodeModulesBuilder>;
   private nodeRuntime?: Promise<{ node: string; npmDir: string; version: string }>;
@@ -62,6 +78,7 @@ export class EnvironmentStore {
   private evicting?: Promise<void>;
 
   constructor(private readonly o: EnvironmentStoreOptions) {
+    this.settings = { ...(o.build?.proxy ? { proxy: o.build.proxy } : {}) };
     this.venvs = new VenvBuilder({
       root: this.venvRoot,
       bwrapPath: o.bwrapPath,
@@ -73,6 +90,7 @@ export class EnvironmentStore {
       gid: o.runAs?.gid,
       timeoutMs: o.pipTimeoutMs,
       network: o.network,
+      build: this.settings,
     });
   }
 
@@ -86,6 +104,15 @@ export class EnvironmentStore {
     return this.npm?.builds ?? 0;
   }
 
+  /** Builds (virtualenvs and node_modules trees) that failed, and those running now. */
+  get failedBuilds(): number {
+    return this.venvs.failures + (this.npm?.failures ?? 0);
+  }
+
+  get buildsInProgress(): number {
+    return this.venvs.inProgress + (this.npm?.inProgress ?? 0);
+  }
+
   private get venvRoot(): string {
     return path.join(this.o.workRoot, 'venvs');
   }
@@ -94,8 +121,9 @@ export class EnvironmentStore {
     return path.join(this.o.workRoot, 'node_modules');
   }
 
-  /** Makes the roots and removes what an interrupted build or eviction left (no ready marker, no lock). */
+  /** Makes the roots and removes what an interrupted build or eviction left (no ready marker, no lock); writes the builds' CA bundle. */
   async init(): Promise<void> {
+    if (this.o.build?.caFile) this.settings.caBundle = await writeCaBundle(this.o.workRoot, this.o.build.caFile);
     for (const root of [this.venvRoot, this.npmRoot]) {
       await fs.mkdir(root, { recursive: true, mode: 0o755 });
       for (const e of await fs.readdir(root)) {
@@ -122,6 +150,52 @@ export class EnvironmentStore {
     const npmDir = await (await this.npmBuilder()).ensure(reqs, buildScripts);
     this.used(npmDir);
     return { key: path.basename(npmDir), python: this.o.python, node, npmDir };
+  }
+
+  /** The state of the environment `spec` needs; starts nothing. */
+  async status(spec: EnvironmentSpec): Promise<EnvironmentState> {
+    let t: Target | null;
+    try {
+      t = await this.target(spec);
+    } catch (e) {
+      return { key: null, status: 'failed', since: Date.now(), error: { message: (e as Error).message } };
+    }
+    return t ? stateOf(t.key, t.state()) : { key: null, status: 'ready' };
+  }
+
+  /**
+   * Starts the build of the environment `spec` needs in the background unless it is ready or being
+   * built (one build per environment; askers share it; a failed one is started again as
+   * `options.retryFailedAfterMs` says), waits as `options` say, and answers the state then.
+   */
+  async prepare(spec: EnvironmentSpec, options: PrepareOptions = {}): Promise<EnvironmentState> {
+    let t: Target | null;
+    try {
+      t = await this.target(spec);
+    } catch (e) {
+      return { key: null, status: 'failed', since: Date.now(), error: { message: (e as Error).message } };
+    }
+    if (!t) return { key: null, status: 'ready' };
+    const s = await t.prepare(options);
+    // A finished build is a use (its marker's time) and may push the store over its budget.
+    if (s.status === 'ready') this.used(t.dir);
+    else if (s.status === 'building') void t.ensure().then((dir) => this.used(dir), () => undefined);
+    return stateOf(t.key, s);
+  }
+
+  private async target(spec: EnvironmentSpec): Promise<Target | null> {
+    const scripts = spec.buildScripts === true;
+    if (isNodeSource(spec.sourceType)) {
+      const reqs = spec.npmRequirements?.length ? npmSpecifiers(spec.npmRequirements.map(parseNpmSpecifier)) : [];
+      if (reqs.length === 0) return null;
+      const b = await this.npmBuilder();
+      const dir = b.dirFor(reqs, scripts);
+      return { key: path.basename(dir), dir, state: () => b.state(reqs, scripts), prepare: (o) => b.prepare(reqs, scripts, o), ensure: () => b.ensure(reqs, scripts) };
+    }
+    const reqs = spec.pipRequirements?.length ? pipSpecifiers(spec.pipRequirements.map(parseSpecifier)) : [];
+    if (reqs.length === 0) return null;
+    const dir = this.venvs.dirFor(reqs, scripts);
+    return { key: path.basename(dir), dir, state: () => this.venvs.state(reqs, scripts), prepare: (o) => this.venvs.prepare(reqs, scripts, o), ensure: () => this.venvs.ensure(reqs, scripts) };
   }
 
   /**
@@ -222,11 +296,27 @@ export class EnvironmentStore {
         gid: this.o.runAs?.gid,
         timeoutMs: this.o.npmTimeoutMs,
         network: this.o.network,
+        build: this.settings,
       }));
     })();
     this.nodeModules.catch(() => (this.nodeModules = undefined));
     return this.nodeModules;
   }
+}
+
+/** TypeScript and JavaScript tools run on Node (node_modules trees); the rest on Python (virtualenvs). */
+export function isNodeSource(t: string | undefined): boolean {
+  return t === 'typescript' || t === 'javascript';
+}
+
+function stateOf(key: string, s: BuildState): EnvironmentState {
+  return {
+    key,
+    status: s.status,
+    ...(s.since ? { since: s.since } : {}),
+    ...(s.progress ? { progress: s.progress } : {}),
+    ...(s.error ? { error: { message: s.error.message, ...(s.error instanceof DependencyInstallError ? { package: requirementName(s.error.packageName) } : {}) } } : {}),
+  };
 }
 
 /** `name`, `name==1.0`, `name>=1,<2` → {name, version}. */

@@ -9,3 +9,9 @@ export * from './requirements';
 export * from './sandbox.types';
 export * from './tool-error';
 export { DependencyInstallError, type PipIndexOptions } from './venv.builder';
+// The harness protocol, for runners that drive the harness elsewhere (runner-e2b uploads it to remote sandboxes).
+export { HARNESS_PATH } from './work-dir';
+export { parseResultFrame, type FrameParse, type ResultFrame } from './result-frame';
+export { OutputCapture } from './output-capture';
+export { toolEnv } from './outcome';
+export { prepareScript } from './typescript';

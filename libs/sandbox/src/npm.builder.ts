@@ -2,7 +2,8 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs } from './bwrap.args';
 import { DependencyInstallError } from './venv.builder';
-import { BuildOnce, runBuild } from './build-process';
+import { BUILD_CA_MOUNT, buildSettingsBinds, buildUrls, BuildOnce, runBuild, type BuildSettings, type BuildState } from './build-process';
+import type { PrepareOptions } from './sandbox.types';
 import type { BuildNetworkFor } from './build-network';
 import { environmentKey } from './requirements';
 
@@ -38,6 +39,8 @@ export interface NodeModulesBuilderOptions {
   timeoutMs: number;
   /** The network of a build that needs the registry (only the registry is reachable). */
   network: BuildNetworkFor;
+  /** CA bundle and proxy of builds. */
+  build?: BuildSettings;
 }
 
 const NAME = /^(?:@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
@@ -61,19 +64,40 @@ function splitSpec(spec: string): { name: string; version?: string } {
   return at < 0 ? { name: spec } : { name: spec.slice(0, at), version: spec.slice(at + 1) };
 }
 
+/** The npm command of a build (run in the build sandbox): targets (specifiers or local tarballs), scripts or not, registry, the build CA bundle and proxy. */
+export function npmInstallCommand(npm: NpmSourceOptions, build: BuildSettings, targets: readonly string[], buildScripts: boolean): string[] {
+  const cmd = [NODE_MOUNT, `${NPM_CLI_MOUNT}/bin/npm-cli.js`, 'install', '--no-audit', '--no-fund', '--no-update-notifier', '--no-package-lock', '--omit=dev', '--loglevel=error'];
+  if (!buildScripts) cmd.push('--ignore-scripts');
+  if (npm.registry) cmd.push('--registry', npm.registry);
+  if (npm.offline) cmd.push('--offline');
+  if (build.caBundle) cmd.push('--cafile', BUILD_CA_MOUNT);
+  if (build.proxy) cmd.push('--proxy', build.proxy, '--https-proxy', build.proxy);
+  cmd.push('--', ...targets);
+  return cmd;
+}
+
 /**
  * node_modules trees keyed by sha256(Node version, scripts on/off, sorted specifiers), built once
  * per key (like VenvBuilder: shared in-process promise, O_EXCL lock across runners, ready marker
- * beside the tree, the tree locked down). `npm install` runs in a one-shot bubblewrap sandbox as the
- * unprivileged uid, confined like a tool, with only the target dir writable and no network but
- * the registry's pinned addresses; with `--ignore-scripts` unless the call opts in to build
- * scripts (lifecycle scripts are tool code too). Never on the hot path.
+ * beside the tree, the tree locked down, the build's state kept). `npm install` runs in a one-shot
+ * bubblewrap sandbox as the unprivileged uid, confined like a tool, with only the target dir
+ * writable and no network but the registry's pinned addresses (or the build proxy's); with
+ * `--ignore-scripts` unless the call opts in to build scripts (lifecycle scripts are tool code
+ * too). Never on the hot path.
  */
 export class NodeModulesBuilder {
   private readonly once: BuildOnce;
 
   get builds(): number {
     return this.once.builds;
+  }
+
+  get failures(): number {
+    return this.once.failures;
+  }
+
+  get inProgress(): number {
+    return this.once.inProgress;
   }
 
   constructor(private readonly o: NodeModulesBuilderOptions) {
@@ -86,8 +110,20 @@ export class NodeModulesBuilder {
 
   /** The host dir to bind at NPM_MOUNT (it holds node_modules/). */
   ensure(specifiers: readonly string[], buildScripts = false): Promise<string> {
-    const dir = this.dirFor(specifiers, buildScripts);
-    return this.once.ensure(dir, specifiers, (d) => this.build(d, specifiers, buildScripts));
+    return this.once.ensure(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts));
+  }
+
+  state(specifiers: readonly string[], buildScripts = false): BuildState {
+    return this.once.state(this.dirFor(specifiers, buildScripts));
+  }
+
+  /** Starts the build in the background (see BuildOnce.prepare). */
+  prepare(specifiers: readonly string[], buildScripts: boolean, o: PrepareOptions): Promise<BuildState> {
+    return this.once.prepare(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts), o);
+  }
+
+  private buildOf(specifiers: readonly string[], buildScripts: boolean) {
+    return (dir: string, progress: (text: string) => void) => this.build(dir, specifiers, buildScripts, progress);
   }
 
   /** A requirement → a tarball path in a local dir (exact version, or the newest without one), else undefined. */
@@ -105,7 +141,8 @@ export class NodeModulesBuilder {
     return undefined;
   }
 
-  private async build(dir: string, specifiers: readonly string[], buildScripts: boolean): Promise<void> {
+  private async build(dir: string, specifiers: readonly string[], buildScripts: boolean, progress: (text: string) => void): Promise<void> {
+    progress(`npm: installing ${specifiers.length} package${specifiers.length === 1 ? '' : 's'}`);
     await fs.mkdir(dir, { recursive: true, mode: 0o755 });
     await fs.writeFile(path.join(dir, 'package.json'), '{"name":"toolplane-tool-env","version":"0.0.0","private":true}\n', { mode: 0o644 });
     if (this.o.uid !== undefined) {
@@ -119,14 +156,12 @@ export class NodeModulesBuilder {
       else if (this.o.npm.offline) throw new DependencyInstallError(splitSpec(s).name, `not found in the local npm sources (${(this.o.npm.localDirs ?? []).join(', ') || 'none configured'}) and the registry is off`);
       else targets.push(s);
     }
-    const npm = [NODE_MOUNT, `${NPM_CLI_MOUNT}/bin/npm-cli.js`, 'install', '--no-audit', '--no-fund', '--no-update-notifier', '--no-package-lock', '--omit=dev', '--loglevel=error'];
-    if (!buildScripts) npm.push('--ignore-scripts');
-    if (this.o.npm.registry) npm.push('--registry', this.o.npm.registry);
-    if (this.o.npm.offline) npm.push('--offline');
-    npm.push('--', ...targets);
+    const settings = this.o.build ?? {};
+    const npm = npmInstallCommand(this.o.npm, settings, targets, buildScripts);
     const readable = (this.o.npm.localDirs ?? []).filter((d) => d.startsWith('/') && existsSync(d));
     // Only a requirement that is not a local tarball needs the registry.
-    const network = await this.o.network(this.o.npm.offline || targets.every((t) => t.startsWith('/')) ? [] : [this.o.npm.registry ?? 'https://registry.npmjs.org/']);
+    const needsRegistry = !this.o.npm.offline && !targets.every((t) => t.startsWith('/'));
+    const network = await this.o.network(buildUrls(needsRegistry ? [this.o.npm.registry ?? 'https://registry.npmjs.org/'] : [], settings));
     try {
       const args = oneShotArgs({
         supportDir: this.o.supportDir,
@@ -134,11 +169,11 @@ export class NodeModulesBuilder {
         writable: dir,
         writableAt: NPM_MOUNT,
         readable,
-        extra: ['--ro-bind', this.o.node, NODE_MOUNT, '--ro-bind', this.o.npmDir, NPM_CLI_MOUNT],
+        extra: ['--ro-bind', this.o.node, NODE_MOUNT, '--ro-bind', this.o.npmDir, NPM_CLI_MOUNT, ...buildSettingsBinds(settings)],
         chdir: NPM_MOUNT,
         command: npm,
       });
-      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, network?.attach);
+      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, { attachNetwork: network?.attach });
       if (r.code !== 0) {
         const message = r.timedOut ? `npm did not finish within ${this.o.timeoutMs} ms` : npmMessage(r.output);
         throw new DependencyInstallError(failedNpmPackage(r.output, specifiers), message);

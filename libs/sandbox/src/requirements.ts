@@ -46,3 +46,8 @@ export function failedPackage(pipOutput: string, specifiers: readonly string[]):
     /Failed building wheel for ([^\s;]+)/.exec(pipOutput);
   return m?.[1] ?? specifiers[0] ?? 'unknown';
 }
+
+/** The package's name in a pip or npm specifier (`name==1.0`, `name>=1`, `x[extra]`, `@scope/name@^1` → the name). */
+export function requirementName(spec: string): string {
+  return /^@?[^<>=!~;\s[(@]+/.exec(spec.trim())?.[0] ?? spec;
+}

@@ -86,17 +86,49 @@ export interface SandboxRunOutcome {
   queueMs?: number;
 }
 
+/** What a call's environment depends on: its source type, its requirements, whether build scripts may run. */
+export type EnvironmentSpec = Pick<SandboxRunSpec, 'sourceType' | 'pipRequirements' | 'npmRequirements' | 'buildScripts'>;
+
+/** The state of a call's environment (its virtualenv or node_modules tree) on this runner. */
+export interface EnvironmentState {
+  /** The environment's key, a hash of its requirements and runtime (`py-…`, `npm-…`); null: no packages, nothing to build. */
+  key: string | null;
+  /** none: never built here nor found on disk; building; ready; failed (the last build here). */
+  status: 'none' | 'building' | 'ready' | 'failed';
+  /** When the status began (epoch ms), when known. */
+  since?: number;
+  /** What the build is doing (pip's last line, "npm: installing N packages"). */
+  progress?: string;
+  /** Why the last build failed, and the package that failed when the builder could tell. */
+  error?: { message: string; package?: string };
+}
+
+export interface PrepareOptions {
+  /** Wait at most this long for the build to end (default 0: answer at once; the build goes on either way). */
+  waitMs?: number;
+  /** Stop waiting when aborted (the build goes on). */
+  signal?: AbortSignal;
+  /**
+   * A build that failed is started again only once this long has passed since it failed (before,
+   * the failure is the answer); default 0: at once. Nothing retries a build on its own.
+   */
+  retryFailedAfterMs?: number;
+}
+
 export interface SandboxDriver {
   readonly name: string;
   /** False when the driver runs tools without namespace/seccomp isolation (the unsafe mode). */
   readonly isolated: boolean;
   /** Never rejects: every failure is an outcome with status 'error'. */
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome>;
+  /** The state of the call's environment; never starts a build. Optional: drivers without environments have none. */
+  environmentStatus?(spec: EnvironmentSpec): Promise<EnvironmentState>;
   /**
-   * Makes the call's environment ready ahead of `run` (builds its requirements); undefined when it
-   * is, else the outcome the call ends with. Optional: drivers without environments have none.
+   * Starts (or joins) the build of the call's environment in the background, one build per
+   * environment at a time; waits as `options` say; answers the state then. Never rejects for the
+   * build's sake (a failure is the state `failed`).
    */
-  prepare?(spec: SandboxRunSpec): Promise<SandboxRunOutcome | undefined>;
+  prepareEnvironment?(spec: EnvironmentSpec, options?: PrepareOptions): Promise<EnvironmentState>;
   /** Kills the runs in flight and refuses new ones. */
   close(): Promise<void>;
 }

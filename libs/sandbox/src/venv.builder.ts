@@ -2,7 +2,8 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs, VENV_MOUNT } from './bwrap.args';
 import { environmentKey, failedPackage } from './requirements';
-import { BuildOnce, runBuild } from './build-process';
+import { BUILD_CA_MOUNT, buildSettingsBinds, buildUrls, BuildOnce, runBuild, type BuildSettings, type BuildState } from './build-process';
+import type { PrepareOptions } from './sandbox.types';
 import type { BuildNetworkFor } from './build-network';
 
 export interface PipIndexOptions {
@@ -37,6 +38,8 @@ export interface VenvBuilderOptions {
   timeoutMs: number;
   /** The network of a build that needs an index (only the index is reachable). */
   network: BuildNetworkFor;
+  /** CA bundle and proxy of builds. */
+  build?: BuildSettings;
 }
 
 export class DependencyInstallError extends Error {
@@ -48,6 +51,41 @@ export class DependencyInstallError extends Error {
   }
 }
 
+/**
+ * The pip command of a build (run in the build sandbox) and the env it gets: index settings,
+ * wheels only or not, the build CA bundle and proxy (also as PIP_CERT / PIP_PROXY, so that the
+ * pip pip starts for an sdist's build requirements has them too).
+ */
+export function pipInstallCommand(pipOptions: PipIndexOptions, build: BuildSettings, specifiers: readonly string[], wheelsOnly: boolean): { command: string[]; env: Record<string, string> } {
+  const pip = ['/usr/bin/python3', '-I', '-m', 'pip', '--python', `${VENV_MOUNT}/bin/python3`, 'install', '--no-input', '--disable-pip-version-check', '--no-cache-dir', '--progress-bar', 'off', '--prefer-binary'];
+  const env: Record<string, string> = {};
+  if (wheelsOnly) pip.push('--only-binary', ':all:');
+  const { indexUrl, extraIndexUrl, findLinks = [], noIndex } = pipOptions;
+  if (indexUrl) pip.push('--index-url', indexUrl);
+  if (extraIndexUrl) pip.push('--extra-index-url', extraIndexUrl);
+  for (const f of findLinks) pip.push('--find-links', f);
+  if (noIndex) pip.push('--no-index');
+  // An index the operator configured over plain http is theirs to trust (pip refuses it otherwise).
+  for (const u of pipIndexUrls(pipOptions).filter((x) => x.startsWith('http:'))) pip.push('--trusted-host', new URL(u).host);
+  if (build.caBundle) {
+    pip.push('--cert', BUILD_CA_MOUNT);
+    env.PIP_CERT = BUILD_CA_MOUNT;
+  }
+  if (build.proxy) {
+    pip.push('--proxy', build.proxy);
+    env.PIP_PROXY = build.proxy;
+  }
+  pip.push('--', ...specifiers);
+  return { command: pip, env };
+}
+
+/** pip's lines worth showing as a build's progress (never its warnings, nor a build script's own output). */
+const PIP_PROGRESS = /^(Looking in|Collecting|Processing|Downloading|Obtaining|Building wheels? |Created wheel|Getting requirements|Installing|Preparing metadata|Successfully|Using cached|Requirement already)/;
+
+/** A line with a URL's user:password left out. */
+export function withoutCredentials(line: string): string {
+  return line.replace(/\/\/[^/\s@]+@/g, '//***@');
+}
 
 /**
  * Virtualenvs keyed by (python version, sorted requirements), built once per key: concurrent
@@ -55,16 +93,25 @@ export class DependencyInstallError extends Error {
  * share the root. `pip install` runs inside a one-shot bubblewrap sandbox as the unprivileged uid,
  * confined like a tool (setup.py of an sdist is tool code too: seccomp, no capabilities, no user
  * namespaces), with only the venv writable (mounted at VENV_MOUNT as the slots will see it) and no
- * network but the package index's pinned addresses. Wheels are preferred (`--prefer-binary`);
- * `onlyBinary` refuses sdists unless the call opts in to build scripts. A finished venv is locked
- * down (read-only, owned by the runner) and marked ready beside its dir; a half-built one is
- * removed and rebuilt.
+ * network but the package index's pinned addresses (or the build proxy's). Wheels are preferred
+ * (`--prefer-binary`); `onlyBinary` refuses sdists unless the call opts in to build scripts. A
+ * finished venv is locked down (read-only, owned by the runner) and marked ready beside its dir; a
+ * half-built one is removed and rebuilt. Each build's state (building with pip's last line,
+ * ready, failed) is kept (BuildOnce).
  */
 export class VenvBuilder {
   private readonly once: BuildOnce;
 
   get builds(): number {
     return this.once.builds;
+  }
+
+  get failures(): number {
+    return this.once.failures;
+  }
+
+  get inProgress(): number {
+    return this.once.inProgress;
   }
 
   constructor(private readonly o: VenvBuilderOptions) {
@@ -81,29 +128,39 @@ export class VenvBuilder {
   }
 
   ensure(specifiers: readonly string[], buildScripts = false): Promise<string> {
-    const dir = this.dirFor(specifiers, buildScripts);
-    return this.once.ensure(dir, specifiers, (d) => this.build(d, specifiers, this.wheelsOnly(buildScripts)));
+    return this.once.ensure(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts));
   }
 
-  private async build(dir: string, specifiers: readonly string[], wheelsOnly: boolean): Promise<void> {
+  state(specifiers: readonly string[], buildScripts = false): BuildState {
+    return this.once.state(this.dirFor(specifiers, buildScripts));
+  }
+
+  /** Starts the build in the background (see BuildOnce.prepare). */
+  prepare(specifiers: readonly string[], buildScripts: boolean, o: PrepareOptions): Promise<BuildState> {
+    return this.once.prepare(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts), o);
+  }
+
+  private buildOf(specifiers: readonly string[], buildScripts: boolean) {
+    return (dir: string, progress: (text: string) => void) => this.build(dir, specifiers, this.wheelsOnly(buildScripts), progress);
+  }
+
+  private async build(dir: string, specifiers: readonly string[], wheelsOnly: boolean, progress: (text: string) => void): Promise<void> {
+    progress(`pip: installing ${specifiers.length} package${specifiers.length === 1 ? '' : 's'}`);
     const made = await runBuild(this.o.python, ['-I', '-m', 'venv', '--without-pip', dir], {}, 60_000);
     if (made.code !== 0) throw new DependencyInstallError(specifiers[0] ?? 'venv', `python -m venv failed: ${made.output.trim().slice(-2000)}`);
     if (this.o.uid !== undefined) await chownTree(dir, this.o.uid, this.o.gid ?? this.o.uid);
-    const pip = ['/usr/bin/python3', '-I', '-m', 'pip', '--python', `${VENV_MOUNT}/bin/python3`, 'install', '--no-input', '--disable-pip-version-check', '--no-cache-dir', '--progress-bar', 'off', '--prefer-binary'];
-    if (wheelsOnly) pip.push('--only-binary', ':all:');
-    const { indexUrl, extraIndexUrl, findLinks = [], noIndex } = this.o.pip;
-    if (indexUrl) pip.push('--index-url', indexUrl);
-    if (extraIndexUrl) pip.push('--extra-index-url', extraIndexUrl);
-    for (const f of findLinks) pip.push('--find-links', f);
-    if (noIndex) pip.push('--no-index');
-    // An index the operator configured over plain http is theirs to trust (pip refuses it otherwise).
-    for (const u of pipIndexUrls(this.o.pip).filter((x) => x.startsWith('http:'))) pip.push('--trusted-host', new URL(u).host);
-    pip.push('--', ...specifiers);
-    const localLinks = findLinks.filter((f) => f.startsWith('/'));
-    const network = await this.o.network(pipIndexUrls(this.o.pip));
+    const settings = this.o.build ?? {};
+    const { command, env } = pipInstallCommand(this.o.pip, settings, specifiers, wheelsOnly);
+    const localLinks = (this.o.pip.findLinks ?? []).filter((f) => f.startsWith('/'));
+    const network = await this.o.network(buildUrls(pipIndexUrls(this.o.pip), settings));
     try {
-      const args = oneShotArgs({ supportDir: this.o.supportDir, network, writable: dir, writableAt: VENV_MOUNT, readable: localLinks, command: pip });
-      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, network?.attach);
+      const args = oneShotArgs({ supportDir: this.o.supportDir, network, writable: dir, writableAt: VENV_MOUNT, readable: localLinks, extra: buildSettingsBinds(settings), env, command });
+      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, {
+        attachNetwork: network?.attach,
+        onLine: (line) => {
+          if (PIP_PROGRESS.test(line)) progress(withoutCredentials(line));
+        },
+      });
       this.check(r, specifiers);
     } finally {
       await network?.release();

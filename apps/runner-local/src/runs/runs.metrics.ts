@@ -41,6 +41,9 @@ export class RunnerMetrics {
   /** Calls waiting for a place (the fair queue), by nothing else. */
   queued = 0;
 
+  /** Calls answered ENVIRONMENT_BUILDING (their environment was still being built after RUNNER_BUILD_WAIT_MS). */
+  environmentBuilding = 0;
+
   constructor(
     private readonly driver: string,
     private readonly isolated: boolean,
@@ -66,6 +69,8 @@ export class RunnerMetrics {
     out.push(`toolplane_runner_queued ${this.queued}`);
     help('toolplane_runner_runs_total', 'counter', 'Calls run, by status and error code.');
     for (const [k, v] of this.runs) out.push(`toolplane_runner_runs_total{${k}} ${v}`);
+    help('toolplane_runner_calls_environment_building_total', 'counter', 'Calls answered ENVIRONMENT_BUILDING: their environment was still being built after RUNNER_BUILD_WAIT_MS.');
+    out.push(`toolplane_runner_calls_environment_building_total ${this.environmentBuilding}`);
     help('toolplane_runner_in_flight', 'gauge', 'Calls running or waiting now.');
     out.push(`toolplane_runner_in_flight ${this.inFlight}`);
     help('toolplane_runner_queue_wait_seconds', 'histogram', 'Time from receiving a call to its sandbox starting it (concurrency slot and warm sandbox).');
@@ -85,12 +90,16 @@ export class RunnerMetrics {
         ['toolplane_runner_pool_slots_killed_total', 'counter', 'Sandboxes ended (timeouts, output limits, crashes, not provably clean, network-enabled after their one call).', p.slotsKilled],
         ['toolplane_runner_pool_slots_dirty_total', 'counter', 'Sandboxes destroyed after a call because they could not prove themselves clean.', p.slotsDirty],
         ['toolplane_runner_venv_builds_total', 'counter', 'Virtualenvs built.', p.venvBuilds],
+        ['toolplane_runner_npm_builds_total', 'counter', 'node_modules trees built.', p.npmBuilds],
+        ['toolplane_runner_environment_builds_in_progress', 'gauge', 'Environment builds (virtualenvs, node_modules trees) running now, or waiting for another runner sharing RUNNER_WORK_ROOT.', p.environmentsBuilding],
         ['toolplane_runner_environments_evicted_total', 'counter', 'Virtualenvs and node_modules trees evicted under RUNNER_ENV_STORE_MAX_MB.', p.environmentsEvicted],
       ];
       for (const [name, type, text, v] of gauges) {
         help(name, type, text);
         out.push(`${name} ${v}`);
       }
+      help('toolplane_runner_environment_builds_total', 'counter', 'Environment builds (virtualenvs, node_modules trees) ended, by result.');
+      out.push(`toolplane_runner_environment_builds_total{result="ok"} ${p.venvBuilds + p.npmBuilds}`, `toolplane_runner_environment_builds_total{result="failed"} ${p.environmentBuildsFailed}`);
     }
     return `${out.join('\n')}\n`;
   }

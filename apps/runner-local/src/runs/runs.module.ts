@@ -1,6 +1,8 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
 import { BwrapDriver, IsolationUnavailableError, ProcessDriver, type SandboxDriver } from '@toolplane/sandbox';
+import { EnvironmentsController } from '../environments/environments.controller';
+import { EnvironmentsService } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunsController } from './runs.controller';
 import { RunnerMetrics } from './runs.metrics';
@@ -51,6 +53,7 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
     npmDir: c.RUNNER_NPM_DIR,
     npm: { registry: c.RUNNER_NPM_REGISTRY, localDirs: c.RUNNER_NPM_LOCAL_DIRS, offline: c.RUNNER_NPM_OFFLINE },
     npmTimeoutMs: c.RUNNER_NPM_TIMEOUT_MS,
+    build: { caFile: c.RUNNER_BUILD_CA_FILE, proxy: c.RUNNER_BUILD_PROXY },
   });
   try {
     await driver.init();
@@ -73,10 +76,15 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
 }
 
 @Module({
-  controllers: [RunsController],
+  controllers: [RunsController, EnvironmentsController],
   providers: [
     RunsService,
     { provide: SANDBOX_DRIVER, inject: [APP_CONFIG], useFactory: createDriver },
+    {
+      provide: EnvironmentsService,
+      inject: [SANDBOX_DRIVER, APP_CONFIG, RunnerMetrics],
+      useFactory: (driver: SandboxDriver, config: RunnerConfig, metrics: RunnerMetrics) => new EnvironmentsService(driver, config, metrics),
+    },
     {
       provide: RunnerMetrics,
       inject: [SANDBOX_DRIVER, HealthRegistry],

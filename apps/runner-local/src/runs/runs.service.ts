@@ -5,6 +5,7 @@ import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, FairQueue } from '@toolplane/platform';
 import { formatToolError, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
+import { EnvironmentsService, environmentSpecOf } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunnerMetrics } from './runs.metrics';
 
@@ -41,6 +42,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: RunnerConfig,
     private readonly metrics: RunnerMetrics,
     private readonly messaging: MessagingClient,
+    private readonly environments: EnvironmentsService,
   ) {
     const limit = config.RUNNER_MAX_CONCURRENCY;
     this.queue = new FairQueue(limit, config.RUNNER_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
@@ -71,8 +73,9 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       const networkRefused = networkWanted && !this.config.RUNNER_ALLOW_NETWORK;
       const spec = this.specOf(req, networkWanted && !networkRefused);
       // The environment (a virtualenv build, say) is made before the call takes its place in the
-      // queue: a slow build never holds a place other orgs' calls wait for.
-      const early = await this.driver.prepare?.(spec);
+      // queue: a slow build never holds a place other orgs' calls wait for, and a call waits for
+      // one only so long (then ENVIRONMENT_BUILDING, while the build goes on).
+      const early = await this.environments.readyFor(spec, req.timeout_ms, abort.signal);
       const outcome: SandboxRunOutcome & { admittedAt?: number } =
         early ??
         (await this.admitted(req.org_id, abort.signal, () =>
@@ -141,10 +144,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       },
       isolation: isolationOf(req.sandbox, this.config.RUNNER_MAX_MEMORY_MB),
       network,
-      buildScripts: req.sandbox?.build_scripts === true,
-      pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
-      sourceType: req.source_type,
-      npmRequirements: req.npm_requirements?.map((r) => (r.version ? `${r.name}@${r.version}` : r.name)),
+      ...environmentSpecOf(req),
     };
   }
 

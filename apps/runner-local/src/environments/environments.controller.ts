@@ -1,0 +1,15 @@
+import { Controller } from '@nestjs/common';
+import { Payload } from '@nestjs/microservices';
+import { LocalRunnerEnvironment, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { Handles } from '@toolplane/messaging';
+import { EnvironmentsService } from './environments.service';
+
+@Controller()
+export class EnvironmentsController {
+  constructor(private readonly environments: EnvironmentsService) {}
+
+  @Handles(LocalRunnerEnvironment)
+  environment(@Payload() req: RequestOf<typeof LocalRunnerEnvironment>): Promise<ReplyOf<typeof LocalRunnerEnvironment>> {
+    return this.environments.environment(req);
+  }
+}
