@@ -235,7 +235,10 @@ describe.each(APPS)('app %s', (app) => {
   it('gets NATS_URL from env/envFrom and its environment passes the app config schema', () => {
     const c = containerOf(deployment(app), app);
     for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
-    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(['toolplane-db', 'toolplane-nats']).toContain(e.valueFrom.secretKeyRef.name);
+    // runner-e2b may have its own E2B key (optional: orgs bring theirs as sandbox secrets).
+    const secrets = app === 'runner-e2b' ? ['toolplane-db', 'toolplane-nats', 'toolplane-e2b'] : ['toolplane-db', 'toolplane-nats'];
+    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(secrets).toContain(e.valueFrom.secretKeyRef.name);
+    if (app === 'runner-e2b') expect(c.env.find((e: Obj) => e.name === 'E2B_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-e2b', key: 'E2B_API_KEY', optional: true });
     const env = effectiveEnv(c);
     expect(env.NATS_URL).toMatch(/^nats:\/\//);
     expect(env.OTEL_SERVICE_NAME).toBe(app);
@@ -399,6 +402,6 @@ describe('NATS users and permissions (deploy/nats)', () => {
     const text = readFileSync(join(DEPLOY, 'nats', 'toolplane-auth.conf'), 'utf8');
     const passwords = [...text.matchAll(/password: (\S+),/g)].map((m) => m[1]!);
     expect(passwords.length).toBe(APPS.length + 1);
-    for (const p of passwords) expect(p).toMatch(/^\$NATS_PASSWORD_[A-Z_]+$/);
+    for (const p of passwords) expect(p).toMatch(/^\$NATS_PASSWORD_[A-Z0-9_]+$/);
   });
 });

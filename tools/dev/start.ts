@@ -6,6 +6,8 @@
  *   from PATH, or says how to get one.
  * - Postgres at DATABASE_URL (default postgres://postgres@127.0.0.1:5432/toolplane, created if
  *   missing); if none answers, an embedded Postgres (PGlite) served on a local socket.
+ * - runner-e2b: with E2B_API_KEY set, against E2B itself; without one, against the E2B fake
+ *   (tools/fakes/e2b, started here, sandboxes under bubblewrap) with a development key, and says so.
  * - Every app from dist/, migrations applied at start, pretty logs.
  */
 import { AuthTokensList } from '@toolplane/contracts';
@@ -16,6 +18,7 @@ import { connect as tcpConnect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 
+import { startE2bFake, type E2bFake } from '../fakes/e2b/e2b-fake';
 import { ADMIN_TOKEN_FILE, ask } from './dev-auth';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
@@ -26,6 +29,7 @@ const APPS = [
   { name: 'runner-local', port: 8084 },
   { name: 'executor', port: 8083 },
   { name: 'mcp-sync', port: 8086 },
+  { name: 'runner-e2b', port: 8087 },
 ] as const;
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);
@@ -120,12 +124,33 @@ function startApp(name: string, port: number, env: NodeJS.ProcessEnv): ChildProc
 }
 
 let stopping = false;
+let e2bFake: E2bFake | undefined;
 async function stop(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   for (const c of [...children].reverse()) c.kill('SIGTERM');
   await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))));
+  await e2bFake?.close().catch(() => undefined);
   process.exit(code);
+}
+
+/**
+ * runner-e2b's E2B: E2B itself when E2B_API_KEY (or E2B_API_URL) is set; else the E2B fake, started
+ * here, with a development key for orgs that set none of their own.
+ */
+async function e2bEnv(): Promise<NodeJS.ProcessEnv> {
+  if (process.env.E2B_API_KEY || process.env.E2B_API_URL) {
+    say(`E2B: using ${process.env.E2B_API_URL ?? 'E2B (api.e2b.app)'}${process.env.E2B_API_KEY ? ' with E2B_API_KEY from the environment' : ''}`);
+    return {};
+  }
+  try {
+    e2bFake = await startE2bFake({ workRoot: join(ROOT, '.toolplane') });
+  } catch (e) {
+    say(`E2B: no E2B_API_KEY and the E2B fake could not start (${(e as Error).message}): runner-e2b runs for orgs that set their own key only`);
+    return {};
+  }
+  say(`E2B: no E2B_API_KEY set: runner-e2b uses the local E2B fake at ${e2bFake.apiUrl} (sandboxes are bubblewrap sandboxes on this machine, not E2B's)`);
+  return { E2B_API_URL: e2bFake.apiUrl, E2B_SANDBOX_URL: e2bFake.sandboxUrl, E2B_API_KEY: 'e2b_development_fake_key' };
 }
 
 async function waitReady(port: number, timeoutMs = 60_000): Promise<boolean> {
@@ -207,8 +232,9 @@ async function main(): Promise<void> {
     MCP_STDIO_ALLOWED_COMMANDS: process.env.MCP_STDIO_ALLOWED_COMMANDS ?? developmentStdioAllowlist(),
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(0));
+  const e2b = await e2bEnv();
   for (const app of APPS) {
-    startApp(app.name, app.port, env);
+    startApp(app.name, app.port, app.name === 'runner-e2b' ? { ...env, ...e2b } : env);
     if (!(await waitReady(app.port))) {
       say(`${app.name} did not become ready on :${app.port}`);
       return stop(1);

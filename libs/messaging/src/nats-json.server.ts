@@ -147,7 +147,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             const signal = deadline ? AbortSignal.any([this.abandon.signal, deadline.signal]) : this.abandon.signal;
             let result: unknown;
             try {
-              result = await requestContext.run({ signal }, async () => lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))));
+              result = await requestContext.run({ signal, ...(deadline ? { deadline: deadline.at } : {}) }, async () => lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))));
             } finally {
               deadline?.clear();
             }
@@ -205,11 +205,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The abort signal of a request's deadline header (epoch ms): aborted with a typed REQUEST_TIMEOUT
  * once the caller has given up waiting. No header, or one that is not a time: none.
  */
-function deadlineOf(header: string | undefined, subject: string): { signal: AbortSignal; clear: () => void } | undefined {
+function deadlineOf(header: string | undefined, subject: string): { signal: AbortSignal; at: number; clear: () => void } | undefined {
   if (!header || !/^\d{1,15}$/.test(header)) return undefined;
   const ctrl = new AbortController();
   const ms = Math.min(Math.max(0, Number(header) + DEADLINE_GRACE_MS - Date.now()), MAX_TIMER_MS);
   const timer = setTimeout(() => ctrl.abort(new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `The caller of ${subject} stopped waiting (its deadline passed): the work for it was stopped`)), ms);
   timer.unref();
-  return { signal: ctrl.signal, clear: () => clearTimeout(timer) };
+  return { signal: ctrl.signal, at: Number(header), clear: () => clearTimeout(timer) };
 }

@@ -4,6 +4,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface RequestContext {
   /** Aborted when the service gives the request up (shutdown past its grace): work done for it stops too. */
   signal: AbortSignal;
+  /** The caller's deadline (epoch ms, its `toolplane-deadline` header), when it sent one. */
+  deadline?: number;
 }
 
 export const requestContext = new AsyncLocalStorage<RequestContext>();
@@ -11,4 +13,9 @@ export const requestContext = new AsyncLocalStorage<RequestContext>();
 /** The abort signal of the request being served, if any. */
 export function currentRequestSignal(): AbortSignal | undefined {
   return requestContext.getStore()?.signal;
+}
+
+/** The caller's deadline (epoch ms) of the request being served, if it sent one: how long work done for it may wait. */
+export function currentRequestDeadline(): number | undefined {
+  return requestContext.getStore()?.deadline;
 }
