@@ -10,6 +10,15 @@ export const registryEnvShape = {
   REGISTRY_OUTBOX_RELAY_MS: z.coerce.number().int().min(50).default(1000),
   /** An event this old is the relay's (younger ones are still being published by their writer). */
   REGISTRY_OUTBOX_RELAY_AFTER_MS: z.coerce.number().int().min(0).default(2000),
+  /**
+   * How long a replica keeps an agent's model-ready definitions. Tool and agent-tools events drop
+   * them at once on every replica; this bounds staleness only when an event is missed. 0: no cache.
+   */
+  REGISTRY_DEFINITIONS_CACHE_TTL_MS: z.coerce.number().int().min(0).default(300_000),
+  /** Definition sets (agent × format × strict) a replica keeps; reaching it drops them all. */
+  REGISTRY_DEFINITIONS_CACHE_MAX_ENTRIES: z.coerce.number().int().min(1).default(2000),
+  /** Schema checks (health and strict conversion, by schema content) a replica keeps. */
+  REGISTRY_SCHEMA_CHECKS_MAX: z.coerce.number().int().min(1).default(10_000),
 };
 export type RegistryConfig = z.infer<z.ZodObject<typeof registryEnvShape>>;
 

@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { databaseModule } from '@toolplane/platform';
+import { AgentsModule } from './agents/agents.module';
 import { REGISTRY_DB } from './database/data-source';
 import { ToolsModule } from './tools/tools.module';
 
-@Module({ imports: [databaseModule(REGISTRY_DB), ToolsModule] })
+@Module({ imports: [databaseModule(REGISTRY_DB), ToolsModule, AgentsModule] })
 export class RegistryModule {}

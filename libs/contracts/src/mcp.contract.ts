@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentToolDetachment, MAX_REPORTED_DETACHMENTS } from './agents.contract';
 import { JsonObject, OrgId } from './common';
 import { defineEvent, defineRequest } from './descriptor';
 import { ProviderRunReply } from './execute.contract';
@@ -103,6 +104,10 @@ export const McpSyncReport = z.object({
   /** Per-tool or per-step problems: collisions, unnamed tools, pages that failed (codes: McpSyncErrorCode). */
   errors: z.array(z.object({ code: z.string(), message: z.string(), tool: z.string().optional() })),
   invalid_tools: z.array(z.object({ name: z.string(), reasons: z.array(z.string()) })),
+  /** How many agent↔tool attachments the removed tools took with them (each agent lost its tool). */
+  detached: z.number().int().default(0),
+  /** The first MAX_REPORTED_DETACHMENTS of them: which agent lost which tool. */
+  detachments: z.array(AgentToolDetachment).max(MAX_REPORTED_DETACHMENTS).default([]),
   /** false when the listing stopped early: nothing was removed then. */
   complete: z.boolean(),
   duration_ms: z.number(),
@@ -352,6 +357,9 @@ export const ExternalToolsSync = defineRequest({
     unchanged: z.number().int(),
     /** The source's stored tools left as they were because `keep` named them. */
     kept: z.number().int().default(0),
+    /** Attachments of the removed tools to agents, detached with them: the count, and the first MAX_REPORTED_DETACHMENTS. */
+    detached: z.number().int().default(0),
+    detachments: z.array(AgentToolDetachment).max(MAX_REPORTED_DETACHMENTS).default([]),
     collisions: z.array(z.object({ name: z.string(), existing_tool_id: z.string(), existing_tool_type: z.string(), reason: z.string() })),
   }),
 });

@@ -50,4 +50,32 @@ describe('OrgScopedCache', () => {
     expect([0, 1, 2].map((i) => c.get(`o${i}`, 'k'))).toEqual([undefined, undefined, undefined]);
     expect(c.get('o3', 'k')?.value).toBe(3);
   });
+
+  it('forgets one part of an org (e.g. an agent) without its other parts, and refuses a load that raced it', () => {
+    const c = new OrgScopedCache<string>(10);
+    c.set('a', 'x1', 'X', 60_000, c.versionOf('a', 'x'), 'x');
+    c.set('a', 'y1', 'Y', 60_000, c.versionOf('a', 'y'), 'y');
+    const loadingX = c.versionOf('a', 'x');
+    c.forget('a', 'x');
+    expect(c.get('a', 'x1')).toBeUndefined();
+    expect(c.get('a', 'y1')?.value).toBe('Y');
+    c.set('a', 'x1', 'stale', 60_000, loadingX, 'x');
+    expect(c.get('a', 'x1')).toBeUndefined();
+    c.set('a', 'x1', 'fresh', 60_000, c.versionOf('a', 'x'), 'x');
+    expect(c.get('a', 'x1')?.value).toBe('fresh');
+    // Forgetting the whole org covers its parts, and a part's load taken before it.
+    const loadingY = c.versionOf('a', 'y');
+    c.forget('a');
+    expect([c.get('a', 'x1'), c.get('a', 'y1')]).toEqual([undefined, undefined]);
+    c.set('a', 'y1', 'stale', 60_000, loadingY, 'y');
+    expect(c.get('a', 'y1')).toBeUndefined();
+  });
+
+  it('refuses a part load that raced a forget of a part it had never stored', () => {
+    const c = new OrgScopedCache<string>(10);
+    const loading = c.versionOf('a', 'new');
+    c.forget('a', 'new');
+    c.set('a', 'k', 'stale', 60_000, loading, 'new');
+    expect(c.get('a', 'k')).toBeUndefined();
+  });
 });

@@ -121,6 +121,8 @@ export class SyncService {
         })),
       ],
       invalid_tools: invalid.map((m) => ({ name: m.input.name, reasons: m.reasons })),
+      detached: reply.detached,
+      detachments: reply.detachments,
       complete: discovery.complete,
       duration_ms: Math.round(performance.now() - started),
     };

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import {
   DEFAULT_RETURN_CHAR_LIMIT,
   ErrorCode,
+  MAX_REPORTED_DETACHMENTS,
   ToolplaneError,
   type ExternalToolInput,
   type ExternalToolsStage,
@@ -9,6 +10,7 @@ import {
   type ReplyOf,
   type RequestOf,
 } from '@toolplane/contracts';
+import { ToolSetChanges } from '../agents/tool-set-changes.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
 import type { ToolEntity } from './tool.entity';
@@ -32,6 +34,7 @@ export class ExternalToolsService {
     private readonly tools: ToolsRepository,
     private readonly outbox: EventOutbox,
     private readonly pages: ExternalToolPagesRepository,
+    private readonly toolSets: ToolSetChanges,
   ) {}
 
   /** One page of a tool set too large for one message; applied only by the sync naming its sync_id. */
@@ -45,7 +48,7 @@ export class ExternalToolsService {
     const desired = dedupe([...(staged ? await this.stagedTools(staged, req.staged!.pages) : []), ...req.tools]);
     const keep = new Set(req.keep ?? []);
     const reply = await this.tools.inExternalSource(req.org_id, req.tool_type, req.source_id, [...desired.keys()], async ({ owned, named }, w, m) => {
-      const out: Reply = { added: [], updated: [], removed: [], unchanged: 0, kept: 0, collisions: [] };
+      const out: Reply = { added: [], updated: [], removed: [], unchanged: 0, kept: 0, detached: 0, detachments: [], collisions: [] };
       const ownedByName = new Map(owned.map((t) => [t.name, t]));
       const inserts: Array<ToolFields & { name: string }> = [];
       const updated: ToolEntity[] = [];
@@ -77,6 +80,10 @@ export class ExternalToolsService {
       const missing = owned.filter((t) => !desired.has(t.name));
       out.kept = missing.filter((t) => keep.has(t.name)).length;
       const gone = req.complete ? missing.filter((t) => !keep.has(t.name)) : [];
+      // A removed tool leaves every agent it was attached to (the report says which).
+      const detachments = await this.toolSets.detachRemoved(m, req.org_id, gone.map((t) => t.id), 'source_removed');
+      out.detached = detachments.length;
+      out.detachments = detachments.slice(0, MAX_REPORTED_DETACHMENTS);
       await w.delete(gone.map((t) => t.id));
       out.removed.push(...gone.map((t) => t.name));
       await this.outbox.stage(m, [
@@ -86,10 +93,11 @@ export class ExternalToolsService {
       ]);
       return out;
     });
+    if (reply.updated.length || reply.removed.length) this.toolSets.toolsChanged(req.org_id);
     await this.outbox.drain(req.org_id);
     if (staged) await this.pages.drop(staged);
     this.log.log(
-      `external tools of ${req.source_id} in org ${req.org_id}: +${reply.added.length} ~${reply.updated.length} -${reply.removed.length} =${reply.unchanged} kept ${reply.kept} collisions ${reply.collisions.length}`,
+      `external tools of ${req.source_id} in org ${req.org_id}: +${reply.added.length} ~${reply.updated.length} -${reply.removed.length} =${reply.unchanged} kept ${reply.kept} detached ${reply.detached} collisions ${reply.collisions.length}`,
     );
     return reply;
   }

@@ -1,6 +1,7 @@
 import { Module, type OnApplicationBootstrap } from '@nestjs/common';
 import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
-import { EventOutbox } from '../events/event-outbox';
+import { AgentsModule } from '../agents/agents.module';
+import { EventsModule } from '../events/events.module';
 import { ExternalToolPagesRepository } from './external-tool-pages.repository';
 import { ExternalToolsController } from './external-tools.controller';
 import { ExternalToolsService } from './external-tools.service';
@@ -8,7 +9,11 @@ import { ToolsController } from './tools.controller';
 import { ToolsRepository } from './tools.repository';
 import { ToolsService } from './tools.service';
 
-@Module({ controllers: [ToolsController, ExternalToolsController], providers: [ToolsService, ToolsRepository, ExternalToolsService, ExternalToolPagesRepository, EventOutbox] })
+@Module({
+  imports: [EventsModule, AgentsModule],
+  controllers: [ToolsController, ExternalToolsController],
+  providers: [ToolsService, ToolsRepository, ExternalToolsService, ExternalToolPagesRepository],
+})
 export class ToolsModule implements OnApplicationBootstrap {
   constructor(private readonly messaging: MessagingClient) {}
 

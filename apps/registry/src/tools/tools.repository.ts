@@ -128,13 +128,16 @@ export class ToolsRepository {
     });
   }
 
-  /** Delete in one transaction with `afterWrite`; null when the org has no such tool. */
-  deleteById(orgId: string, id: string, afterWrite: (tool: ToolEntity, m: EntityManager) => Promise<void>): Promise<ToolEntity | null> {
+  /**
+   * Delete in one transaction with `beforeDelete` (run on the locked row: detaching it, staging
+   * the events); null when the org has no such tool.
+   */
+  deleteById(orgId: string, id: string, beforeDelete: (tool: ToolEntity, m: EntityManager) => Promise<void>): Promise<ToolEntity | null> {
     return this.ds.transaction(async (m: EntityManager) => {
       const tool = await m.getRepository(ToolEntity).createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.id = :id', { orgId, id }).getOne();
       if (!tool) return null;
+      await beforeDelete(tool, m);
       await m.getRepository(ToolEntity).delete({ id });
-      await afterWrite(tool, m);
       return tool;
     });
   }

@@ -14,9 +14,11 @@ import {
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
+import { ToolSetChanges } from '../agents/tool-set-changes.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
 import type { RegistryConfig } from '../registry.config';
+import { decodeCursor, encodeCursor } from './page-cursor';
 import type { ToolEntity } from './tool.entity';
 import { toWireTool } from './tool.mapper';
 import { ToolsRepository, type ToolFields } from './tools.repository';
@@ -29,11 +31,14 @@ export class ToolsService {
     private readonly tools: ToolsRepository,
     private readonly messaging: MessagingClient,
     private readonly outbox: EventOutbox,
+    private readonly toolSets: ToolSetChanges,
     @Inject(APP_CONFIG) private readonly config: RegistryConfig,
   ) {}
 
   async upsert(req: RequestOf<typeof ToolsUpsert>): Promise<ReplyOf<typeof ToolsUpsert>> {
     const input = req.tool;
+    // A client-side tool is registered with its json_schema and no source (the contract checks both).
+    const client = input.tool_type === 'client';
     const jsonSchema = input.json_schema ?? (await this.deriveSchema(req.org_id, input));
     const name = input.name ?? (typeof jsonSchema.name === 'string' ? jsonSchema.name : undefined);
     if (!name) {
@@ -43,8 +48,9 @@ export class ToolsService {
     }
     const described = input.description ?? (typeof jsonSchema.description === 'string' ? jsonSchema.description : null);
     const always: ToolFields = {
-      sourceCode: input.source_code,
-      sourceType: input.source_type,
+      toolType: client ? 'client' : 'custom',
+      sourceCode: client ? null : input.source_code!,
+      sourceType: client ? null : input.source_type,
       jsonSchema,
       description: described,
     };
@@ -60,7 +66,6 @@ export class ToolsService {
       projectId: input.project_id,
     });
     const onCreate: ToolFields = {
-      toolType: 'custom',
       tags: [],
       returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
       enableParallelExecution: false,
@@ -75,6 +80,7 @@ export class ToolsService {
       (t, isNew, m) => this.outbox.stage(m, [toolEvent(isNew ? 'created' : 'updated', t)]),
       refuseExternal,
     );
+    if (!created) this.toolSets.toolsChanged(req.org_id);
     await this.outbox.drain(req.org_id);
     this.log.log(`${created ? 'created' : 'updated'} tool ${tool.id} (${tool.name}) in org ${req.org_id}`);
     return { tool: toWireTool(tool) };
@@ -95,10 +101,15 @@ export class ToolsService {
   }
 
   async delete(req: RequestOf<typeof ToolsDelete>): Promise<ReplyOf<typeof ToolsDelete>> {
-    const deleted = await this.tools.deleteById(req.org_id, req.id, (t, m) => this.outbox.stage(m, [toolEvent('deleted', t)]));
+    let detached = 0;
+    const deleted = await this.tools.deleteById(req.org_id, req.id, async (t, m) => {
+      detached = (await this.toolSets.detachRemoved(m, req.org_id, [t.id], 'tool_deleted')).length;
+      await this.outbox.stage(m, [toolEvent('deleted', t)]);
+    });
     if (!deleted) throw notFound(req.id);
+    this.toolSets.toolsChanged(req.org_id);
     await this.outbox.drain(req.org_id);
-    this.log.log(`deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}`);
+    this.log.log(`deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}, detached from ${detached} agent(s)`);
     return { deleted: true };
   }
 
@@ -108,7 +119,7 @@ export class ToolsService {
       {
         // The org takes its turn at the schema workers like its own requests would.
         org_id: orgId,
-        source_code: input.source_code,
+        source_code: input.source_code!,
         source_type: input.source_type,
         ...(input.name ? { name: input.name } : {}),
         ...(input.args_json_schema ? { args_json_schema: input.args_json_schema } : {}),
@@ -137,15 +148,4 @@ function notFound(ref: string): ToolplaneError {
 
 function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
-function encodeCursor(seq: string): string {
-  return Buffer.from(`s:${seq}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  const raw = Buffer.from(cursor, 'base64url').toString();
-  const m = /^s:(\d{1,19})$/.exec(raw);
-  if (!m) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
-  return m[1]!;
 }
