@@ -68,6 +68,15 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     expect(up.tool.name).toBe('add');
     const r = await acme.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 40 } }, { timeoutMs: 30_000 });
     expect(r).toMatchObject({ status: 'success', func_return: 42 });
+    // Async: the executor queues, takes and acknowledges work on its JetStream work queue with its own user.
+    const queued = await acme.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 1 }, mode: 'async' }, { timeoutMs: 30_000 });
+    expect(queued.status).toBe('queued');
+    let rec: any;
+    do {
+      await new Promise((r) => setTimeout(r, 50));
+      rec = await acme.req('toolplane.v1.executions.get', { org_id: org, execution_id: queued.execution_id }, { timeoutMs: 30_000 });
+    } while (rec.error || rec.execution.status === 'queued' || rec.execution.status === 'running');
+    expect(rec.result).toMatchObject({ status: 'success', func_return: 3 });
   });
 
   it('lets an agent neither subscribe to nor request an internal subject, nor read others’ traffic', async () => {

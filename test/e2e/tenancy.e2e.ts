@@ -1,7 +1,8 @@
 /**
  * Two orgs, two adversaries, real identities: org A's token can neither read, change, run nor
  * delete anything of org B — tools, secrets, webhooks, sandbox configs, MCP servers, tokens —
- * whether it names org B (FORBIDDEN) or names itself and points at B's ids and names (not found).
+ * whether it names org B (FORBIDDEN) or names itself and points at B's ids and names (not found),
+ * nor attach B's tools to an agent or read B's agents (agent ids are per org).
  * B's things are unchanged afterwards.
  */
 import { testPrefix, uniqueOrg } from '../support/context';
@@ -17,7 +18,7 @@ describe('tenancy with real identities', () => {
   let tokenB: string;
   let adminA: string;
   const mcp = new FakeMcpServer();
-  const ids: { tool?: string; server?: string; token?: string } = {};
+  const ids: { tool?: string; server?: string; token?: string; execution?: string; held?: string } = {};
   const asA = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: tokenA });
   const asAdminA = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: adminA });
   const asB = (subject: string, body: Record<string, unknown>) => client.req(subject, body, { token: tokenB });
@@ -39,6 +40,11 @@ describe('tenancy with real identities', () => {
     ok(await asB('toolplane.v1.sandbox-configs.upsert', { org_id: b, provider: 'local', config: { memory_mb: 256 } }));
     ids.server = ok(await asB('toolplane.v1.mcp.servers.add', { org_id: b, server: { name: 'b-server', transport: 'streamable_http', url: mcp.url } })).server.id;
     ids.token = (await client.mint(b, { name: 'b token' })).token_id;
+    ok(await asB('toolplane.v1.agents.tools.attach', { org_id: b, agent_id: 'b-agent', tool_ids: [ids.tool] }));
+    ids.execution = ok(await asB('toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {}, idempotency_key: 'b-run' })).execution_id;
+    const ask = { name: 'b_ask', description: 'Ask B.', parameters: { type: 'object', properties: {} } };
+    ok(await asB('toolplane.v1.tools.upsert', { org_id: b, tool: { tool_type: 'client', json_schema: ask, default_requires_approval: true } }));
+    ids.held = ok(await asB('toolplane.v1.tools.execute', { org_id: b, tool_name: 'b_ask', args: {} })).execution_id;
   });
   afterAll(async () => {
     await client?.close();
@@ -52,8 +58,17 @@ describe('tenancy with real identities', () => {
       ['toolplane.v1.tools.upsert', { org_id: b, tool: { source_code: pythonTool('b_secret_tool', 'return "owned"') } }],
       ['toolplane.v1.tools.delete', { org_id: b, id: ids.tool }],
       ['toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {} }],
+      ['toolplane.v1.agents.tools.attach', { org_id: b, agent_id: 'b-agent', tool_ids: [ids.tool], requires_approval: false }],
+      ['toolplane.v1.agents.tools.detach', { org_id: b, agent_id: 'b-agent', tool_ids: [ids.tool] }],
+      ['toolplane.v1.agents.tools.list', { org_id: b, agent_id: 'b-agent' }],
+      ['toolplane.v1.agents.tools.definitions', { org_id: b, agent_id: 'b-agent', format: 'openai_chat' }],
       ['toolplane.v1.tools.execute-batch', { org_id: b, calls: [{ call_id: 'x', tool_id: ids.tool, args: {} }] }],
       ['toolplane.v1.tools.environment', { org_id: b, tool_id: ids.tool, prepare: true }],
+      ['toolplane.v1.executions.get', { org_id: b, execution_id: ids.execution }],
+      ['toolplane.v1.executions.list', { org_id: b }],
+      ['toolplane.v1.executions.approve', { org_id: b, execution_id: ids.held }],
+      ['toolplane.v1.executions.deny', { org_id: b, execution_id: ids.held, reason: 'no' }],
+      ['toolplane.v1.executions.submit-result', { org_id: b, execution_id: ids.held, status: 'success', func_return: 'forged' }],
       ['toolplane.v1.secrets.list', { org_id: b }],
       ['toolplane.v1.secrets.set', { org_id: b, scope: 'sandbox', key: 'B_KEY', value: 'overwritten' }],
       ['toolplane.v1.secrets.delete', { org_id: b, scope: 'sandbox', key: 'B_KEY' }],
@@ -87,6 +102,20 @@ describe('tenancy with real identities', () => {
     expect(batch.results[0].error.code).toBe('TOOL_NOT_FOUND');
     expect((await asA('toolplane.v1.tools.environment', { org_id: a, tool_id: ids.tool })).error.code).toBe('TOOL_NOT_FOUND');
     expect((await asA('toolplane.v1.tools.list', { org_id: a })).tools).toEqual([]);
+    // B's executions: not found from inside A (get, approve, deny, submit a result), none listed.
+    expect((await asA('toolplane.v1.executions.get', { org_id: a, execution_id: ids.execution })).error.code).toBe('EXECUTION_NOT_FOUND');
+    expect((await asA('toolplane.v1.executions.list', { org_id: a })).executions).toEqual([]);
+    expect((await asA('toolplane.v1.executions.approve', { org_id: a, execution_id: ids.held })).error.code).toBe('EXECUTION_NOT_FOUND');
+    expect((await asA('toolplane.v1.executions.deny', { org_id: a, execution_id: ids.held, reason: 'no' })).error.code).toBe('EXECUTION_NOT_FOUND');
+    expect((await asA('toolplane.v1.executions.submit-result', { org_id: a, execution_id: ids.held, status: 'success', func_return: 'forged' })).error.code).toBe('EXECUTION_NOT_FOUND');
+    // Nor may A reuse B's idempotency key to read B's outcome: keys are per org.
+    expect((await asA('toolplane.v1.tools.execute', { org_id: a, tool_id: ids.tool, args: {}, idempotency_key: 'b-run' })).error.code).toBe('TOOL_NOT_FOUND');
+    // Agent ids are per org: A's 'b-agent' is A's own (empty) agent, and B's tool cannot join it.
+    expect((await asA('toolplane.v1.agents.tools.attach', { org_id: a, agent_id: 'b-agent', tool_ids: [ids.tool] })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.agents.tools.attach', { org_id: a, agent_id: 'b-agent', tool_names: ['b_secret_tool'] })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await asA('toolplane.v1.agents.tools.detach', { org_id: a, agent_id: 'b-agent', tool_ids: [ids.tool] })).detached).toEqual([]);
+    expect((await asA('toolplane.v1.agents.tools.list', { org_id: a, agent_id: 'b-agent' })).tools).toEqual([]);
+    expect(await asA('toolplane.v1.agents.tools.definitions', { org_id: a, agent_id: 'b-agent', format: 'openai_chat' })).toMatchObject({ definitions: [], excluded: [] });
     expect((await asA('toolplane.v1.secrets.list', { org_id: a })).secrets).toEqual([]);
     expect((await asA('toolplane.v1.webhooks.get', { org_id: a })).error.code).toBe('WEBHOOK_NOT_FOUND');
     expect((await asA('toolplane.v1.sandbox-configs.list', { org_id: a })).sandbox_configs).toEqual([]);
@@ -98,6 +127,9 @@ describe('tenancy with real identities', () => {
 
   it("leaves org B's things exactly as B made them", async () => {
     expect(ok(await asB('toolplane.v1.tools.get', { org_id: b, id: ids.tool })).tool.name).toBe('b_secret_tool');
+    expect(ok(await asB('toolplane.v1.executions.get', { org_id: b, execution_id: ids.held })).execution.status).toBe('pending_approval');
+    expect(ok(await asB('toolplane.v1.agents.tools.list', { org_id: b, agent_id: 'b-agent' })).tools.map((t: any) => [t.tool.id, t.requires_approval_override])).toEqual([[ids.tool, null]]);
+    expect(ok(await asB('toolplane.v1.agents.tools.definitions', { org_id: b, agent_id: 'b-agent', format: 'json_schema' })).definitions.map((d: any) => d.name)).toEqual(['b_secret_tool']);
     const run = ok(await asB('toolplane.v1.tools.execute', { org_id: b, tool_id: ids.tool, args: {} }));
     expect(run).toMatchObject({ status: 'success', func_return: '***' }); // its own secret, masked in its own output
     expect(ok(await asB('toolplane.v1.secrets.list', { org_id: b })).secrets.map((s: any) => s.key)).toEqual(['B_KEY']);

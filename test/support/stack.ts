@@ -9,7 +9,8 @@ import { testStdioAllowlist } from './stdio-allowlist';
 /** The key mcp-sync sealed server secrets with before the credentials key ring (legacy rows are read with it once, then sealed again). */
 export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
 
-export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'mcp-sync';
+/** Every app a test stack can start; runner-e2b only where a test starts it (with an E2B fake), never by default. */
+export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'mcp-sync';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
 
 export interface StackOptions {
@@ -19,6 +20,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Per-app extra env. */
   appEnv?: Partial<Record<AppName, Record<string, string>>>;
+  /** Another checkout whose dist/ to run (benchmarks against a baseline build); default this one. */
+  root?: string;
 }
 
 export interface RunningApp {
@@ -52,8 +55,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export function entryOf(app: AppName): string {
-  const entry = join(ROOT, 'dist', 'apps', app, 'src', 'main.js');
+export function entryOf(app: AppName, root = ROOT): string {
+  const entry = join(root, 'dist', 'apps', app, 'src', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first (npm test does)`);
   return entry;
 }
@@ -95,8 +98,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 export async function startApp(name: AppName, opts: StackOptions): Promise<RunningApp> {
   const healthPort = await freePort();
   let out = '';
-  const proc = spawn(process.execPath, ['--enable-source-maps', entryOf(name)], {
-    cwd: ROOT,
+  const proc = spawn(process.execPath, ['--enable-source-maps', entryOf(name, opts.root)], {
+    cwd: opts.root ?? ROOT,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       NATS_URL: natsUrl(),

@@ -1,19 +1,29 @@
 /**
  * `npm run bench`: executions of a trivial tool through the public API (agent → executor → runner
- * → agent) against a bare `/usr/bin/python3 -c` spawn measured in the same run.
+ * → agent) against a bare `/usr/bin/python3 -c` spawn measured in the same run; then async mode:
+ * BENCH_ASYNC_N (default 1000) trivial calls queued at once, and how fast they are taken and done.
  * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
  * BENCH_N (default 300) calls per case.
+ *
+ * BENCH_BASELINE_ROOT: another checkout, built (`npm run build` there; e.g. `git archive HEAD`
+ * unpacked with this node_modules linked in): a second stack runs from its dist/ and sync calls
+ * are measured on both, alternating in rounds, so the two p50s come from the same minutes.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { createDatabase, dropDatabase } from '../../test/support/database';
 import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
-import { startStack } from '../../test/support/stack';
+import { startStack, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { HEADER, measure, row } from './stats';
+import { HEADER, measure, row, summarize, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 300);
+const ASYNC_N = Number(process.env.BENCH_ASYNC_N ?? 1000);
+const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
+/** Extra executor env for this tree's stack, as JSON (e.g. '{"EXECUTION_WRITE_BEHIND_MS":"200"}'). */
+const EXECUTOR_ENV = JSON.parse(process.env.BENCH_EXECUTOR_ENV ?? '{}') as Record<string, string>;
 const TRIVIAL = `def ping(x: int) -> int:
     """Return x.
 
@@ -32,41 +42,123 @@ function spawnPython(): Promise<void> {
   });
 }
 
-async function main(): Promise<void> {
+interface Bench {
+  stack: Stack;
+  client: RawClient;
+  db: string;
+  prefix: string;
+  call: () => Promise<void>;
+}
+
+async function benchStack(label: string, root?: string): Promise<Bench> {
   const id = randomBytes(4).toString('hex');
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), env: { LOG_LEVEL: 'warn' }, appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16' } } });
+  const stack = await startStack({
+    prefix,
+    databaseUrl: databaseUrlFor(db),
+    root,
+    env: { LOG_LEVEL: 'warn' },
+    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16' }, ...(root ? {} : { executor: EXECUTOR_ENV }) },
+  });
   const client = await RawClient.connect(prefix);
+  const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: TRIVIAL } });
+  if (up.error) throw new Error(`${label}: ${JSON.stringify(up.error)}`);
+  let i = 0;
+  const call = async () => {
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: ++i } });
+    if (r.status !== 'success') throw new Error(JSON.stringify(r));
+  };
+  for (let w = 0; w < 20; w++) await call(); // warm the tool cache and the JIT
+  return { stack, client, db, prefix, call };
+}
+
+async function closeBench(b: Bench | undefined): Promise<void> {
+  if (!b) return;
+  await b.client.close();
+  await b.stack.stop();
+  await deleteStreams(b.prefix);
+  await dropDatabase(b.db);
+}
+
+/** Sync calls at concurrency 1 on both stacks, alternating rounds of 25, N calls each. */
+async function interleaved(current: Bench, baseline: Bench): Promise<[Summary, Summary]> {
+  const samples: [number[], number[]] = [[], []];
+  const walls = [0, 0];
+  for (let done = 0; done < N; done += 25) {
+    for (const [k, b] of [current, baseline].entries()) {
+      const t0 = performance.now();
+      for (let j = 0; j < Math.min(25, N - done); j++) {
+        const t = performance.now();
+        await b.call();
+        samples[k]!.push(performance.now() - t);
+      }
+      walls[k]! += performance.now() - t0;
+    }
+  }
+  return [summarize(samples[0], walls[0]!), summarize(samples[1], walls[1]!)];
+}
+
+/** ASYNC_N trivial calls queued as fast as one client can (concurrency 32), then run from the work queue until all are done. */
+async function asyncThroughput(b: Bench): Promise<{ accept: Summary; doneMs: number; failed: number }> {
+  let i = 0;
+  const t0 = performance.now();
+  const accept = await measure(ASYNC_N, 32, async () => {
+    const r = await b.client.req('toolplane.v1.tools.execute', { org_id: 'bench-async', tool_name: 'ping', args: { x: ++i }, mode: 'async' });
+    if (r.status !== 'queued') throw new Error(JSON.stringify(r));
+  });
+  const pg = new Client({ connectionString: databaseUrlFor(b.db) });
+  await pg.connect();
   try {
-    const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: TRIVIAL } });
+    for (;;) {
+      const r = await pg.query(`SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM executor.executions WHERE org_id = 'bench-async'`);
+      if (r.rows[0].done >= ASYNC_N) return { accept, doneMs: performance.now() - t0, failed: r.rows[0].failed };
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  } finally {
+    await pg.end();
+  }
+}
+
+async function main(): Promise<void> {
+  let current: Bench | undefined;
+  let baseline: Bench | undefined;
+  try {
+    current = await benchStack('current');
+    const c = current;
+    const up = await c.client.req('toolplane.v1.tools.upsert', { org_id: 'bench-async', tool: { source_code: TRIVIAL } });
     if (up.error) throw new Error(JSON.stringify(up.error));
-    let i = 0;
-    const call = async () => {
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: ++i } });
-      if (r.status !== 'success') throw new Error(JSON.stringify(r));
-    };
-    for (let w = 0; w < 20; w++) await call(); // warm the tool cache and the JIT
+    if (BASELINE_ROOT) baseline = await benchStack('baseline', BASELINE_ROOT);
     await measure(20, 1, spawnPython);
 
-    const results = [
-      ['bare /usr/bin/python3 -c spawn (baseline)', await measure(N, 1, spawnPython)],
-      ['tools.execute via NATS, concurrency 1', await measure(N, 1, call)],
-      ['tools.execute via NATS, concurrency 8', await measure(N, 8, call)],
-      ['tools.execute via NATS, concurrency 16', await measure(N, 16, call)],
-      ['tools.get via NATS (registry, no sandbox)', await measure(N, 1, async () => void (await client.req('toolplane.v1.tools.get', { org_id: 'bench', name: 'ping' })))],
-    ] as const;
+    const results: Array<readonly [string, Summary]> = [['bare /usr/bin/python3 -c spawn (baseline)', await measure(N, 1, spawnPython)]];
+    let compared: [Summary, Summary] | undefined;
+    if (baseline) {
+      compared = await interleaved(c, baseline);
+      results.push(['tools.execute, concurrency 1 (this tree)', compared[0]], ['tools.execute, concurrency 1 (BENCH_BASELINE_ROOT)', compared[1]]);
+    } else {
+      results.push(['tools.execute via NATS, concurrency 1', await measure(N, 1, c.call)]);
+    }
+    results.push(
+      ['tools.execute via NATS, concurrency 8', await measure(N, 8, c.call)],
+      ['tools.execute via NATS, concurrency 16', await measure(N, 16, c.call)],
+      ['tools.get via NATS (registry, no sandbox)', await measure(N, 1, async () => void (await c.client.req('toolplane.v1.tools.get', { org_id: 'bench', name: 'ping' })))],
+    );
+    const async = await asyncThroughput(c);
+    results.push([`async accept (${ASYNC_N} queued, concurrency 32)`, async.accept]);
     process.stdout.write(`\nToolplane execute benchmark (${new Date().toISOString()}, ${N} calls per case)\n${HEADER}\n`);
     for (const [label, s] of results) process.stdout.write(`${row(label, s)}\n`);
-    const base = results[0][1].p50;
-    const c1 = results[1][1].p50;
+    const base = results[0]![1].p50;
+    const c1 = results[1]![1].p50;
     process.stdout.write(`\nexecute p50 / bare spawn p50 = ${(c1 / base).toFixed(2)}x (overhead ${(c1 - base).toFixed(2)} ms per call)\n`);
+    if (compared) process.stdout.write(`execute p50, this tree - baseline = ${(compared[0].p50 - compared[1].p50).toFixed(2)} ms (${compared[0].p50.toFixed(2)} vs ${compared[1].p50.toFixed(2)})\n`);
+    process.stdout.write(
+      `async: ${ASYNC_N} calls queued in ${((async.accept.n / async.accept.perSecond) * 1000).toFixed(0)} ms (${async.accept.perSecond.toFixed(0)} accepted/s), all done in ${async.doneMs.toFixed(0)} ms (${((ASYNC_N / async.doneMs) * 1000).toFixed(1)} done/s), ${async.failed} failed\n`,
+    );
   } finally {
-    await client.close();
-    await stack.stop();
-    await deleteStreams(prefix);
-    await dropDatabase(db);
+    await closeBench(current);
+    await closeBench(baseline);
   }
 }
 

@@ -9,7 +9,7 @@
  * Passwords are environment references ($NATS_PASSWORD_<APP>, $NATS_PASSWORD_AGENT_<NAME>) that
  * the nats-server process resolves at start, so the file itself holds no secret.
  */
-import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, PUBLIC_SUBJECTS, REQUESTS, type AppName } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, PUBLIC_SUBJECTS, REQUESTS, WORK_QUEUES, type AppName } from '@toolplane/contracts';
 import { writeFileSync } from 'node:fs';
 
 export interface NatsConfigOptions {
@@ -22,7 +22,7 @@ export interface NatsConfigOptions {
 }
 
 /** Apps that own a JetStream stream (they create it and publish events with acks). */
-const STREAM_OWNERS: readonly AppName[] = ['registry', 'mcp-sync'];
+const STREAM_OWNERS: readonly AppName[] = ['registry', 'mcp-sync', 'executor'];
 
 export function agentUser(name: string): string {
   return `agent-${name}`;
@@ -41,7 +41,16 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
   for (const app of APP_NAMES) {
     const serves = REQUESTS.filter((d) => d.servedBy === app).map((d) => p(d.subject));
     const calls = REQUESTS.filter((d) => d.visibility === 'internal' && d.callers!.includes(app)).map((d) => p(d.subject));
-    const publish = [p(PUBLIC_SUBJECTS), ...calls, p(INTERNAL_EVENTS_SUBJECTS), ...(STREAM_OWNERS.includes(app) ? ['$JS.API.>'] : [])];
+    // A work queue's consumer app publishes its messages and acknowledges them ($JS.ACK).
+    const work = WORK_QUEUES.filter((w) => w.servedBy === app);
+    const publish = [
+      p(PUBLIC_SUBJECTS),
+      ...calls,
+      p(INTERNAL_EVENTS_SUBJECTS),
+      ...(STREAM_OWNERS.includes(app) ? ['$JS.API.>'] : []),
+      ...work.map((w) => p(w.subject)),
+      ...(work.length ? ['$JS.ACK.>'] : []),
+    ];
     const subscribe = [...serves, p(EVENTS_SUBJECTS), p(INTERNAL_EVENTS_SUBJECTS), `_INBOX.${app}.>`];
     lines.push(
       `    # ${app}: serves ${serves.length} subject(s); replies go back on the caller's inbox (allow_responses)`,

@@ -1,5 +1,5 @@
 import { main } from '@toolplane/platform';
 import { loadExecutorConfig } from './executor.config';
-import { ExecutionsModule } from './executions/executions.module';
+import { ExecutorModule } from './executor.module';
 
-main(() => ({ name: 'executor', config: loadExecutorConfig(), module: ExecutionsModule }));
+main(() => ({ name: 'executor', config: loadExecutorConfig(), module: ExecutorModule }));

@@ -1,3 +1,4 @@
+import { AgentToolsAttach, AgentToolsAttached, AgentToolsDefinitions, AgentToolsDetach, AgentToolsDetached, AgentToolsList } from './agents.contract';
 import { AuthOrgsDelete, AuthStateGet, AuthTokensCreate, AuthTokensList, AuthTokensRevoke } from './auth.contract';
 import {
   ExecutionEnvResolve,
@@ -17,7 +18,8 @@ import {
   WebhooksGet,
   WebhooksSet,
 } from './credentials.contract';
-import type { EventDescriptor, RequestDescriptor } from './descriptor';
+import type { EventDescriptor, RequestDescriptor, WorkQueueDescriptor } from './descriptor';
+import { EXECUTION_EVENTS, ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList, ExecutionsSubmitResult, ExecutionWork } from './executions.contract';
 import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
 import {
   ExternalToolsStage,
@@ -42,12 +44,21 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   ToolsGet,
   ToolsList,
   ToolsDelete,
+  AgentToolsAttach,
+  AgentToolsDetach,
+  AgentToolsList,
+  AgentToolsDefinitions,
   SchemasGenerate,
   SchemasValidate,
   SchemasStrictify,
   SchemasNormalize,
   ToolsExecute,
   ToolsExecuteBatch,
+  ExecutionsGet,
+  ExecutionsList,
+  ExecutionsApprove,
+  ExecutionsDeny,
+  ExecutionsSubmitResult,
   ToolsEnvironment,
   LocalRunnerRun,
   LocalRunnerEnvironment,
@@ -86,7 +97,10 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   AuthStateGet,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, McpServerSynced, McpServerRemoved];
+export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, McpServerSynced, McpServerRemoved, ...EXECUTION_EVENTS];
+
+/** Every JetStream work queue. */
+export const WORK_QUEUES: readonly WorkQueueDescriptor[] = [ExecutionWork];
 
 const bySubject = new Map(REQUESTS.map((d) => [d.subject, d]));
 

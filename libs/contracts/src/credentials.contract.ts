@@ -345,9 +345,10 @@ export const McpOAuthTokensDelete = defineRequest({
 /**
  * What another service keeps sealed under the credentials key ring (it stores the blob, credentials
  * holds the keys): an MCP server's secrets (headers, env, auth, what OAuth learned) and a pending
- * MCP authorization. The associated data binds a blob to (purpose, org, ref): it opens nowhere else.
+ * MCP authorization; the executor's stored call arguments and results (`execution`). The associated
+ * data binds a blob to (purpose, org, ref): it opens nowhere else.
  */
-export const SealPurpose = z.enum(['mcp-server', 'mcp-authorization']);
+export const SealPurpose = z.enum(['mcp-server', 'mcp-authorization', 'execution']);
 export type SealPurpose = z.infer<typeof SealPurpose>;
 const SealRef = { org_id: OrgId, purpose: SealPurpose, ref: z.string().min(1).max(256) };
 
@@ -356,7 +357,7 @@ export const SealedValuesSeal = defineRequest({
   subject: 'toolplane.internal.v1.sealed-values.seal',
   visibility: 'internal',
   servedBy: 'credentials',
-  callers: ['mcp-sync'],
+  callers: ['mcp-sync', 'executor'],
   summary: 'Seal a value of another service under the credentials key ring (AES-256-GCM envelope, bound to purpose, org and ref); the caller stores the blob.',
   request: z.strictObject({ ...SealRef, plaintext: z.string().max(8 * 1024 * 1024) }),
   reply: z.object({ key_id: z.string(), blob: z.string() }),
@@ -367,7 +368,7 @@ export const SealedValuesOpen = defineRequest({
   subject: 'toolplane.internal.v1.sealed-values.open',
   visibility: 'internal',
   servedBy: 'credentials',
-  callers: ['mcp-sync'],
+  callers: ['mcp-sync', 'executor'],
   summary: 'Open a value sealed under the credentials key ring; says whether it should be sealed again under the active key (rotation).',
   request: z.strictObject({ ...SealRef, key_id: z.string().min(1).max(128), blob: z.string().min(1).max(12 * 1024 * 1024) }),
   reply: z.object({ plaintext: z.string(), stale: z.boolean() }),

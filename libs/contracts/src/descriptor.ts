@@ -34,6 +34,21 @@ export interface EventDescriptor<P extends z.ZodType = z.ZodType> {
   readonly sealed?: { readonly from: readonly AppName[]; readonly to: AppName };
 }
 
+/**
+ * A JetStream work queue (WorkQueue retention, explicit ack): each message is work that exactly one
+ * replica of `servedBy` takes and acknowledges when done; redelivered if it is not.
+ */
+export interface WorkQueueDescriptor<P extends z.ZodType = z.ZodType> {
+  readonly kind: 'work-queue';
+  readonly subject: string;
+  /** The stream's base name (prefixed per deployment like every stream). */
+  readonly stream: string;
+  readonly summary: string;
+  readonly payload: P;
+  /** The one app that consumes it (a durable pull consumer named after it). */
+  readonly servedBy: AppName;
+}
+
 export type RequestIn<D extends RequestDescriptor> = z.input<D['request']>;
 export type RequestOf<D extends RequestDescriptor> = z.output<D['request']>;
 export type ReplyOf<D extends RequestDescriptor> = z.output<D['reply']>;
@@ -54,6 +69,13 @@ export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
   if (d.visibility === 'public' && (!d.scope || d.callers)) throw new Error(`Public subject ${d.subject} names a scope and no callers`);
   if (d.visibility === 'internal' && (!d.callers?.length || d.scope)) throw new Error(`Internal subject ${d.subject} names its callers and no scope`);
   return { kind: 'request', ...d };
+}
+
+const WORK_SUBJECT = /^toolplane\.internal\.v[0-9]+\.work\.[a-z0-9-]+$/;
+
+export function defineWorkQueue<P extends z.ZodType>(d: Omit<WorkQueueDescriptor<P>, 'kind'>): WorkQueueDescriptor<P> {
+  if (!WORK_SUBJECT.test(d.subject)) throw new Error(`Bad work queue subject: ${d.subject}`);
+  return { kind: 'work-queue', ...d };
 }
 
 export function defineEvent<P extends z.ZodType>(d: Omit<EventDescriptor<P>, 'kind'>): EventDescriptor<P> {

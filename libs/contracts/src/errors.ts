@@ -49,7 +49,24 @@ export enum ErrorCode {
    * fresh `authorization_url` and its `state`; open it, then `mcp.oauth.complete`.
    */
   MCP_AUTHORIZATION_REQUIRED = 'MCP_AUTHORIZATION_REQUIRED',
+  // Execution records
+  /** No execution with this id in the org (never created, another org's, or past its retention). */
+  EXECUTION_NOT_FOUND = 'EXECUTION_NOT_FOUND',
+  /** The idempotency key was used in the window for another tool or other arguments: nothing ran. */
+  IDEMPOTENCY_CONFLICT = 'IDEMPOTENCY_CONFLICT',
+  /** A call with this idempotency key is still running and did not finish within this request's time: ask again (details: execution_id). */
+  EXECUTION_IN_PROGRESS = 'EXECUTION_IN_PROGRESS',
+  /** approve/deny of an execution that is not waiting for approval (details: status). */
+  EXECUTION_NOT_PENDING = 'EXECUTION_NOT_PENDING',
+  /** submit-result for an execution that already has its outcome, or that is not waiting for the client (details: status). */
+  EXECUTION_ALREADY_COMPLETED = 'EXECUTION_ALREADY_COMPLETED',
   // Execution outcomes (carried in ToolExecutionResult.error, not in the envelope)
+  /** The executor that had claimed the run died before recording its outcome; the run is never started again (unless the tool is declared idempotent). */
+  EXECUTOR_LOST = 'EXECUTOR_LOST',
+  /** A human denied the call (the result's func_return carries the reason, as the reference system words it). */
+  EXECUTION_DENIED = 'EXECUTION_DENIED',
+  /** Nobody approved or denied the call within its approval TTL. */
+  EXECUTION_EXPIRED = 'EXECUTION_EXPIRED',
   TOOL_EXCEPTION = 'TOOL_EXCEPTION',
   EXECUTION_TIMEOUT = 'EXECUTION_TIMEOUT',
   OUTPUT_LIMIT_EXCEEDED = 'OUTPUT_LIMIT_EXCEEDED',
@@ -79,6 +96,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
   ErrorCode.ENVIRONMENT_BUILDING,
   ErrorCode.PROVIDER_UNAVAILABLE,
   ErrorCode.PROVIDER_RATE_LIMITED,
+  ErrorCode.EXECUTION_IN_PROGRESS,
 ]);
 
 /**

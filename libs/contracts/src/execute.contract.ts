@@ -26,7 +26,13 @@ export const ProviderRunReply = z.object({
 /** Why a fallback provider ran: the provider that failed first, and its (typed, PROVIDER_UNAVAILABLE-class) error. */
 const FallbackFrom = z.object({ provider: Provider, code: z.string(), message: z.string() });
 
+/** An execution's id: every call gets one (its record, see executions.contract). */
+export const EXECUTION_ID = /^exec-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const ExecutionId = z.string().regex(EXECUTION_ID, 'an id like exec-<uuid>');
+
 export const ToolExecutionResult = z.object({
+  /** The call's execution record (toolplane.v1.executions.get). */
+  execution_id: ExecutionId,
   status: ExecutionStatus,
   func_return: z.unknown(),
   stdout: z.array(z.string()),
@@ -45,6 +51,46 @@ export const ToolExecutionResult = z.object({
 });
 export type ToolExecutionResult = z.infer<typeof ToolExecutionResult>;
 
+/**
+ * A call taken for later (`mode: "async"`, or an approved async call): its record's state when
+ * answered — `queued` for a new call; a retry with the same idempotency key answers the state the
+ * first one's record is in. The outcome: toolplane.v1.executions.get, or the execution events.
+ */
+export const ExecutionAccepted = z.object({
+  execution_id: ExecutionId,
+  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'denied', 'expired']),
+});
+
+/**
+ * The call needs a human's approval first (the agent's setting for the tool, else the tool's
+ * default_requires_approval): nothing ran. toolplane.v1.executions.approve runs it (the approver
+ * may correct the args), .deny gives the agent a tool error instead; past expires_at it expires.
+ */
+export const ApprovalRequired = z.object({
+  status: z.literal('pending_approval'),
+  execution_id: ExecutionId,
+  tool_id: ToolId,
+  tool_name: z.string(),
+  args: JsonObject,
+  expires_at: z.string(),
+});
+
+/**
+ * A client-side tool (`tool_type: "client"`): Toolplane never runs it. The runtime runs it and
+ * reports its outcome with toolplane.v1.executions.submit-result.
+ */
+export const AwaitingClient = z.object({
+  status: z.literal('awaiting_client'),
+  execution_id: ExecutionId,
+  tool_id: ToolId,
+  tool_name: z.string(),
+  args: JsonObject,
+});
+
+/** What tools.execute (and executions.approve) answer: the result, or the state the call waits in. */
+export const ExecuteReply = z.union([ToolExecutionResult, ExecutionAccepted, ApprovalRequired, AwaitingClient]);
+export type ExecuteReply = z.infer<typeof ExecuteReply>;
+
 export const ToolsExecute = defineRequest({
   subject: 'toolplane.v1.tools.execute',
   opaque: ['args'],
@@ -61,12 +107,19 @@ export const ToolsExecute = defineRequest({
       agent_id: z.string().min(1).max(128).optional(),
       env: EnvVars.optional(),
       timeout_ms: z.number().int().min(1).optional(),
+      /**
+       * Per org, for EXECUTION_IDEMPOTENCY_WINDOW_MS (default 24 h): a retry with the same key, tool
+       * and args answers the recorded outcome without running again (a duplicate arriving while the
+       * first runs waits for it); the same key with another tool or other args is IDEMPOTENCY_CONFLICT.
+       */
       idempotency_key: z.string().min(1).max(256).optional(),
+      /** sync: answer with the result. async: answer `{execution_id, status: "queued"}` at once; the call runs from a work queue. */
+      mode: z.enum(['sync', 'async']).default('sync'),
     })
     .refine((r) => (r.tool_id === undefined) !== (r.tool_name === undefined), {
       message: 'give exactly one of tool_id or tool_name',
     }),
-  reply: ToolExecutionResult,
+  reply: ExecuteReply,
 });
 
 const CallTimeout = z.number().int().min(1);
@@ -82,11 +135,19 @@ const BatchCall = z
   })
   .refine((c) => (c.tool_id === undefined) !== (c.tool_name === undefined), { message: 'give exactly one of tool_id or tool_name' });
 
-/** A batch call's outcome: a ToolExecutionResult with its call id; a call that could not run says why (`error`, with `retryable`). */
-export const BatchCallResult = ToolExecutionResult.extend({
-  call_id: z.string(),
-  error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
-});
+/**
+ * A batch call's outcome: a ToolExecutionResult with its call id (a call that could not run says
+ * why: `error`, with `retryable`), or — for a call that needs approval or is a client-side tool —
+ * the state it waits in, with its call id.
+ */
+export const BatchCallResult = z.union([
+  ToolExecutionResult.extend({
+    call_id: z.string(),
+    error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+  }),
+  ApprovalRequired.extend({ call_id: z.string() }),
+  AwaitingClient.extend({ call_id: z.string() }),
+]);
 export type BatchCallResult = z.infer<typeof BatchCallResult>;
 
 export const ToolsExecuteBatch = defineRequest({
@@ -96,7 +157,7 @@ export const ToolsExecuteBatch = defineRequest({
   servedBy: 'executor',
   scope: 'tools:execute',
   summary:
-    'Run the tool calls of one agent step: calls to tools with enable_parallel_execution run concurrently, then the others one by one in their order; results in the input order, one failure never fails the batch.',
+    'Run the tool calls of one agent step: calls to tools with enable_parallel_execution run concurrently, then the others one by one in their order; results in the input order, one failure never fails the batch. A call that needs approval (pending_approval) or is a client-side tool (awaiting_client) does not run: its result says so, with its execution_id.',
   request: z
     .strictObject({
       org_id: OrgId,

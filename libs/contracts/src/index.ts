@@ -1,3 +1,4 @@
+export * from './agents.contract';
 export * from './auth.contract';
 export * from './catalog';
 export * from './common';
@@ -5,6 +6,7 @@ export * from './credentials.contract';
 export * from './descriptor';
 export * from './errors';
 export * from './execute.contract';
+export * from './executions.contract';
 export * from './headers';
 export * from './identity';
 export * from './json-schemas';

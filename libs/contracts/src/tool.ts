@@ -1,9 +1,14 @@
 import { z } from 'zod';
 import { JsonObject } from './common';
 
-/** The seed's ToolType enum (shared/seeds/tool.schema.json). */
+/**
+ * The seed's ToolType enum (shared/seeds/tool.schema.json), plus `client` (issue 16, a deliberate
+ * difference, see libs/contracts/seed/README.md): a client-side tool, registered with its schema
+ * and no source, that the agent runtime runs itself (Toolplane never does).
+ */
 export const ToolType = z.enum([
   'custom',
+  'client',
   'letta_core',
   'letta_memory_core',
   'letta_multi_agent_core',

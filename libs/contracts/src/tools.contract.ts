@@ -4,7 +4,13 @@ import { defineEvent, defineRequest } from './descriptor';
 import { NpmRequirement, PipRequirement, SourceType, Tool, ToolId, ToolType } from './tool';
 
 export const ToolUpsertInput = z.strictObject({
-  source_code: z.string().min(1).max(MAX_SOURCE_BYTES),
+  /**
+   * custom (default): `source_code` runs in a sandbox. client: a client-side tool, registered with
+   * its `json_schema` (named) and no source; the agent runtime runs it and reports the outcome.
+   */
+  tool_type: z.enum(['custom', 'client']).optional(),
+  /** Required for custom tools; a client tool has none. */
+  source_code: z.string().min(1).max(MAX_SOURCE_BYTES).optional(),
   source_type: SourceType.default('python'),
   name: ToolName.optional(),
   description: z.string().max(16_384).optional(),
@@ -27,7 +33,15 @@ export const ToolsUpsert = defineRequest({
   servedBy: 'registry',
   scope: 'tools:write',
   summary: 'Create a tool, or update the tool of the same name in the org (same id).',
-  request: z.strictObject({ org_id: OrgId, tool: ToolUpsertInput }),
+  request: z.strictObject({ org_id: OrgId, tool: ToolUpsertInput }).superRefine((r, ctx) => {
+    const t = r.tool;
+    if (t.tool_type === 'client') {
+      if (t.source_code !== undefined) ctx.addIssue({ code: 'custom', path: ['tool', 'source_code'], message: 'a client tool has no source: the agent runtime runs it' });
+      if (!t.json_schema) ctx.addIssue({ code: 'custom', path: ['tool', 'json_schema'], message: 'a client tool is registered with its json_schema' });
+    } else if (t.source_code === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tool', 'source_code'], message: 'required (a tool without source is tool_type "client")' });
+    }
+  }),
   reply: z.object({ tool: Tool }),
 });
 

@@ -11,7 +11,9 @@ import {
   type ReplyOf,
   type RequestDescriptor,
   type RequestIn,
+  type WorkQueueDescriptor,
 } from '@toolplane/contracts';
+import type { z } from 'zod';
 import { decodeJson, encodeJson, parseContract } from './codec';
 import { currentRequestSignal } from './request-context';
 import type { ServiceSealer } from './service-seal';
@@ -90,8 +92,8 @@ export class MessagingClient {
     });
   }
 
-  /** Publish an event to JetStream (waits for the stream's ack; msgID dedups retries). */
-  async publish<E extends EventDescriptor>(e: E, payload: EventOf<E>, msgId: string): Promise<void> {
+  /** Publish an event (or a work-queue message) to JetStream (waits for the stream's ack; msgID dedups retries). */
+  async publish<E extends EventDescriptor | WorkQueueDescriptor>(e: E, payload: z.output<E['payload']>, msgId: string): Promise<void> {
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
     this.js ??= jetstream(this.nc);
     await tracer.startActiveSpan(`publish ${e.subject}`, { kind: SpanKind.PRODUCER }, async (span) => {
@@ -147,9 +149,13 @@ export class MessagingClient {
     return { unsubscribe: () => sub.unsubscribe() };
   }
 
-  /** Core-NATS subscription to events (every replica receives them; no queue group). */
-  subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void): { unsubscribe(): void } {
+  /**
+   * Core-NATS subscription to events: every replica receives them, or with `queue` one replica of
+   * the group does (work an event asks for once, not per replica).
+   */
+  subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void, opts: { queue?: string } = {}): { unsubscribe(): void } {
     const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {
+      ...(opts.queue ? { queue: opts.queue } : {}),
       callback: (err, msg) => {
         if (err) return;
         let payload: unknown;

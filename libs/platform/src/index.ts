@@ -8,3 +8,4 @@ export * from './nats-connection';
 export * from './egress-policy';
 export * from './secret-masker';
 export * from './fair-queue';
+export * from './outbox';

@@ -1,9 +1,37 @@
 import { Module } from '@nestjs/common';
+import { EnvironmentsController } from '../environments/environments.controller';
+import { EnvironmentsService } from '../environments/environments.service';
+import { RecordsModule } from '../records/records.module';
+import { ApprovalPolicy } from './approval-policy';
+import { ApprovalsService } from './approvals.service';
 import { ArgumentsService } from './arguments.service';
+import { AsyncRuns } from './async-runs.service';
+import { CallLifecycle } from './call-lifecycle.service';
+import { ClientResultsService } from './client-results.service';
 import { CredentialsClient } from './credentials.client';
+import { ExecutionQueries } from './execution-queries.service';
+import { ExecutionRecordsController } from './execution-records.controller';
 import { ExecutionsController } from './executions.controller';
 import { ExecutionsService } from './executions.service';
 import { ToolCatalogService } from './tool-catalog.service';
+import { ToolRunner } from './tool-runner';
 
-@Module({ controllers: [ExecutionsController], providers: [ExecutionsService, ToolCatalogService, ArgumentsService, CredentialsClient] })
+@Module({
+  imports: [RecordsModule],
+  controllers: [ExecutionsController, EnvironmentsController, ExecutionRecordsController],
+  providers: [
+    ExecutionsService,
+    ToolCatalogService,
+    ArgumentsService,
+    CredentialsClient,
+    EnvironmentsService,
+    ToolRunner,
+    CallLifecycle,
+    ApprovalPolicy,
+    ApprovalsService,
+    ClientResultsService,
+    ExecutionQueries,
+    AsyncRuns,
+  ],
+})
 export class ExecutionsModule {}

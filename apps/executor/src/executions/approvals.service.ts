@@ -1,0 +1,132 @@
+import { Injectable, Logger } from '@nestjs/common';
+import {
+  ErrorCode,
+  ToolplaneError,
+  type ExecuteReply,
+  type ExecutionsApprove,
+  type ExecutionsDeny,
+  type ReplyOf,
+  type RequestOf,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
+import type { ExecutionRow } from '../records/executions.repository';
+import { executionEvent, outcomeEvent, toWireRecord } from '../records/record.mapper';
+import { argsHashOf, ExecutionRecords, workItem } from '../records/records.service';
+import { ArgumentsService } from './arguments.service';
+import { CallLifecycle, waitingReply } from './call-lifecycle.service';
+import { executionNotFound } from './execution-queries.service';
+import { step } from './tool-runner';
+import { ToolCatalogService } from './tool-catalog.service';
+
+/** What the agent gets for a denied call: the reference system's tool error, word for word. */
+export const denialMessage = (reason: string): string => `Error: request to call tool denied. User reason: ${reason}`;
+
+/**
+ * A human's decision on a call held for approval. Approve: the call moves on exactly once (one
+ * conditional UPDATE out of pending_approval: a second approve, or one after a deny or expiry, is
+ * EXECUTION_NOT_PENDING) and runs here (sync), goes on the work queue (async) or to its client.
+ * Deny: nothing runs; the denial is the call's result.
+ */
+@Injectable()
+export class ApprovalsService {
+  private readonly log = new Logger(ApprovalsService.name);
+
+  constructor(
+    private readonly records: ExecutionRecords,
+    private readonly catalog: ToolCatalogService,
+    private readonly args: ArgumentsService,
+    private readonly calls: CallLifecycle,
+  ) {}
+
+  async approve(req: RequestOf<typeof ExecutionsApprove>): Promise<ExecuteReply> {
+    const started = performance.now();
+    const row = await this.pending(req.org_id, req.execution_id);
+    const { tool } = await this.catalog.find(req.org_id, { id: row.tool_id! });
+    const stored = await this.records.callOf(row);
+    if (!stored) throw new ToolplaneError(ErrorCode.INTERNAL, `The arguments of execution ${row.execution_id} are gone`);
+    const corrected = req.args !== undefined;
+    const args = req.args ?? stored.args;
+    // An approver's args are checked like the agent's; a refusal leaves the call pending.
+    if (corrected) await step('validate args', () => this.args.check(tool, args));
+    const next = tool.tool_type === 'client' ? 'awaiting_client' : row.mode === 'async' ? 'queued' : 'running';
+    const call = { args, ...(stored.env ? { env: stored.env } : {}) };
+    const resealed = corrected && next !== 'running' ? await this.records.sealCall(row.org_id, call) : undefined;
+    const repo = this.records.repo;
+    const moved = await repo.transaction(async (m) => {
+      const callRef = await this.records.storePayload(m, resealed, 'call');
+      return this.records.move(
+        m,
+        row,
+        ['pending_approval'],
+        {
+          status: next,
+          expires_at: null,
+          ...(corrected ? { args_hash: argsHashOf(tool.id, args) } : {}),
+          ...(next === 'running' ? { claimed_by: this.records.instanceId, attempts: 1, nowColumns: ['started_at'] } : {}),
+          ...(next === 'queued' ? { nowColumns: ['queued_at'] } : {}),
+          ...(callRef ? { call_ref: callRef } : {}),
+        },
+        (r) => [executionEvent('approved', r, { args_corrected: corrected }), ...(next === 'queued' ? [workItem(r)] : [])],
+        // The stored call goes once it is not needed (it runs now) or was replaced.
+        { dropCall: next === 'running' || callRef !== null },
+      );
+    });
+    if (!moved) throw await this.notPending(req.org_id, req.execution_id);
+    this.records.publish(row.org_id);
+    this.log.log(`execution ${row.execution_id} approved${corrected ? ' with corrected args' : ''}: ${next}`);
+    if (next !== 'running') return waitingReply(moved, args);
+    return this.calls.runClaimed(moved, tool, { org_id: row.org_id, args, ...(row.agent_id ? { agent_id: row.agent_id } : {}), ...(stored.env ? { env: stored.env } : {}), ...(row.timeout_ms ? { timeout_ms: row.timeout_ms } : {}) }, started);
+  }
+
+  async deny(req: RequestOf<typeof ExecutionsDeny>): Promise<ReplyOf<typeof ExecutionsDeny>> {
+    const row = await this.pending(req.org_id, req.execution_id);
+    const message = denialMessage(req.reason);
+    const result: ToolExecutionResult = {
+      execution_id: row.execution_id,
+      status: 'error',
+      func_return: message,
+      stdout: [],
+      stderr: [],
+      sandbox_config_fingerprint: null,
+      provider: '',
+      duration_ms: 0,
+      trace_id: row.trace_id,
+      error: { code: ErrorCode.EXECUTION_DENIED, message },
+    };
+    const sealed = await this.records.sealResult(row.org_id, row.execution_id, result);
+    const moved = await this.records.repo.transaction(async (m) => {
+      const resultRef = await this.records.storePayload(m, sealed, 'result');
+      return this.records.move(m, row, ['pending_approval'], { status: 'denied', error_code: ErrorCode.EXECUTION_DENIED, result_ref: resultRef, expires_at: null, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], {
+        dropCall: true,
+      });
+    });
+    if (!moved) throw await this.notPending(req.org_id, req.execution_id);
+    this.records.publish(row.org_id);
+    this.log.log(`execution ${row.execution_id} denied`);
+    return { execution: toWireRecord(moved), result };
+  }
+
+  /** The record, if it waits for approval now; one past its expiry is expired first (the sweep may not have come yet). */
+  private async pending(orgId: string, executionId: string): Promise<ExecutionRow> {
+    const row = await this.records.repo.get(orgId, executionId);
+    if (!row) throw executionNotFound(executionId);
+    if (row.status === 'pending_approval' && row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) {
+      await this.records.repo.transaction((m) =>
+        this.records.move(m, row, ['pending_approval'], { status: 'expired', error_code: ErrorCode.EXECUTION_EXPIRED, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], { dropCall: true }),
+      );
+      this.records.publish(orgId);
+      throw await this.notPending(orgId, executionId);
+    }
+    if (row.status !== 'pending_approval') throw notPendingError(row);
+    return row;
+  }
+
+  private async notPending(orgId: string, executionId: string): Promise<ToolplaneError> {
+    const row = await this.records.repo.get(orgId, executionId);
+    return row ? notPendingError(row) : executionNotFound(executionId);
+  }
+}
+
+function notPendingError(row: ExecutionRow): ToolplaneError {
+  return new ToolplaneError(ErrorCode.EXECUTION_NOT_PENDING, `Execution ${row.execution_id} is ${row.status}, not waiting for approval`, { execution_id: row.execution_id, status: row.status });
+}

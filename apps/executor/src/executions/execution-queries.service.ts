@@ -1,0 +1,46 @@
+import { Injectable } from '@nestjs/common';
+import { ErrorCode, ToolplaneError, type ExecutionsGet, type ExecutionsList, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import type { ExecutionRow } from '../records/executions.repository';
+import { toWireRecord } from '../records/record.mapper';
+import { ExecutionRecords } from '../records/records.service';
+
+/** executions.get / .list: records of the caller's org only (another org's id is EXECUTION_NOT_FOUND). */
+@Injectable()
+export class ExecutionQueries {
+  constructor(private readonly records: ExecutionRecords) {}
+
+  async get(req: RequestOf<typeof ExecutionsGet>): Promise<ReplyOf<typeof ExecutionsGet>> {
+    const row = await this.records.repo.get(req.org_id, req.execution_id);
+    if (!row) throw executionNotFound(req.execution_id);
+    const waiting = row.status === 'pending_approval' || row.status === 'queued' || row.status === 'awaiting_client';
+    const [call, result] = await Promise.all([waiting ? this.records.callOf(row) : null, this.records.resultOf(row)]);
+    return { execution: toWireRecord(row), args: call?.args ?? null, result };
+  }
+
+  async list(req: RequestOf<typeof ExecutionsList>): Promise<ReplyOf<typeof ExecutionsList>> {
+    const rows = await this.records.repo.list({
+      orgId: req.org_id,
+      agentId: req.agent_id,
+      toolId: req.tool_id,
+      status: req.status,
+      before: req.cursor ? decodeCursor(req.cursor) : undefined,
+      limit: req.limit + 1,
+    });
+    const page = rows.slice(0, req.limit);
+    return { executions: page.map(toWireRecord), next_cursor: rows.length > req.limit ? encodeCursor(page[page.length - 1]!) : null };
+  }
+}
+
+export function executionNotFound(executionId: string): ToolplaneError {
+  return new ToolplaneError(ErrorCode.EXECUTION_NOT_FOUND, `No execution ${executionId} in this org`, { execution_id: executionId });
+}
+
+function encodeCursor(r: ExecutionRow): string {
+  return Buffer.from(`e:${new Date(r.created_at).toISOString()}|${r.execution_id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: string; executionId: string } {
+  const m = /^e:(\d{4}-\d{2}-\d{2}T[\d:.]+Z)\|(exec-[0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (!m) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
+  return { createdAt: m[1]!, executionId: m[2]! };
+}

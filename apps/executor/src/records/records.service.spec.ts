@@ -1,0 +1,60 @@
+import { argsHashOf, newExecutionId, syntheticResult } from './records.service';
+import type { ExecutionRow } from './executions.repository';
+import { toWireRecord } from './record.mapper';
+import { ExecutionRecord } from '@toolplane/contracts';
+
+const row = (over: Partial<ExecutionRow> = {}): ExecutionRow => ({
+  execution_id: newExecutionId(),
+  org_id: 'acme',
+  agent_id: null,
+  tool_id: 'tool-123e4567-e89b-12d3-a456-426614174000',
+  tool_name: 'add',
+  provider: null,
+  status: 'failed',
+  mode: 'async',
+  created_at: new Date('2026-11-25T10:00:00.000Z'),
+  started_at: null,
+  finished_at: new Date('2026-11-25T10:00:01.500Z'),
+  duration_ms: 1500,
+  error_code: 'EXECUTOR_LOST',
+  trace_id: 'abc',
+  idempotency_key: null,
+  batch_id: null,
+  call_id: null,
+  args_hash: null,
+  call_ref: null,
+  result_ref: null,
+  timeout_ms: null,
+  rerun_safe: false,
+  claimed_by: null,
+  attempts: 1,
+  expires_at: new Date('2026-11-26T10:00:00.000Z'),
+  queued_at: null,
+  ...over,
+});
+
+describe('argsHashOf', () => {
+  it('is the same for the same tool and args in any key order, and differs otherwise', () => {
+    const sut = argsHashOf;
+    const tool = 'tool-123e4567-e89b-12d3-a456-426614174000';
+    expect(sut(tool, { a: 1, b: { y: [1, 2], x: null } })).toBe(sut(tool, { b: { x: null, y: [1, 2] }, a: 1 }));
+    expect(sut(tool, { a: 1 })).not.toBe(sut(tool, { a: 2 }));
+    expect(sut(tool, { a: [1, 2] })).not.toBe(sut(tool, { a: [2, 1] }));
+    expect(sut(tool, { a: '1' })).not.toBe(sut(tool, { a: 1 }));
+    expect(sut(tool, {})).not.toBe(sut('tool-00000000-0000-4000-8000-000000000000', {}));
+  });
+});
+
+describe('execution records on the wire', () => {
+  it('makes the result of an outcome Toolplane decided, named by its code', () => {
+    const sut = syntheticResult(row());
+    expect(sut).toMatchObject({ status: 'error', func_return: expect.stringContaining('not run again'), error: { code: 'EXECUTOR_LOST' }, duration_ms: 1500, trace_id: 'abc' });
+  });
+
+  it('maps a row to the ExecutionRecord contract (expires_at only while pending)', () => {
+    const sut = toWireRecord(row());
+    expect(ExecutionRecord.parse(sut)).toEqual(sut);
+    expect(sut).toMatchObject({ status: 'failed', expires_at: null, created_at: '2026-11-25T10:00:00.000Z', duration_ms: 1500 });
+    expect(toWireRecord(row({ status: 'pending_approval' })).expires_at).toBe('2026-11-26T10:00:00.000Z');
+  });
+});
