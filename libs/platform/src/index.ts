@@ -9,3 +9,4 @@ export * from './egress-policy';
 export * from './secret-masker';
 export * from './fair-queue';
 export * from './outbox';
+export * from './histogram';

@@ -165,19 +165,8 @@ export class ExecutionsService {
   }
 }
 
-/** A call that did not produce a tool result: its error, in the result's shape (never a thrown batch). */
+/** A batch call that did not produce a tool result: its error in the result's shape, with whether a retry may help (never a thrown batch). */
 function failedResult(callId: string, err: ToolplaneError, started: number, executionId: string): Extract<BatchCallResult, { trace_id: string }> {
-  return {
-    call_id: callId,
-    execution_id: executionId,
-    status: 'error',
-    func_return: null,
-    stdout: [],
-    stderr: [],
-    sandbox_config_fingerprint: null,
-    provider: '',
-    duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-    trace_id: trace.getActiveSpan()?.spanContext().traceId ?? '',
-    error: { code: err.code, message: err.message, retryable: err.retryable },
-  };
+  const result = errorResult(executionId, err, started, trace.getActiveSpan()?.spanContext().traceId ?? '');
+  return { call_id: callId, ...result, error: { code: err.code, message: err.message, retryable: err.retryable } };
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { trace, type Span } from '@opentelemetry/api';
+import { inSpan } from '@toolplane/observability';
 import {
   ErrorCode,
   type ExecutionEnvResolve,
@@ -26,7 +27,6 @@ import { runnerOf, runRequestOf } from './run-request';
 /** Custom tool sources runner-local can run: Python, and TypeScript/JavaScript on Node. */
 const RUNNABLE_SOURCE_TYPES = new Set(['python', 'typescript', 'javascript']);
 
-const tracer = trace.getTracer('executor');
 type ResolvedEnv = ReplyOf<typeof ExecutionEnvResolve>;
 type RunReply = ReplyOf<typeof LocalRunnerRun>;
 
@@ -40,17 +40,8 @@ export type CallRequest = Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args'
 export const NOT_STARTED_CODES: ReadonlySet<string> = new Set([...FALLBACK_CODES, ErrorCode.ENVIRONMENT_BUILDING, ErrorCode.CREDENTIALS_UNAVAILABLE, ErrorCode.PROVIDER_AUTH_FAILED]);
 
 /** One function per lifecycle step, one span per step. */
-export async function step<T>(name: string, fn: (span: Span) => Promise<T> | T): Promise<T> {
-  return tracer.startActiveSpan(name, async (span) => {
-    try {
-      return await fn(span);
-    } catch (e) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+export function step<T>(name: string, fn: (span: Span) => Promise<T> | T): Promise<T> {
+  return inSpan('executor', name, fn);
 }
 
 /**

@@ -1,25 +1,5 @@
+import { Histogram } from '@toolplane/platform';
 import type { SandboxPool } from '../sandboxes/sandbox-pool';
-
-/** Cumulative Prometheus histogram (seconds). */
-class Histogram {
-  private readonly counts: number[];
-  private sum = 0;
-  private count = 0;
-
-  constructor(private readonly bounds: readonly number[]) {
-    this.counts = bounds.map(() => 0);
-  }
-
-  observe(seconds: number): void {
-    this.sum += seconds;
-    this.count++;
-    for (let i = 0; i < this.bounds.length; i++) if (seconds <= this.bounds[i]!) this.counts[i]!++;
-  }
-
-  lines(name: string): string[] {
-    return [...this.bounds.map((b, i) => `${name}_bucket{le="${b}"} ${this.counts[i]}`), `${name}_bucket{le="+Inf"} ${this.count}`, `${name}_sum ${this.sum}`, `${name}_count ${this.count}`];
-  }
-}
 
 const BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 

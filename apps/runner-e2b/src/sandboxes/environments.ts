@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
-import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { type Span } from '@opentelemetry/api';
+import { inSpan } from '@toolplane/observability';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { DependencyInstallError, failedPackage } from '@toolplane/sandbox';
 import type { Sandbox } from 'e2b';
@@ -9,7 +10,6 @@ import { exitCodeOf, isSandboxGone, providerError, scrub, type E2bApi } from './
 import { EXIT_BUSY, launcherBase, parseReport, proofJson, proofOf, SandboxLayout, SetupReport, SUPPORT_DIGEST, SUPPORT_FILES } from './launcher';
 import { Slot, type Environment, type EnvironmentRequest, type SandboxFactory } from './sandbox-pool';
 
-const tracer = trace.getTracer('runner-e2b');
 
 /** Metadata tags of runner-e2b's sandboxes: how a restarted runner finds its own (and only them). */
 export const TAGS = {
@@ -23,17 +23,8 @@ export const TAGS = {
 } as const;
 
 /** One span per step; the span carries ids and sizes, never a secret. */
-export async function step<T>(name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await fn(span);
-    } catch (e) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+export function step<T>(name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+  return inSpan('runner-e2b', name, fn, attributes);
 }
 
 const hash = (...parts: Array<string | number | boolean | null>) =>
