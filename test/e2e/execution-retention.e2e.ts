@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
-import { eventually, recordOf } from '../support/executions';
+import { eventsFor, eventually, recordOf } from '../support/executions';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
@@ -23,7 +23,7 @@ describe('idempotency window and result retention', () => {
       databaseUrl: testDatabaseUrl(),
       apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
       env: { LOG_LEVEL: 'warn' },
-      appEnv: { executor: { EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000', EXECUTION_RESULT_RETENTION_MS: '2000', EXECUTION_SWEEP_MS: '100' } },
+      appEnv: { executor: { EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000', EXECUTION_RESULT_RETENTION_MS: '2000', EXECUTION_SWEEP_MS: '100', EXECUTION_SYNC_EVENTS: 'true' } },
     });
     client = await RawClient.connect(prefix);
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())') } }, 30_000);
@@ -41,6 +41,13 @@ describe('idempotency window and result retention', () => {
     const later = await eventually(() => exec({ tool_name: 'fresh', args: {}, idempotency_key: key }), (r) => r.execution_id !== first.execution_id, 120_000, 250);
     expect(later.status).toBe('success');
     expect(later.func_return).not.toBe(first.func_return);
+  });
+
+  it('with EXECUTION_SYNC_EVENTS, a plain sync call publishes its outcome too', async () => {
+    const r = await exec({ tool_name: 'fresh', args: {} });
+    const events = await eventsFor(client, prefix, [r.execution_id], ['completed']);
+    expect(events).toEqual([expect.objectContaining({ kind: 'completed', payload: expect.objectContaining({ execution_id: r.execution_id, status: 'succeeded' }) })]);
+    expect(events[0]!.payload.result).toBeUndefined();
   });
 
   it('drops a result after its retention; the record stays', async () => {

@@ -117,9 +117,12 @@ describe('execution records (sync calls)', () => {
     expect((await client.req('toolplane.v1.executions.get', { org_id: org, execution_id: 'exec-00000000-0000-4000-8000-000000000000' })).error.code).toBe('EXECUTION_NOT_FOUND');
   });
 
-  it('announces each outcome on the events stream (completed, failed), without args or results', async () => {
-    const ok = await exec({ tool_name: 'add', args: { a: 2 } });
-    const bad = await exec({ tool_name: 'boom', args: {} });
+  it('announces each durable outcome on the events stream (completed, failed), without args or results', async () => {
+    // Durable calls (here: with an idempotency key) always publish their outcome; plain sync calls
+    // only with EXECUTION_SYNC_EVENTS (their caller has the outcome, executions.get the record).
+    const key = Math.random().toString(36).slice(2);
+    const ok = await exec({ tool_name: 'add', args: { a: 2 }, idempotency_key: `ok-${key}` });
+    const bad = await exec({ tool_name: 'boom', args: {}, idempotency_key: `bad-${key}` });
     const events = await eventsFor(client, testPrefix(), [ok.execution_id, bad.execution_id], ['completed', 'failed']);
     expect(events.find((e) => e.payload.execution_id === ok.execution_id)).toMatchObject({ kind: 'completed', payload: { org_id: org, status: 'succeeded', tool_name: 'add' } });
     expect(events.find((e) => e.payload.execution_id === bad.execution_id)).toMatchObject({ kind: 'failed', payload: { status: 'failed' } });

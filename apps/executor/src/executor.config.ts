@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { baseEnvShape, databaseEnvShape, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv, databaseEnvShape, parseEnv } from '@toolplane/platform';
 
 const ms = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 const HOUR = 3600_000;
@@ -25,6 +25,12 @@ export const executorEnvShape = {
   EXECUTION_WRITE_BEHIND_MS: ms(200, 1),
   EXECUTION_WRITE_BEHIND_BATCH: ms(256, 1),
   EXECUTION_WRITE_BEHIND_MAX: ms(10_000, 1),
+  /**
+   * Publish execution.completed|failed for plain sync calls too (one JetStream message per call, off
+   * the hot path but not free). Off: their caller has the outcome and executions.get the record;
+   * every durable call (idempotency key, async, approval, client-side) publishes its events always.
+   */
+  EXECUTION_SYNC_EVENTS: boolEnv.default(false),
   /** A duplicate (same idempotency key) re-reads the first call's record at least this often while it waits. */
   EXECUTION_WAIT_POLL_MS: ms(500, 10),
   /** Every executor says it is alive this often (executor.instances). */

@@ -132,9 +132,9 @@ export class RecordWriter implements OnModuleDestroy {
     await this.repo.transaction(async (m) => {
       await this.repo.insertPayloads(m, payloads, new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
       await this.repo.insert(m, rows);
-      await this.outbox.stage(m, rows.map((r) => outcomeEvent(r as ExecutionRow)));
+      if (this.config.EXECUTION_SYNC_EVENTS) await this.outbox.stage(m, rows.map((r) => outcomeEvent(r as ExecutionRow)));
     });
-    for (const org of new Set(rows.map((r) => r.org_id))) void this.outbox.drain(org);
+    if (this.config.EXECUTION_SYNC_EVENTS) for (const org of new Set(rows.map((r) => r.org_id))) void this.outbox.drain(org);
   }
 }
 
