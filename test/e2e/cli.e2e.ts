@@ -1,0 +1,225 @@
+/**
+ * The `toolplane` CLI through its built binary (dist/tools/cli/main.js) against the stack: JSON
+ * output parsed, table output's shape, exit codes, secrets kept out of argv and output, offline
+ * schema commands, and `doctor` reporting a stopped service of a stack of its own.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { natsUrl, ROOT } from '../support/env';
+import { operatorToken } from '../support/identity';
+import { RawClient } from '../support/nats-client';
+import { startStack, type Stack } from '../support/stack';
+
+const BIN = join(ROOT, 'dist', 'tools', 'cli', 'main.js');
+const tool = (name: string, body = 'return a + b') =>
+  `def ${name}(a: int, b: int = 2) -> int:\n    """Add two integers.\n\n    Args:\n        a (int): The first number.\n        b (int): The second number.\n    """\n    print("hello from ${name}")\n    ${body}\n`;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  argv: string[];
+}
+
+/** Runs the binary with `args` (and `input` on stdin), a clean env plus `env`. */
+function cli(args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const argv = [BIN, ...args];
+    const p = spawn(process.execPath, argv, { cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), TOOLPLANE_CONFIG: join(tmpdir(), 'no-such-profiles.json'), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code, stdout, stderr, argv }));
+    p.stdin.end(opts.input ?? '');
+  });
+}
+
+describe('toolplane CLI', () => {
+  const org = uniqueOrg('cli');
+  const dir = mkdtempSync(join(tmpdir(), 'tp-cli-'));
+  let raw: RawClient;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    raw = await RawClient.connect(testPrefix());
+    env = { TOOLPLANE_NATS_URL: natsUrl(), TOOLPLANE_TOKEN: await raw.tokenFor(org), TOOLPLANE_ORG: org, TOOLPLANE_PREFIX: testPrefix() };
+    writeFileSync(join(dir, 'cli_add.py'), tool('cli_add'));
+    mkdtempSync(join(dir, 'sub'));
+  });
+  afterAll(() => raw?.close());
+
+  it('pushes a file and a directory, lists (JSON and table), gets, runs and removes tools with meaningful exit codes', async () => {
+    const one = await cli(['--json', 'tools', 'push', join(dir, 'cli_add.py'), '--tag', 'cli'], { env });
+    expect(one.code).toBe(0);
+    const pushed = JSON.parse(one.stdout).tools;
+    expect(pushed).toEqual([expect.objectContaining({ name: 'cli_add', id: expect.stringMatching(/^tool-/), health: expect.stringMatching(/STRICT_COMPLIANT|NON_STRICT_ONLY/), reasons: expect.any(Array) })]);
+
+    const many = mkdtempSync(join(dir, 'many-'));
+    for (const n of ['cli_one', 'cli_two']) writeFileSync(join(many, `${n}.py`), tool(n));
+    writeFileSync(join(many, 'README.md'), 'not a tool');
+    const dirPush = await cli(['--json', 'tools', 'push', many, '--tag', 'cli'], { env });
+    expect(dirPush.code).toBe(0);
+    expect(JSON.parse(dirPush.stdout).tools.map((t: { name: string }) => t.name)).toEqual(['cli_one', 'cli_two']);
+
+    const ls = await cli(['--json', 'tools', 'ls', '--tag', 'cli'], { env });
+    expect(ls.code).toBe(0);
+    expect(JSON.parse(ls.stdout).tools.map((t: { name: string }) => t.name).sort()).toEqual(['cli_add', 'cli_one', 'cli_two']);
+
+    const table = await cli(['tools', 'ls', '--tag', 'cli'], { env });
+    expect(table.code).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]!.split(/\s{2,}/)).toEqual(['NAME', 'ID', 'TOOL_TYPE', 'TAGS', 'DESCRIPTION']);
+    expect(lines).toHaveLength(4);
+    for (const l of lines.slice(1)) expect(l).toMatch(/^cli_\w+\s+tool-[0-9a-f-]+\s+custom\s+cli\s+Add two integers\.$/);
+
+    const get = await cli(['--json', 'tools', 'get', 'cli_add'], { env });
+    expect(JSON.parse(get.stdout).tool).toMatchObject({ name: 'cli_add', id: pushed[0].id });
+
+    const run = await cli(['--json', 'tools', 'run', 'cli_add', '--args', '{"a": 40, "b": 2}'], { env });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'success', func_return: 42, stdout: [expect.stringContaining('hello from cli_add')], trace_id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    writeFileSync(join(dir, 'args.json'), '{"a": 1}');
+    const human = await cli(['tools', 'run', 'cli_add', '--args-file', join(dir, 'args.json')], { env: { ...env, TOOLPLANE_JAEGER_URL: 'http://jaeger.local:16686' } });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^status\s+success$/m);
+    expect(human.stdout).toMatch(/^result\s+3$/m);
+    expect(human.stdout).toMatch(/^jaeger\s+http:\/\/jaeger\.local:16686\/trace\/[0-9a-f]{32}$/m);
+    expect(human.stdout).toContain('--- stdout\nhello from cli_add');
+
+    const rm = await cli(['--json', 'tools', 'rm', 'cli_add'], { env });
+    expect(rm.code).toBe(0);
+    const gone = await cli(['--json', 'tools', 'get', 'cli_add'], { env });
+    expect(gone.code).toBe(3);
+    expect(JSON.parse(gone.stdout).error).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false });
+  });
+
+  it('tails the events of the org as JSON lines', async () => {
+    writeFileSync(join(dir, 'cli_evented.py'), tool('cli_evented'));
+    // Created, then updated: two events of this org whatever else the file ran.
+    for (let i = 0; i < 2; i++) expect((await cli(['tools', 'push', join(dir, 'cli_evented.py')], { env })).code).toBe(0);
+    // From the start of the stream (so the push above is in it), this org only, two events.
+    const tail = await cli(['--json', 'events', 'tail', '--entity', 'tool', '--all', '--limit', '2'], { env });
+    expect(tail.code).toBe(0);
+    const lines = tail.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(2);
+    for (const e of lines) expect(e).toMatchObject({ subject: expect.stringMatching(/^toolplane\.v1\.events\.tool\.(created|updated|deleted)$/), payload: { org_id: org } });
+  });
+
+  it('exits 2 on a usage error, 4 on a bad token and 5 when nothing answers', async () => {
+    expect((await cli(['tools', 'ls'], { env: { ...env, TOOLPLANE_TOKEN: '' } })).code).toBe(2);
+    expect((await cli(['tools', 'frobnicate'], { env })).code).toBe(2);
+    const bad = await cli(['--json', 'tools', 'ls'], { env: { ...env, TOOLPLANE_TOKEN: 'a.b.c' } });
+    expect(bad.code).toBe(4);
+    expect(JSON.parse(bad.stdout).error.code).toBe('UNAUTHENTICATED');
+    const none = await cli(['--json', 'tools', 'ls'], { env: { ...env, TOOLPLANE_PREFIX: `${testPrefix()}nobody` } });
+    expect(none.code).toBe(5);
+    expect(JSON.parse(none.stdout).error.code).toBe('NO_RESPONDERS');
+  });
+
+  it('reads a secret from stdin, never from argv, and never prints it', async () => {
+    const value = `s3cr3t-${Math.random().toString(36).slice(2)}`;
+    const refused = await cli(['secrets', 'set', 'CLI_KEY', value], { env });
+    expect(refused.code).toBe(2);
+    const set = await cli(['--json', 'secrets', 'set', 'CLI_KEY', '--description', 'from the cli'], { env, input: `${value}\n` });
+    expect(set.code).toBe(0);
+    expect(set.argv.join(' ')).not.toContain(value);
+    expect(JSON.parse(set.stdout).secret).toMatchObject({ key: 'CLI_KEY', scope: 'sandbox' });
+    const ls = await cli(['--json', 'secrets', 'ls'], { env });
+    expect(JSON.parse(ls.stdout).secrets.map((s: { key: string }) => s.key)).toContain('CLI_KEY');
+    const table = await cli(['secrets', 'ls'], { env });
+    expect(table.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['KEY', 'SCOPE', 'AGENT_ID', 'DESCRIPTION', 'UPDATED_AT']);
+    for (const r of [set, ls, table]) expect(r.stdout + r.stderr).not.toContain(value);
+    // The value reached the store: a tool run sees it in its env.
+    // (Its hash: tool output that equals a secret is masked.)
+    writeFileSync(join(dir, 'cli_env.py'), 'def cli_env() -> str:\n    """Env."""\n    import hashlib, os\n    return hashlib.sha256(os.environ.get("CLI_KEY", "").encode()).hexdigest()\n');
+    expect((await cli(['tools', 'push', join(dir, 'cli_env.py')], { env })).code).toBe(0);
+    const seen = await cli(['--json', 'tools', 'run', 'cli_env'], { env });
+    expect(JSON.parse(seen.stdout).func_return).toBe(createHash('sha256').update(value).digest('hex'));
+    expect((await cli(['--json', 'secrets', 'rm', 'CLI_KEY'], { env })).code).toBe(0);
+  });
+
+  it('sets, gets and removes the webhook (its signing secret from stdin), sandbox configs, MCP servers and tokens', async () => {
+    const signing = `whsec-${Math.random().toString(36).slice(2)}-0123456789`;
+    const set = await cli(['--json', 'webhook', 'set', 'http://127.0.0.1:9/hook', '--timeout-ms', '500'], { env, input: signing });
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout).webhook).toMatchObject({ url: 'http://127.0.0.1:9/hook', timeout_ms: 500 });
+    const get = await cli(['webhook', 'get'], { env });
+    expect(get.stdout).toMatch(/^url\s+http:\/\/127\.0\.0\.1:9\/hook$/m);
+    for (const r of [set, get]) expect(r.stdout + r.stderr).not.toContain(signing);
+    expect((await cli(['webhook', 'rm'], { env })).code).toBe(0);
+    expect((await cli(['--json', 'webhook', 'get'], { env })).code).toBe(3);
+
+    writeFileSync(join(dir, 'local.json'), JSON.stringify({ timeout_ms: 5000, memory_mb: 256 }));
+    expect((await cli(['--json', 'sandbox-config', 'set', 'local', join(dir, 'local.json')], { env })).code).toBe(0);
+    const cfg = await cli(['--json', 'sandbox-config', 'get', 'local'], { env });
+    expect(JSON.parse(cfg.stdout).sandbox_config).toMatchObject({ provider: 'local' });
+    const all = await cli(['sandbox-config', 'get'], { env });
+    expect(all.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['PROVIDER', 'FINGERPRINT', 'CONFIG']);
+
+    const servers = await cli(['--json', 'mcp', 'ls'], { env });
+    expect(JSON.parse(servers.stdout)).toEqual({ servers: [] });
+    expect((await cli(['--json', 'mcp', 'sync', 'nope'], { env })).code).toBe(3);
+
+    // An org token without admin may not mint tokens: exit 4.
+    expect((await cli(['--json', 'token', 'create', '--name', 'x'], { env })).code).toBe(4);
+    const operator = { ...env, TOOLPLANE_TOKEN: operatorToken() };
+    const created = await cli(['--json', 'token', 'create', '--name', 'cli-made', '--scopes', 'tools:read'], { env: operator });
+    expect(created.code).toBe(0);
+    const { token_id } = JSON.parse(created.stdout);
+    const tokens = await cli(['--json', 'token', 'ls'], { env: operator });
+    expect(JSON.parse(tokens.stdout).tokens).toEqual(expect.arrayContaining([expect.objectContaining({ token_id, name: 'cli-made' })]));
+    expect((await cli(['--json', 'token', 'revoke', token_id], { env: operator })).code).toBe(0);
+  });
+
+  it('generates and checks schemas offline, with no stack reachable', async () => {
+    const offline = { TOOLPLANE_NATS_URL: 'nats://127.0.0.1:1' };
+    const gen = await cli(['--json', 'schema', 'gen', join(dir, 'cli_add.py')], { env: offline });
+    expect(gen.code).toBe(0);
+    expect(JSON.parse(gen.stdout)).toMatchObject({ health: 'NON_STRICT_ONLY', json_schema: { name: 'cli_add', parameters: { required: ['a'] } } });
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ name: 'x', parameters: { type: 'object', properties: { a: { type: 'nonsense' } } } }));
+    const bad = await cli(['--json', 'schema', 'check', join(dir, 'bad.json')], { env: offline });
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout)).toMatchObject({ health: 'INVALID', reasons: expect.arrayContaining([expect.stringContaining('nonsense')]) });
+  });
+
+  describe('doctor', () => {
+    let stack: Stack;
+    beforeAll(async () => {
+      stack = await startStack({ prefix: `${testPrefix()}doc`, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry'], env: { LOG_LEVEL: 'warn' } });
+    });
+    afterAll(() => stack?.stop());
+
+    it('reports every service ready, then the one that was stopped, with what to do', async () => {
+      const ports = () => [...stack.apps.values()].map((a) => `${a.name}=${a.healthPort}`).join(',');
+      const health = ports();
+      const args = ['--json', 'doctor', '--health', health, '--database-url', testDatabaseUrl()];
+      const before = JSON.parse((await cli(args, { env })).stdout);
+      expect(before.checks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ check: 'nats', ok: true }),
+          expect.objectContaining({ check: 'postgres', ok: true }),
+          expect.objectContaining({ check: 'schema', ok: true }),
+          expect.objectContaining({ check: 'registry', ok: true }),
+          expect.objectContaining({ check: 'time skew' }),
+          expect.objectContaining({ check: 'bubblewrap' }),
+        ]),
+      );
+      await stack.stopApp('schema');
+      const after = await cli(args, { env });
+      expect(after.code).toBe(1);
+      const report = JSON.parse(after.stdout);
+      expect(report.ok).toBe(false);
+      expect(report.checks.find((c: { check: string }) => c.check === 'schema')).toMatchObject({ ok: false, fix: expect.stringContaining('start schema') });
+      expect(report.checks.find((c: { check: string }) => c.check === 'registry')).toMatchObject({ ok: true });
+      const table = await cli(args.slice(1), { env });
+      expect(table.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['CHECK', 'OK', 'DETAIL', 'FIX']);
+      expect(table.stdout).toMatch(/^schema\s+FAIL\s+/m);
+    });
+  });
+});

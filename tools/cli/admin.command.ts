@@ -1,0 +1,148 @@
+import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { UsageError } from './cli.errors';
+import type { CliContext } from './cli.context';
+import { printError, printLine, printRecord, printTable } from './cli.output';
+import { readSecret } from './cli.secret-input';
+
+type Scope = 'sandbox' | 'agent';
+const scopeOf = (o: { agent?: string }): { scope: Scope; agent_id?: string } => (o.agent ? { scope: 'agent', agent_id: o.agent } : { scope: 'sandbox' });
+
+function jsonFile(path: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(path === '-' ? 0 : path, 'utf8')) as Record<string, unknown>;
+  } catch {
+    throw new UsageError(`${path} is not a JSON file`);
+  }
+}
+
+/** Secrets, webhook, sandbox configs, MCP servers and org tokens. */
+export function registerAdminCommands(program: Command, ctx: CliContext): void {
+  const secrets = program.command('secrets').description('encrypted sandbox env vars (default) or agent secrets (--agent)');
+  secrets
+    .command('set <key>')
+    .description('store a secret; its value is read from stdin or a prompt, never from the command line')
+    .option('--agent <agent_id>', 'an agent secret instead of a sandbox env var')
+    .option('--description <text>')
+    .allowExcessArguments(false)
+    .action(async (key: string, o: { agent?: string; description?: string }) => {
+      const value = await readSecret(`value of ${key}`);
+      const client = await ctx.client();
+      const { secret } = await client.secrets.set({ org_id: ctx.org, key, value, description: o.description, ...scopeOf(o) });
+      ctx.out({ secret }, () => printLine(`stored ${secret.key} (${secret.scope})`));
+    });
+  secrets
+    .command('ls')
+    .option('--agent <agent_id>')
+    .action(async (o: { agent?: string }) => {
+      const client = await ctx.client();
+      const { secrets: list } = await client.secrets.list({ org_id: ctx.org, ...(o.agent ? scopeOf(o) : {}) });
+      ctx.out({ secrets: list }, () => printTable(list, ['key', 'scope', 'agent_id', 'description', 'updated_at']));
+    });
+  secrets
+    .command('rm <key>')
+    .option('--agent <agent_id>')
+    .action(async (key: string, o: { agent?: string }) => {
+      const client = await ctx.client();
+      const r = await client.secrets.delete({ org_id: ctx.org, key, ...scopeOf(o) });
+      ctx.out(r, () => printLine(`deleted ${key}`));
+    });
+
+  const webhook = program.command('webhook').description("the org's credentials webhook");
+  webhook
+    .command('set <url>')
+    .description('set the webhook; its signing secret is read from stdin or a prompt')
+    .option('--timeout-ms <ms>', 'call timeout', (v) => Number(v))
+    .option('--fail-mode <open|closed>')
+    .action(async (url: string, o: { timeoutMs?: number; failMode?: 'open' | 'closed' }) => {
+      const signing_secret = await readSecret('signing secret');
+      const client = await ctx.client();
+      const r = await client.webhooks.set({ org_id: ctx.org, url, signing_secret, timeout_ms: o.timeoutMs, fail_mode: o.failMode });
+      ctx.out(r, () => printRecord(r.webhook));
+    });
+  webhook.command('get').action(async () => {
+    const r = await (await ctx.client()).webhooks.get({ org_id: ctx.org });
+    ctx.out(r, () => printRecord(r.webhook));
+  });
+  webhook.command('rm').action(async () => {
+    const r = await (await ctx.client()).webhooks.delete({ org_id: ctx.org });
+    ctx.out(r, () => printLine('webhook removed'));
+  });
+
+  const sandbox = program.command('sandbox-config').description("the org's sandbox config per provider");
+  sandbox
+    .command('set <provider> <config.json>')
+    .description('replace the config of a provider (local, e2b, …) with a JSON file (- for stdin)')
+    .action(async (provider: string, file: string) => {
+      const r = await (await ctx.client()).sandboxConfigs.upsert({ org_id: ctx.org, provider, config: jsonFile(file) } as never);
+      ctx.out(r, () => printRecord(r.sandbox_config as Record<string, unknown>));
+    });
+  sandbox
+    .command('get [provider]')
+    .description('the config of a provider, or every config')
+    .action(async (provider?: string) => {
+      const client = await ctx.client();
+      if (provider) {
+        const r = await client.sandboxConfigs.get({ org_id: ctx.org, provider } as never);
+        ctx.out(r, () => printRecord(r.sandbox_config as Record<string, unknown>));
+      } else {
+        const r = await client.sandboxConfigs.list({ org_id: ctx.org });
+        ctx.out(r, () => printTable(r.sandbox_configs as Array<Record<string, unknown>>, ['provider', 'fingerprint', 'config']));
+      }
+    });
+
+  const mcp = program.command('mcp').description('MCP servers');
+  mcp
+    .command('add <server.json>')
+    .description('register an MCP server ({name, transport, url|command, …}, - for stdin), sync it and print the report')
+    .action(async (file: string) => {
+      const client = await ctx.client();
+      if (!ctx.json) printError('connecting and syncing…');
+      const r = await client.mcp.servers.add({ org_id: ctx.org, server: jsonFile(file) } as never, { timeoutMs: 120_000 });
+      ctx.out(r, () => ('authorization' in r ? printRecord(r.authorization) : printSync(r.server.name, r.sync)));
+    });
+  mcp.command('ls').action(async () => {
+    const r = await (await ctx.client()).mcp.servers.list({ org_id: ctx.org });
+    ctx.out(r, () => printTable(r.servers, ['name', 'id', 'transport', 'url', 'command', 'tool_count']));
+  });
+  mcp
+    .command('sync <name>')
+    .description('resync a server and print the report (pages, added/updated/removed/invalid)')
+    .action(async (name: string) => {
+      const client = await ctx.client();
+      if (!ctx.json) printError(`syncing ${name}…`);
+      const r = await client.mcp.servers.sync({ org_id: ctx.org, name } as never, { timeoutMs: 120_000 });
+      ctx.out(r, () => printSync(name, (r as { sync: Record<string, unknown> }).sync));
+    });
+  mcp.command('rm <name>').action(async (name: string) => {
+    const r = await (await ctx.client()).mcp.servers.remove({ org_id: ctx.org, name });
+    ctx.out(r, () => printLine(`removed ${name} and its ${r.tools_removed} tools`));
+  });
+
+  const token = program.command('token').description('org tokens (needs an operator or admin token)');
+  token
+    .command('create')
+    .option('--name <name>', 'what the token is for', 'cli')
+    .option('--scopes <scope...>', 'scopes (default: all but admin)')
+    .option('--ttl-s <seconds>', 'lifetime', (v) => Number(v))
+    .action(async (o: { name: string; scopes?: string[]; ttlS?: number }) => {
+      const r = await (await ctx.client()).auth.tokens.create({ org_id: ctx.org, name: o.name, scopes: o.scopes, ttl_s: o.ttlS } as never);
+      ctx.out(r, () => printRecord(r));
+    });
+  token.command('ls').action(async () => {
+    const client = await ctx.client();
+    const all: Array<Record<string, unknown>> = [];
+    for await (const t of client.paginate(client.auth.tokens.list, { org_id: ctx.org, limit: 200 }, 'tokens')) all.push(t as Record<string, unknown>);
+    ctx.out({ tokens: all }, () => printTable(all, ['token_id', 'name', 'scopes', 'expires_at', 'revoked_at']));
+  });
+  token.command('revoke <token_id>').action(async (id: string) => {
+    const r = await (await ctx.client()).auth.tokens.revoke({ org_id: ctx.org, token_id: id } as never);
+    ctx.out(r, () => printLine(`revoked ${id}`));
+  });
+}
+
+function printSync(name: string, s: Record<string, unknown>): void {
+  printLine(`${name}: ${s.pages} pages, ${s.listed} tools listed`);
+  printRecord({ added: s.added, updated: s.updated, removed: s.removed, unchanged: s.unchanged, invalid: s.invalid });
+  for (const e of (s.errors as Array<{ code: string; message: string }>) ?? []) printLine(`  ! ${e.code}: ${e.message}`);
+}

@@ -1,0 +1,24 @@
+import type { Command } from 'commander';
+import type { CliContext } from './cli.context';
+import { printLine } from './cli.output';
+
+export function registerEventsCommand(program: Command, ctx: CliContext): void {
+  const events = program.command('events').description('the events stream');
+  events
+    .command('tail')
+    .description("follow the org's events (JSON lines with --json); Ctrl-C stops")
+    .option('--entity <entity...>', 'tool, mcp-server, execution, agent-tools')
+    .option('--all', 'from the start of the stream, not only new events')
+    .option('--limit <n>', 'stop after n events', (v) => Number(v))
+    .action(async (o: { entity?: string[]; all?: boolean; limit?: number }) => {
+      const client = await ctx.client();
+      const ac = new AbortController();
+      process.once('SIGINT', () => ac.abort());
+      let n = 0;
+      for await (const e of client.events({ entities: o.entity, org: ctx.config.org, from: o.all ? 'all' : 'new', signal: ac.signal })) {
+        if (ctx.json) process.stdout.write(`${JSON.stringify({ subject: e.subject, seq: e.seq, payload: e.payload })}\n`);
+        else printLine(`${String(e.payload.occurred_at ?? '')}  ${e.subject.replace('toolplane.v1.events.', '')}  ${JSON.stringify(e.payload)}`);
+        if (o.limit && ++n >= o.limit) break;
+      }
+    });
+}
