@@ -235,10 +235,12 @@ describe.each(APPS)('app %s', (app) => {
   it('gets NATS_URL from env/envFrom and its environment passes the app config schema', () => {
     const c = containerOf(deployment(app), app);
     for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
-    // runner-e2b may have its own E2B key (optional: orgs bring theirs as sandbox secrets).
-    const secrets = app === 'runner-e2b' ? ['toolplane-db', 'toolplane-nats', 'toolplane-e2b'] : ['toolplane-db', 'toolplane-nats'];
+    // runner-e2b / runner-modal may have their own E2B key / Modal token pair (optional: orgs bring theirs as sandbox secrets).
+    const own: Record<string, string> = { 'runner-e2b': 'toolplane-e2b', 'runner-modal': 'toolplane-modal' };
+    const secrets = ['toolplane-db', 'toolplane-nats', ...(own[app] ? [own[app]] : [])];
     for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(secrets).toContain(e.valueFrom.secretKeyRef.name);
     if (app === 'runner-e2b') expect(c.env.find((e: Obj) => e.name === 'E2B_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-e2b', key: 'E2B_API_KEY', optional: true });
+    if (app === 'runner-modal') for (const key of ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET']) expect(c.env.find((e: Obj) => e.name === key)?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-modal', key, optional: true });
     const env = effectiveEnv(c);
     expect(env.NATS_URL).toMatch(/^nats:\/\//);
     expect(env.OTEL_SERVICE_NAME).toBe(app);

@@ -63,13 +63,13 @@ describe('execution records (sync calls)', () => {
     expect(failed.execution).toMatchObject({ status: 'failed', error_code: r.error.code });
     expect(failed.result.error.code).toBe(r.error.code);
 
-    // No modal runner in this version: the call fails before it runs; the error names its record.
+    // No runner-modal in the shared stack: the call fails before it runs; the error names its record.
     const e = await exec({ tool_name: 'elsewhere', args: {} });
-    expect(e.error.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(e.error.code).toBe('RUNNER_UNAVAILABLE');
     expect(e.error.details.execution_id).toMatch(EXECUTION_ID);
     const rec = await recordOf(client, org, e.error.details.execution_id);
-    expect(rec.execution).toMatchObject({ status: 'failed', error_code: 'PROVIDER_UNAVAILABLE', tool_name: 'elsewhere' });
-    expect(rec.result.error.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(rec.execution).toMatchObject({ status: 'failed', error_code: 'RUNNER_UNAVAILABLE', tool_name: 'elsewhere' });
+    expect(rec.result.error.code).toBe('RUNNER_UNAVAILABLE');
   });
 
   it('creates no record for a call refused before it runs (unknown tool, bad args)', async () => {

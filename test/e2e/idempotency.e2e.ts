@@ -111,11 +111,11 @@ describe('idempotency keys', () => {
   it('lets a key go when its call failed before the tool started (a retry may run it)', async () => {
     const key = randomUUID();
     const a = await exec({ tool_name: 'elsewhere', args: {}, idempotency_key: key });
-    expect(a.error.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(a.error.code).toBe('RUNNER_UNAVAILABLE');
     const b = await exec({ tool_name: 'elsewhere', args: {}, idempotency_key: key });
-    expect(b.error.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(b.error.code).toBe('RUNNER_UNAVAILABLE');
     expect(b.error.details.execution_id).not.toBe(a.error.details.execution_id);
-    expect((await recordOf(client, org, a.error.details.execution_id)).execution).toMatchObject({ status: 'failed', error_code: 'PROVIDER_UNAVAILABLE' });
+    expect((await recordOf(client, org, a.error.details.execution_id)).execution).toMatchObject({ status: 'failed', error_code: 'RUNNER_UNAVAILABLE' });
   });
 
   it('answers an async retry with the first call’s execution and state', async () => {

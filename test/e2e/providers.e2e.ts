@@ -3,8 +3,8 @@ import { RawClient } from '../support/nats-client';
 import { pythonTool } from '../support/tools';
 
 /**
- * Provider choice through the public API, on the shared stack (runner-local only: no runner-e2b,
- * and no runner for modal in this version). A tool's `metadata_.sandbox` wins, else the org's
+ * Provider choice through the public API, on the shared stack (runner-local only: runner-e2b and
+ * runner-modal exist but are not part of it). A tool's `metadata_.sandbox` wins, else the org's
  * default config, else local; a fallback is taken only along the org's own list, only for errors
  * that prove the tool did not start, and the result says so.
  */
@@ -44,10 +44,10 @@ describe('provider choice and fallback', () => {
     const org = uniqueOrg('prov');
     await register(org, 'on_modal', 'return "ran"', { sandbox: 'modal' });
     await register(org, 'on_e2b', 'return "ran"', { sandbox: 'e2b' });
+    // No runner-modal nor runner-e2b serves this stack: nobody answers their subjects.
     const modal = await execute(org, 'on_modal');
-    expect(modal.error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', retryable: true });
+    expect(modal.error).toMatchObject({ code: 'RUNNER_UNAVAILABLE', retryable: true });
     expect(modal.status).toBeUndefined();
-    // No runner-e2b serves this stack: nobody answers its subject.
     const e2b = await execute(org, 'on_e2b');
     expect(e2b.error).toMatchObject({ code: 'RUNNER_UNAVAILABLE', retryable: true });
   });
@@ -58,7 +58,7 @@ describe('provider choice and fallback', () => {
     await configure(org, 'modal', { fallback_providers: ['e2b', 'local'] });
     const r = await execute(org, 'on_modal');
     expect(r).toMatchObject({ status: 'success', func_return: 'ran', provider: 'local', fallback_from: 'modal' });
-    expect(r.fallback_error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE' });
+    expect(r.fallback_error).toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
   });
 
   it("the org's default provider runs the tools that name none; marking another default clears it", async () => {

@@ -9,8 +9,8 @@ import { testStdioAllowlist } from './stdio-allowlist';
 /** The key mcp-sync sealed server secrets with before the credentials key ring (legacy rows are read with it once, then sealed again). */
 export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
 
-/** Every app a test stack can start; runner-e2b only where a test starts it (with an E2B fake), never by default. */
-export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'mcp-sync';
+/** Every app a test stack can start; runner-e2b and runner-modal only where a test starts them (with their fakes), never by default. */
+export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync';
 export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
 
 export interface StackOptions {

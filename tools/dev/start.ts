@@ -8,6 +8,8 @@
  *   missing); if none answers, an embedded Postgres (PGlite) served on a local socket.
  * - runner-e2b: with E2B_API_KEY set, against E2B itself; without one, against the E2B fake
  *   (tools/fakes/e2b, started here, sandboxes under bubblewrap) with a development key, and says so.
+ * - runner-modal: with MODAL_TOKEN_ID set, against Modal itself; without one, against the Modal fake
+ *   (tools/fakes/modal, the real `modal` SDK's gRPC protocol, sandboxes under bubblewrap), and says so.
  * - Every app from dist/, migrations applied at start, pretty logs.
  */
 import { AuthTokensList } from '@toolplane/contracts';
@@ -19,6 +21,7 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 
 import { startE2bFake, type E2bFake } from '../fakes/e2b/e2b-fake';
+import { startModalFake, type ModalFake } from '../fakes/modal/modal-fake';
 import { ADMIN_TOKEN_FILE, ask } from './dev-auth';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
@@ -30,6 +33,7 @@ const APPS = [
   { name: 'executor', port: 8083 },
   { name: 'mcp-sync', port: 8086 },
   { name: 'runner-e2b', port: 8087 },
+  { name: 'runner-modal', port: 8088 },
 ] as const;
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);
@@ -125,12 +129,14 @@ function startApp(name: string, port: number, env: NodeJS.ProcessEnv): ChildProc
 
 let stopping = false;
 let e2bFake: E2bFake | undefined;
+let modalFake: ModalFake | undefined;
 async function stop(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   for (const c of [...children].reverse()) c.kill('SIGTERM');
   await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))));
   await e2bFake?.close().catch(() => undefined);
+  await modalFake?.close().catch(() => undefined);
   process.exit(code);
 }
 
@@ -151,6 +157,25 @@ async function e2bEnv(): Promise<NodeJS.ProcessEnv> {
   }
   say(`E2B: no E2B_API_KEY set: runner-e2b uses the local E2B fake at ${e2bFake.apiUrl} (sandboxes are bubblewrap sandboxes on this machine, not E2B's)`);
   return { E2B_API_URL: e2bFake.apiUrl, E2B_SANDBOX_URL: e2bFake.sandboxUrl, E2B_API_KEY: 'e2b_development_fake_key' };
+}
+
+/**
+ * runner-modal's Modal: Modal itself when MODAL_TOKEN_ID (or MODAL_SERVER_URL) is set; else the
+ * Modal fake (tools/fakes/modal), started here, with a development token pair for orgs that set none.
+ */
+async function modalEnv(): Promise<NodeJS.ProcessEnv> {
+  if (process.env.MODAL_TOKEN_ID || process.env.MODAL_SERVER_URL) {
+    say(`Modal: using ${process.env.MODAL_SERVER_URL ?? 'Modal (api.modal.com)'}${process.env.MODAL_TOKEN_ID ? ' with MODAL_TOKEN_ID/MODAL_TOKEN_SECRET from the environment' : ''}`);
+    return {};
+  }
+  try {
+    modalFake = await startModalFake({ workRoot: join(ROOT, '.toolplane') });
+  } catch (e) {
+    say(`Modal: no MODAL_TOKEN_ID and the Modal fake could not start (${(e as Error).message}): runner-modal runs for orgs that set their own token only`);
+    return {};
+  }
+  say(`Modal: no MODAL_TOKEN_ID set: runner-modal uses the local Modal fake at ${modalFake.serverUrl} (sandboxes are bubblewrap sandboxes on this machine, not Modal's)`);
+  return { MODAL_SERVER_URL: modalFake.serverUrl, MODAL_TOKEN_ID: 'ak-development-fake', MODAL_TOKEN_SECRET: 'as-development-fake', MODAL_PYTHON: '/usr/bin/python3' };
 }
 
 async function waitReady(port: number, timeoutMs = 60_000): Promise<boolean> {
@@ -233,8 +258,9 @@ async function main(): Promise<void> {
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(0));
   const e2b = await e2bEnv();
+  const modal = await modalEnv();
   for (const app of APPS) {
-    startApp(app.name, app.port, app.name === 'runner-e2b' ? { ...env, ...e2b } : env);
+    startApp(app.name, app.port, app.name === 'runner-e2b' ? { ...env, ...e2b } : app.name === 'runner-modal' ? { ...env, ...modal } : env);
     if (!(await waitReady(app.port))) {
       say(`${app.name} did not become ready on :${app.port}`);
       return stop(1);

@@ -20,7 +20,7 @@ import {
 } from './credentials.contract';
 import type { EventDescriptor, RequestDescriptor, WorkQueueDescriptor } from './descriptor';
 import { EXECUTION_EVENTS, ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList, ExecutionsSubmitResult, ExecutionWork } from './executions.contract';
-import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
+import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, ModalRunnerEnvironment, ModalRunnerRun, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
 import {
   ExternalToolsStage,
   ExternalToolsSync,
@@ -64,6 +64,8 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   LocalRunnerEnvironment,
   E2bRunnerRun,
   E2bRunnerEnvironment,
+  ModalRunnerRun,
+  ModalRunnerEnvironment,
   SecretsSet,
   SecretsList,
   SecretsDelete,

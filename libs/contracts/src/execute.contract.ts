@@ -278,8 +278,8 @@ export const ToolsEnvironment = defineRequest({
   reply: z.object({ environment: EnvironmentStatus }),
 });
 
-/** The app that serves each provider's runner subject, in this version (modal: not yet deployable). */
-export const RUNNER_APPS: Readonly<Partial<Record<Provider, AppName>>> = { local: 'runner-local', e2b: 'runner-e2b' };
+/** The app that serves each provider's runner subject. */
+export const RUNNER_APPS: Readonly<Partial<Record<Provider, AppName>>> = { local: 'runner-local', e2b: 'runner-e2b', modal: 'runner-modal' };
 
 function runnerRun<A extends AppName>(provider: Provider, app: A, summary: string) {
   return defineRequest({
@@ -308,11 +308,14 @@ function runnerEnvironment<A extends AppName>(provider: Provider, app: A) {
 
 export const LocalRunnerEnvironment = runnerEnvironment('local', 'runner-local');
 export const E2bRunnerEnvironment = runnerEnvironment('e2b', 'runner-e2b');
+export const ModalRunnerEnvironment = runnerEnvironment('modal', 'runner-modal');
 
 /** Internal: the executor hands a resolved call to the local sandbox runner. */
 export const LocalRunnerRun = runnerRun('local', 'runner-local', 'Run one custom tool call in a local sandbox.');
 /** Internal: the executor hands a resolved call to the E2B runner. */
 export const E2bRunnerRun = runnerRun('e2b', 'runner-e2b', 'Run one custom tool call in an E2B sandbox.');
+/** Internal: the executor hands a resolved call to the Modal runner. */
+export const ModalRunnerRun = runnerRun('modal', 'runner-modal', 'Run one custom tool call in a warm Modal sandbox.');
 
 function runAbandoned<A extends AppName>(provider: Provider, app: A) {
   return defineEvent({
@@ -329,10 +332,12 @@ function runAbandoned<A extends AppName>(provider: Provider, app: A) {
  */
 export const LocalRunAbandoned = runAbandoned('local', 'runner-local');
 export const E2bRunAbandoned = runAbandoned('e2b', 'runner-e2b');
+export const ModalRunAbandoned = runAbandoned('modal', 'runner-modal');
 
 /** Each deployable provider's run and environment subjects and abandonment broadcast. */
 export const RUNNERS = {
   local: { run: LocalRunnerRun, environment: LocalRunnerEnvironment, abandoned: LocalRunAbandoned },
   e2b: { run: E2bRunnerRun, environment: E2bRunnerEnvironment, abandoned: E2bRunAbandoned },
+  modal: { run: ModalRunnerRun, environment: ModalRunnerEnvironment, abandoned: ModalRunAbandoned },
 } as const;
 export type RunnerProvider = keyof typeof RUNNERS;

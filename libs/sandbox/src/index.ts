@@ -1,5 +1,5 @@
 export * from './bwrap.driver';
-export { oneShotArgs, prepareSupportDir } from './bwrap.args';
+export { oneShotArgs, prepareSupportDir, SUPPORT_MOUNT } from './bwrap.args';
 export { readableByOthers } from './environment-store';
 export { CgroupUnavailableError, type CgroupMode } from './cgroups';
 export { egressRoutes, type Route } from './network';
@@ -15,3 +15,5 @@ export { parseResultFrame, type FrameParse, type ResultFrame } from './result-fr
 export { OutputCapture } from './output-capture';
 export { toolEnv } from './outcome';
 export { prepareScript } from './typescript';
+// The launcher of reused remote sandboxes (runner-e2b, runner-modal): python/launcher.py and its reports.
+export * from './remote-launcher';

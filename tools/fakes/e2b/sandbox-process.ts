@@ -51,6 +51,10 @@ export interface SpawnPlan {
   tmpHost: string;
   /** Host paths bound read-only at the same path. */
   readable: readonly string[];
+  /** Where homeHost is bound (default E2B's /home/user). */
+  homeAt?: string;
+  /** More bwrap binds (another fake's own files). */
+  extraBinds?: readonly string[];
 }
 
 export interface StartSpec {
@@ -125,8 +129,8 @@ export class SandboxProcess {
       // command's own values back.
       const unset = spec.env.LC_CTYPE === undefined ? ['-u', 'LC_CTYPE'] : [];
       const command = ['/usr/bin/env', ...unset, `HOME=${spec.env.HOME}`, `PATH=${spec.env.PATH}`, spec.config.cmd, ...spec.config.args];
-      const extra = ['--bind', plan.tmpHost, '/tmp', ...plan.readable.flatMap((r) => ['--ro-bind', r, r])];
-      const args = oneShotArgs({ supportDir: plan.supportDir!, writable: plan.homeHost, writableAt: HOME, extra, chdir: spec.cwd, inheritEnv: true, command });
+      const extra = ['--bind', plan.tmpHost, '/tmp', ...plan.readable.flatMap((r) => ['--ro-bind', r, r]), ...(plan.extraBinds ?? [])];
+      const args = oneShotArgs({ supportDir: plan.supportDir!, writable: plan.homeHost, writableAt: plan.homeAt ?? HOME, extra, chdir: spec.cwd, inheritEnv: true, command });
       child = spawn(plan.bwrapPath, args, { env: spec.env, stdio, detached: true, ...ids });
     } else {
       child = spawn(spec.config.cmd, spec.config.args, { env: spec.env, cwd: spec.hostCwd ?? plan.homeHost, stdio, detached: true, ...ids });

@@ -1,13 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { SecretMasker } from '@toolplane/platform';
-import { DependencyInstallError, OutputCapture, parseResultFrame, prepareScript, toolEnv } from '@toolplane/sandbox';
+import { DependencyInstallError, outcomeOf, OutputCapture, prepareScript, toolEnv } from '@toolplane/sandbox';
 import type { CommandHandle } from 'e2b';
 import { randomBytes } from 'node:crypto';
 import type { E2bRunnerConfig } from '../runner-e2b.config';
 import { exitCodeOf, isSandboxGone, providerError, scrub } from './e2b.api';
 import { environmentKeys, step, type E2bSandboxes } from './environments';
-import { callJson, EXIT_BUSY, MAX_FRAME_BYTES, parseReport, RunReport, type SandboxLayout } from './launcher';
+import { callJson, EXIT_BUSY, parseReport, RunReport, type SandboxLayout } from './launcher';
 import { type Environment, type EnvironmentRequest, type SandboxPool, type Slot } from './sandbox-pool';
 
 /** One call as runner-e2b runs it. */
@@ -256,20 +256,5 @@ function failed(code: E2bErrorCode, type: string, message: string, durationMs: n
   return { status: 'error', error: { code, type, message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs, reused: false };
 }
 
-/** The call's result from the launcher's report: the harness's frame, or why there is none. */
-export function outcomeOf(report: RunReport, nonce: string, call: Pick<E2bCall, 'functionName' | 'timeoutMs'>, maxOutputBytes: number): Pick<E2bOutcome, 'status' | 'value' | 'error'> {
-  if (report.timed_out) return { status: 'error', error: { code: ErrorCode.EXECUTION_TIMEOUT, type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms` } };
-  if (report.output_limit) return { status: 'error', error: { code: ErrorCode.OUTPUT_LIMIT_EXCEEDED, type: 'OutputLimitExceeded', message: `the tool wrote more than ${maxOutputBytes} bytes of output` } };
-  if (report.frame_too_large) return { status: 'error', error: { code: ErrorCode.OUTPUT_LIMIT_EXCEEDED, type: 'OutputLimitExceeded', message: `the result is larger than ${MAX_FRAME_BYTES} bytes` } };
-  const raw = Buffer.from(report.frame ?? '', 'utf8');
-  const parsed = parseResultFrame(raw, nonce);
-  if (parsed.ok) {
-    const f = parsed.frame;
-    return f.status === 'success' ? { status: 'success', value: f.value } : { status: 'error', error: { code: ErrorCode.TOOL_EXCEPTION, type: f.type, message: f.message } };
-  }
-  if (raw.length === 0 && (report.exit !== 0 || report.signal !== null)) {
-    const how = report.signal ? `was killed by ${report.signal}` : `exited with code ${report.exit}`;
-    return { status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'SandboxCrashed', message: `the interpreter ${how} before returning a result` } };
-  }
-  return { status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'ProtocolError', message: parsed.reason } };
-}
+/** The call's result from the launcher's report (shared with runner-modal: libs/sandbox). */
+export { outcomeOf } from '@toolplane/sandbox';

@@ -1,4 +1,4 @@
-"""Toolplane launcher for reused remote sandboxes (runner-e2b).
+"""Toolplane launcher for reused remote sandboxes (runner-e2b, runner-modal).
 
 Runs one tool call with the shared harness of libs/sandbox (python/harness.py, or
 python/node_harness.cjs for TypeScript/JavaScript) and then proves that the call left nothing

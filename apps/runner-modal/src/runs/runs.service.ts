@@ -1,0 +1,184 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { ErrorCode, ModalRunAbandoned, ToolplaneError, type EnvironmentStatus, type ModalRunnerEnvironment, type ModalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { currentRequestDeadline, currentRequestSignal, MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG, FairQueue } from '@toolplane/platform';
+import { formatToolError, pipSpecifiers } from '@toolplane/sandbox';
+import { randomUUID } from 'node:crypto';
+import type { ModalRunnerConfig } from '../runner-modal.config';
+import type { EnvironmentRequest } from '../sandboxes/environments';
+import { ModalDriver, type ModalCall, type ModalOutcome } from '../sandboxes/modal.driver';
+import { SandboxPool } from '../sandboxes/sandbox-pool';
+import { ModalRunnerMetrics } from './runs.metrics';
+
+type RunRequest = RequestOf<typeof ModalRunnerRun>;
+type RunReply = ReplyOf<typeof ModalRunnerRun>;
+type EnvironmentAsk = RequestOf<typeof ModalRunnerEnvironment>;
+
+/** Time kept, between the caller's deadline and the tool's own timeout, to answer. */
+const REPLY_ROOM_MS = 1000;
+
+@Injectable()
+export class RunsService implements OnModuleInit, OnModuleDestroy {
+  private readonly log = new Logger(RunsService.name);
+  private readonly queue: FairQueue;
+  /** Calls in flight by run id: an abandoned one (ModalRunAbandoned) is stopped. */
+  private readonly running = new Map<string, AbortController>();
+  private abandonments?: { unsubscribe(): void };
+
+  constructor(
+    private readonly driver: ModalDriver,
+    private readonly pool: SandboxPool,
+    @Inject(APP_CONFIG) private readonly config: ModalRunnerConfig,
+    private readonly metrics: ModalRunnerMetrics,
+    private readonly messaging: MessagingClient,
+  ) {
+    const limit = config.MODAL_MAX_CONCURRENCY;
+    this.queue = new FairQueue(limit, config.MODAL_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
+  }
+
+  onModuleInit(): void {
+    this.abandonments = this.messaging.subscribeSealed(ModalRunAbandoned, ({ run_ids }) => {
+      for (const id of run_ids) {
+        const call = this.running.get(id);
+        if (!call) continue;
+        this.log.warn(`run ${id} was abandoned by the executor: stopping it`);
+        call.abort(new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'the executor gave this call up'));
+      }
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.abandonments?.unsubscribe();
+    // The sandboxes stay: a restarted runner finds them again by their tags (Modal's timeout ends the rest).
+    this.pool.close();
+  }
+
+  async run(req: RunRequest): Promise<RunReply> {
+    const received = performance.now();
+    this.metrics.inFlight++;
+    const abort = new AbortController();
+    if (req.run_id) this.running.set(req.run_id, abort);
+    const served = currentRequestSignal();
+    const stop = () => abort.abort(served?.reason);
+    served?.addEventListener('abort', stop, { once: true });
+    try {
+      const env = this.driver.environment(this.environmentRequest(req));
+      const outcome = await this.admitted(req.org_id, abort.signal, () => this.driver.run(env, this.callOf(req), this.buildWaitMs(req.timeout_ms), abort.signal));
+      const reply = this.toReply(req, outcome);
+      this.metrics.recordRun(reply.status, reply.error?.code, (performance.now() - received) / 1000);
+      return reply;
+    } catch (e) {
+      if (e instanceof ToolplaneError && e.code === ErrorCode.DEPENDENCY_INSTALL_FAILED) {
+        // Requirements that do not install are the call's outcome, like on every runner.
+        const reply = this.toReply(req, { status: 'error', error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, type: 'DependencyInstallFailed', message: e.message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, reused: false });
+        this.metrics.recordRun('error', ErrorCode.DEPENDENCY_INSTALL_FAILED, (performance.now() - received) / 1000);
+        return reply;
+      }
+      this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000);
+      throw e;
+    } finally {
+      if (req.run_id) this.running.delete(req.run_id);
+      served?.removeEventListener('abort', stop);
+      this.metrics.inFlight--;
+    }
+  }
+
+  /** The state of the call's environment; `prepare` fills its warm pool in the background. */
+  environment(req: EnvironmentAsk): EnvironmentStatus {
+    const env = this.driver.environment(this.environmentRequest(req));
+    if (req.prepare) this.pool.prepare(env);
+    const status = this.pool.status(env);
+    return {
+      provider: 'modal',
+      status,
+      requirements_hash: null,
+      ...(status === 'failed' && env.lastError ? { error: { code: env.lastError instanceof ToolplaneError ? env.lastError.code : ErrorCode.PROVIDER_UNAVAILABLE, message: env.lastError.message } } : {}),
+      updated_at: new Date().toISOString(),
+    };
+  }
+
+  private async admitted(org: string, signal: AbortSignal, fn: () => Promise<ModalOutcome>): Promise<ModalOutcome> {
+    this.metrics.queued++;
+    let release: () => void;
+    try {
+      release = await this.queue.acquire(org, signal);
+    } catch {
+      throw signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, 'the call was given up while it waited for its place');
+    } finally {
+      this.metrics.queued--;
+    }
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  /** How long a call waits for a sandbox: MODAL_BUILD_WAIT_MS, never so long that the tool's own timeout no longer fits before the caller's deadline. */
+  private buildWaitMs(timeoutMs: number): number {
+    const deadline = currentRequestDeadline();
+    const bound = deadline === undefined ? Infinity : deadline - Date.now() - timeoutMs - REPLY_ROOM_MS;
+    return Math.max(0, Math.min(this.config.MODAL_BUILD_WAIT_MS, bound));
+  }
+
+  private environmentRequest(req: Pick<RunRequest, 'org_id' | 'provider_credentials' | 'sandbox_config_fingerprint' | 'sandbox' | 'pip_requirements' | 'source_type'>): EnvironmentRequest {
+    // The org's own token pair (its provider-scoped secrets), else the runner's: never another org's, never half of each.
+    const own = req.provider_credentials?.MODAL_TOKEN_ID !== undefined || req.provider_credentials?.MODAL_TOKEN_SECRET !== undefined;
+    const tokenId = own ? req.provider_credentials?.MODAL_TOKEN_ID : this.config.MODAL_TOKEN_ID;
+    const tokenSecret = own ? req.provider_credentials?.MODAL_TOKEN_SECRET : this.config.MODAL_TOKEN_SECRET;
+    if (!tokenId || !tokenSecret) {
+      throw new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, 'No Modal token for this org: set the sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (scope sandbox, provider modal), or those of runner-modal', { provider: 'modal' });
+    }
+    let pip: string[];
+    try {
+      pip = req.source_type === 'python' ? pipSpecifiers(req.pip_requirements ?? []) : [];
+    } catch (e) {
+      throw new ToolplaneError(ErrorCode.INVALID_ARGUMENTS, `pip requirements: ${(e as Error).message}`);
+    }
+    return {
+      org: req.org_id,
+      account: { tokenId, tokenSecret },
+      fingerprint: req.sandbox_config_fingerprint ?? null,
+      network: req.sandbox?.network ?? this.config.MODAL_NETWORK,
+      cpu: req.sandbox?.cpu ?? this.config.MODAL_CPU,
+      memoryMiB: req.sandbox?.memory_mb ?? this.config.MODAL_MEMORY_MIB,
+      pip,
+    };
+  }
+
+  private callOf(req: RunRequest): ModalCall {
+    const env = req.env;
+    return {
+      runId: req.run_id ?? randomUUID(),
+      toolId: req.tool_id,
+      functionName: req.function_name,
+      sourceCode: req.source_code,
+      sourceType: req.source_type,
+      args: req.args,
+      agentId: req.agent_id,
+      env,
+      // Masked in the runner before the output is cut (the executor masks again).
+      maskValues: (req.masked_keys ?? []).map((k) => env[k]).filter((v): v is string => typeof v === 'string'),
+      timeoutMs: req.timeout_ms,
+    };
+  }
+
+  private toReply(req: RunRequest, o: ModalOutcome): RunReply {
+    const common = {
+      stdout: withNote(o.stdout, o.stdoutTruncated, this.config.MODAL_STDOUT_LIMIT_BYTES),
+      stderr: withNote(o.stderr, o.stderrTruncated, this.config.MODAL_STDERR_LIMIT_BYTES),
+      duration_ms: o.durationMs,
+      provider: 'modal',
+      sandbox_config_fingerprint: req.sandbox_config_fingerprint ?? null,
+    };
+    if (o.status === 'success') return { status: 'success', func_return: o.value ?? null, ...common };
+    const err = o.error ?? { code: ErrorCode.SANDBOX_FAILURE, type: 'SandboxError', message: 'the sandbox ended without a result' };
+    if (err.code !== ErrorCode.TOOL_EXCEPTION) this.log.warn(`run of ${req.function_name} (tool ${req.tool_id}) ended with ${err.code}: ${err.message.slice(0, 500)}`);
+    return { status: 'error', func_return: formatToolError(req.function_name, err.type, err.message), ...common, error: { code: err.code, message: err.message } };
+  }
+}
+
+function withNote(text: string, truncated: boolean, limit: number): string[] {
+  if (!text) return [];
+  return [truncated ? `${text}\n[... output truncated: only the first ${limit} bytes are kept]` : text];
+}
