@@ -3,6 +3,9 @@ import { RawClient } from '../support/nats-client';
 import { metricOf, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
+/** A tool body naming the sandbox it ran in: its pid namespace and the start time of its slot process (pid 1 in it). */
+const IDENTITY = 'import os\nwith open("/proc/1/stat") as f:\n    start = f.read().rsplit(")", 1)[1].split()[19]\nreturn os.readlink("/proc/self/ns/pid") + "@" + start';
+
 /**
  * Nothing one call leaves reaches the next, of any org: two orgs take turns on a runner with a
  * single warm sandbox (one slot, one call at a time), through the public API. The attacker plants
@@ -99,7 +102,9 @@ print("token=" + os.environ["API_KEY"])
 return out`,
     );
     await register(attacker, 'collect', 'import os\nreturn {"pidns": os.readlink("/proc/self/ns/pid"), "shm": {n: open("/dev/shm/" + n).read() for n in os.listdir("/dev/shm")}, "tmp": os.listdir("/tmp")}');
-    await register(victim, 'whoami', 'import os\nreturn os.readlink("/proc/self/ns/pid")');
+    // A slot's identity: its pid namespace and the start time of its process (pid 1 in it): the kernel
+    // hands a freed namespace's inode number out again, never with the same start time.
+    await register(victim, 'whoami', IDENTITY);
     await req('toolplane.v1.secrets.set', { org_id: victim, scope: 'agent', agent_id: 'victim-agent', key: 'API_KEY', value: SECRET });
   });
   afterAll(async () => {
@@ -136,17 +141,17 @@ return out`,
     ['a TCP connection in TIME_WAIT on its loopback', 'import socket, time\ns = socket.socket()\ns.bind(("127.0.0.1", 0))\ns.listen()\nc = socket.create_connection(s.getsockname())\nx, _ = s.accept()\nc.close()\ntime.sleep(0.05)\nx.close()\ns.close()'],
   ])('a sandbox that cannot prove itself clean after a call that leaves %s is destroyed, not reused', async (_what, body) => {
     const name = `dirty_${Math.random().toString(36).slice(2, 8)}`;
-    await register(attacker, name, `${body}\nimport os\nreturn os.readlink("/proc/self/ns/pid")`);
+    await register(attacker, name, `${body}\n${IDENTITY}`);
     const dirty = await metric('toolplane_runner_pool_slots_dirty_total');
     const started = await metric('toolplane_runner_pool_slots_started_total');
     const used = (await execute(attacker, name)).func_return;
-    expect(used).toMatch(/^pid:\[\d+\]$/);
+    expect(used).toMatch(/^pid:\[\d+\]@\d+$/);
     const next = (await execute(victim, 'whoami')).func_return;
-    expect(next).toMatch(/^pid:\[\d+\]$/);
-    // The next call ran in a sandbox started after the dirty one (not its namespace's inode number:
-    // the kernel hands a freed namespace's number out again).
-    expect(await metric('toolplane_runner_pool_slots_started_total')).toBeGreaterThan(started);
+    expect(next).toMatch(/^pid:\[\d+\]@\d+$/);
+    // The next call ran in another sandbox than the dirty one, which was counted dirty and replaced.
+    expect(next).not.toBe(used);
     expect(await metric('toolplane_runner_pool_slots_dirty_total')).toBe(dirty + 1);
+    expect(await metric('toolplane_runner_pool_slots_started_total')).toBeGreaterThanOrEqual(started);
   });
 
   it('masks a secret before the output is cut: one that straddles the 256 KiB cut leaks no part of itself', async () => {
