@@ -1,10 +1,10 @@
-import type { RequestDescriptor } from '@toolplane/contracts';
+import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate, ToolsExecute, ToolsExecuteBatch, type RequestDescriptor } from '@toolplane/contracts';
 import type { RetryPolicy } from './api';
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 100, maxDelayMs: 2_000 };
 
-const READ_ONLY_SCHEMAS = new Set(['toolplane.v1.schemas.generate', 'toolplane.v1.schemas.validate', 'toolplane.v1.schemas.strictify', 'toolplane.v1.schemas.normalize']);
-const EXECUTES = new Set(['toolplane.v1.tools.execute', 'toolplane.v1.tools.execute-batch']);
+const READ_ONLY_SCHEMAS = new Set([SchemasGenerate, SchemasValidate, SchemasStrictify, SchemasNormalize].map((d) => d.subject));
+const EXECUTES = new Set([ToolsExecute, ToolsExecuteBatch].map((d) => d.subject));
 
 /**
  * Whether sending this request twice has the effect of sending it once: reads (a `:read` scope,
@@ -15,7 +15,7 @@ export function isIdempotent(d: RequestDescriptor, req: unknown): boolean {
   if (d.scope?.endsWith(':read') || READ_ONLY_SCHEMAS.has(d.subject)) return true;
   if (!EXECUTES.has(d.subject)) return false;
   const r = req as { idempotency_key?: unknown; calls?: Array<{ idempotency_key?: unknown }> };
-  if (d.subject === 'toolplane.v1.tools.execute') return typeof r?.idempotency_key === 'string';
+  if (d.subject === ToolsExecute.subject) return typeof r?.idempotency_key === 'string';
   return Array.isArray(r?.calls) && r.calls.length > 0 && r.calls.every((c) => typeof c?.idempotency_key === 'string');
 }
 

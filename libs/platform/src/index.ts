@@ -10,3 +10,4 @@ export * from './secret-masker';
 export * from './fair-queue';
 export * from './outbox';
 export * from './histogram';
+export * from './runner-calls';

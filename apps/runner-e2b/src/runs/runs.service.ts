@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { E2bRunAbandoned, ErrorCode, ToolplaneError, type E2bRunnerEnvironment, type E2bRunnerRun, type EnvironmentStatus, type ReplyOf, type RequestOf } from '@toolplane/contracts';
-import { currentRequestDeadline, currentRequestSignal, MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG, FairQueue } from '@toolplane/platform';
+import { currentRequestDeadline, MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG, RunnerCalls } from '@toolplane/platform';
 import { formatToolError, pipSpecifiers } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { E2bRunnerConfig } from '../runner-e2b.config';
@@ -20,10 +20,8 @@ const NPM_SPEC = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(@[A-Za-z0-9.
 @Injectable()
 export class RunsService implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(RunsService.name);
-  private readonly queue: FairQueue;
-  /** Calls in flight by run id: an abandoned one (E2bRunAbandoned) is stopped. */
-  private readonly running = new Map<string, AbortController>();
-  private abandonments?: { unsubscribe(): void };
+  /** Places and abort signals of the calls served (abandoned by the executor: stopped). */
+  private readonly calls: RunnerCalls;
 
   constructor(
     private readonly driver: E2bDriver,
@@ -32,23 +30,15 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: E2bRunnerMetrics,
     private readonly messaging: MessagingClient,
   ) {
-    const limit = config.E2B_MAX_CONCURRENCY;
-    this.queue = new FairQueue(limit, config.E2B_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
+    this.calls = new RunnerCalls(messaging, E2bRunAbandoned, config.E2B_MAX_CONCURRENCY, config.E2B_MAX_CONCURRENCY_PER_ORG, metrics);
   }
 
   onModuleInit(): void {
-    this.abandonments = this.messaging.subscribeSealed(E2bRunAbandoned, ({ run_ids }) => {
-      for (const id of run_ids) {
-        const call = this.running.get(id);
-        if (!call) continue;
-        this.log.warn(`run ${id} was abandoned by the executor: stopping it`);
-        call.abort(new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'the executor gave this call up'));
-      }
-    });
+    this.calls.start();
   }
 
   onModuleDestroy(): void {
-    this.abandonments?.unsubscribe();
+    this.calls.stop();
     // The sandboxes stay: a restarted runner finds them again by their tags (E2B's timeout ends the rest).
     this.pool.close();
   }
@@ -56,33 +46,30 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
   async run(req: RunRequest): Promise<RunReply> {
     const received = performance.now();
     this.metrics.inFlight++;
-    const abort = new AbortController();
-    if (req.run_id) this.running.set(req.run_id, abort);
-    const served = currentRequestSignal();
-    const stop = () => abort.abort(served?.reason);
-    served?.addEventListener('abort', stop, { once: true });
-    let admittedAt: number | undefined;
     try {
-      const env = this.driver.environment(this.environmentRequest(req));
-      const call = this.callOf(req);
-      // The environment (a sandbox made, its requirements installed) before the call takes a place:
-      // a build never holds a place other orgs' calls wait for, and never runs on the hot path for long.
-      const early = await this.driver.prepare(env, this.buildWaitMs(req.timeout_ms), abort.signal);
-      const outcome =
-        early ??
-        (await this.admitted(req.org_id, abort.signal, () => {
-          admittedAt = performance.now();
-          return this.driver.run(env, call, abort.signal);
-        }));
-      const reply = this.toReply(req, outcome);
-      this.metrics.recordRun(reply.status, reply.error?.code, ((admittedAt ?? performance.now()) - received) / 1000, outcome.durationMs / 1000);
-      return reply;
-    } catch (e) {
-      this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000, 0);
-      throw e;
+      return await this.calls.track(req.run_id, async (signal) => {
+        let admittedAt: number | undefined;
+        try {
+          const env = this.driver.environment(this.environmentRequest(req));
+          const call = this.callOf(req);
+          // The environment (a sandbox made, its requirements installed) before the call takes a place:
+          // a build never holds a place other orgs' calls wait for, and never runs on the hot path for long.
+          const early = await this.driver.prepare(env, this.buildWaitMs(req.timeout_ms), signal);
+          const outcome =
+            early ??
+            (await this.calls.admitted(req.org_id, signal, () => {
+              admittedAt = performance.now();
+              return this.driver.run(env, call, signal);
+            }));
+          const reply = this.toReply(req, outcome);
+          this.metrics.recordRun(reply.status, reply.error?.code, ((admittedAt ?? performance.now()) - received) / 1000, outcome.durationMs / 1000);
+          return reply;
+        } catch (e) {
+          this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000, 0);
+          throw e;
+        }
+      });
     } finally {
-      if (req.run_id) this.running.delete(req.run_id);
-      served?.removeEventListener('abort', stop);
       this.metrics.inFlight--;
     }
   }
@@ -103,23 +90,6 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       ...(status === 'failed' && env.error ? { error: env.error } : {}),
       updated_at: new Date(env.updatedAt).toISOString(),
     };
-  }
-
-  private async admitted(org: string, signal: AbortSignal, fn: () => Promise<E2bOutcome>): Promise<E2bOutcome> {
-    this.metrics.queued++;
-    let release: () => void;
-    try {
-      release = await this.queue.acquire(org, signal);
-    } catch {
-      throw signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, 'the call was given up while it waited for its place');
-    } finally {
-      this.metrics.queued--;
-    }
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
   }
 
   /** How long a call waits for its environment: E2B_BUILD_WAIT_MS, but never so long that the tool's own timeout no longer fits before the caller's deadline. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { ErrorCode, ModalRunAbandoned, ToolplaneError, type EnvironmentStatus, type ModalRunnerEnvironment, type ModalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
-import { currentRequestDeadline, currentRequestSignal, MessagingClient } from '@toolplane/messaging';
-import { APP_CONFIG, FairQueue } from '@toolplane/platform';
+import { currentRequestDeadline, MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG, RunnerCalls } from '@toolplane/platform';
 import { formatToolError, pipSpecifiers } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import type { ModalRunnerConfig } from '../runner-modal.config';
@@ -20,10 +20,8 @@ const REPLY_ROOM_MS = 1000;
 @Injectable()
 export class RunsService implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(RunsService.name);
-  private readonly queue: FairQueue;
-  /** Calls in flight by run id: an abandoned one (ModalRunAbandoned) is stopped. */
-  private readonly running = new Map<string, AbortController>();
-  private abandonments?: { unsubscribe(): void };
+  /** Places and abort signals of the calls served (abandoned by the executor: stopped). */
+  private readonly calls: RunnerCalls;
 
   constructor(
     private readonly driver: ModalDriver,
@@ -32,23 +30,15 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: ModalRunnerMetrics,
     private readonly messaging: MessagingClient,
   ) {
-    const limit = config.MODAL_MAX_CONCURRENCY;
-    this.queue = new FairQueue(limit, config.MODAL_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));
+    this.calls = new RunnerCalls(messaging, ModalRunAbandoned, config.MODAL_MAX_CONCURRENCY, config.MODAL_MAX_CONCURRENCY_PER_ORG, metrics);
   }
 
   onModuleInit(): void {
-    this.abandonments = this.messaging.subscribeSealed(ModalRunAbandoned, ({ run_ids }) => {
-      for (const id of run_ids) {
-        const call = this.running.get(id);
-        if (!call) continue;
-        this.log.warn(`run ${id} was abandoned by the executor: stopping it`);
-        call.abort(new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'the executor gave this call up'));
-      }
-    });
+    this.calls.start();
   }
 
   onModuleDestroy(): void {
-    this.abandonments?.unsubscribe();
+    this.calls.stop();
     // The sandboxes stay: a restarted runner finds them again by their tags (Modal's timeout ends the rest).
     this.pool.close();
   }
@@ -56,29 +46,26 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
   async run(req: RunRequest): Promise<RunReply> {
     const received = performance.now();
     this.metrics.inFlight++;
-    const abort = new AbortController();
-    if (req.run_id) this.running.set(req.run_id, abort);
-    const served = currentRequestSignal();
-    const stop = () => abort.abort(served?.reason);
-    served?.addEventListener('abort', stop, { once: true });
     try {
-      const env = this.driver.environment(this.environmentRequest(req));
-      const outcome = await this.admitted(req.org_id, abort.signal, () => this.driver.run(env, this.callOf(req), this.buildWaitMs(req.timeout_ms), abort.signal));
-      const reply = this.toReply(req, outcome);
-      this.metrics.recordRun(reply.status, reply.error?.code, (performance.now() - received) / 1000);
-      return reply;
-    } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.DEPENDENCY_INSTALL_FAILED) {
-        // Requirements that do not install are the call's outcome, like on every runner.
-        const reply = this.toReply(req, { status: 'error', error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, type: 'DependencyInstallFailed', message: e.message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, reused: false });
-        this.metrics.recordRun('error', ErrorCode.DEPENDENCY_INSTALL_FAILED, (performance.now() - received) / 1000);
-        return reply;
-      }
-      this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000);
-      throw e;
+      return await this.calls.track(req.run_id, async (signal) => {
+        try {
+          const env = this.driver.environment(this.environmentRequest(req));
+          const outcome = await this.calls.admitted(req.org_id, signal, () => this.driver.run(env, this.callOf(req), this.buildWaitMs(req.timeout_ms), signal));
+          const reply = this.toReply(req, outcome);
+          this.metrics.recordRun(reply.status, reply.error?.code, (performance.now() - received) / 1000);
+          return reply;
+        } catch (e) {
+          if (e instanceof ToolplaneError && e.code === ErrorCode.DEPENDENCY_INSTALL_FAILED) {
+            // Requirements that do not install are the call's outcome, like on every runner.
+            const reply = this.toReply(req, { status: 'error', error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, type: 'DependencyInstallFailed', message: e.message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, reused: false });
+            this.metrics.recordRun('error', ErrorCode.DEPENDENCY_INSTALL_FAILED, (performance.now() - received) / 1000);
+            return reply;
+          }
+          this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000);
+          throw e;
+        }
+      });
     } finally {
-      if (req.run_id) this.running.delete(req.run_id);
-      served?.removeEventListener('abort', stop);
       this.metrics.inFlight--;
     }
   }
@@ -95,23 +82,6 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       ...(status === 'failed' && env.lastError ? { error: { code: env.lastError instanceof ToolplaneError ? env.lastError.code : ErrorCode.PROVIDER_UNAVAILABLE, message: env.lastError.message } } : {}),
       updated_at: new Date().toISOString(),
     };
-  }
-
-  private async admitted(org: string, signal: AbortSignal, fn: () => Promise<ModalOutcome>): Promise<ModalOutcome> {
-    this.metrics.queued++;
-    let release: () => void;
-    try {
-      release = await this.queue.acquire(org, signal);
-    } catch {
-      throw signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, 'the call was given up while it waited for its place');
-    } finally {
-      this.metrics.queued--;
-    }
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
   }
 
   /** How long a call waits for a sandbox: MODAL_BUILD_WAIT_MS, never so long that the tool's own timeout no longer fits before the caller's deadline. */
