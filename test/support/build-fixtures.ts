@@ -6,6 +6,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeBackendSdist } from './packages';
 
 /** This machine's first non-loopback IPv4 address: where a build sandbox can reach the host (once allowlisted). */
 export function hostAddress(): string {
@@ -21,40 +22,11 @@ export function hostAddress(): string {
  * with VALUE = `value`: a build that lasts exactly as long as the test wants.
  */
 export function writeGatedSdist(dir: string, name: string, version: string, gate: string, value: string): void {
-  const src = mkdtempSync(join(tmpdir(), 'tp-gated-'));
-  const root = join(src, `${name}-${version}`);
-  execFileSync('mkdir', ['-p', root]);
-  writeFileSync(join(root, 'pyproject.toml'), `[build-system]\nrequires = []\nbuild-backend = "gate_backend"\nbackend-path = ["."]\n\n[project]\nname = "${name}"\nversion = "${version}"\n`);
-  writeFileSync(join(root, 'PKG-INFO'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
-  writeFileSync(
-    join(root, 'gate_backend.py'),
-    `import base64, hashlib, os, time, zipfile
-
-NAME, VERSION, GATE, VALUE = ${JSON.stringify(name)}, ${JSON.stringify(version)}, ${JSON.stringify(gate)}, ${JSON.stringify(value)}
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    while not os.path.exists(GATE):
-        time.sleep(0.05)
-    files = {
-        NAME + "/__init__.py": "VALUE = %r\\n" % VALUE,
-        "%s-%s.dist-info/METADATA" % (NAME, VERSION): "Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n" % (NAME, VERSION),
-        "%s-%s.dist-info/WHEEL" % (NAME, VERSION): "Wheel-Version: 1.0\\nGenerator: toolplane-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append("%s,sha256=%s,%d" % (path, digest, len(text.encode())))
-    record.append("%s-%s.dist-info/RECORD,," % (NAME, VERSION))
-    files["%s-%s.dist-info/RECORD" % (NAME, VERSION)] = "\\n".join(record) + "\\n"
-    wheel = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
-    with zipfile.ZipFile(os.path.join(wheel_directory, wheel), "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-    return wheel
-`,
-  );
-  execFileSync('tar', ['-czf', join(dir, `${name}-${version}.tar.gz`), '-C', src, `${name}-${version}`]);
-  rmSync(src, { recursive: true, force: true });
+  writeBackendSdist(dir, name, version, {
+    module: 'gate_backend',
+    prelude: `import time\n\nGATE, GATED_VALUE = ${JSON.stringify(gate)}, ${JSON.stringify(value)}`,
+    build: 'while not os.path.exists(GATE):\n    time.sleep(0.05)\nvalue = GATED_VALUE',
+  });
 }
 
 /** Packs `name@version` (package.json + the given files) with `npm pack` into `dest`. */

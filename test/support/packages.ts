@@ -47,26 +47,31 @@ def probe(targets, plant):
 `;
 
 /**
- * An sdist `name-version.tar.gz` with an in-tree PEP 517 backend (no build requirements, so it
- * builds offline): its build_wheel runs PROBE_PY and ships the result as `name.VALUE` (JSON).
+ * An sdist `name-version.tar.gz` with an in-tree PEP 517 backend `module` (no build requirements,
+ * so it builds offline). The backend runs `prelude` (Python) on import; its build_wheel runs `build`
+ * (Python statements, one per line) that set `value`, then ships a wheel whose `name.VALUE` is it.
  */
-export function writeProbingSdist(dir: string, name: string, version: string, targets: string[], plant: Record<string, string>): void {
+export function writeBackendSdist(dir: string, name: string, version: string, backend: { module: string; prelude: string; build: string }): void {
   const src = mkdtempSync(join(tmpdir(), 'tp-sdist-'));
   const root = join(src, `${name}-${version}`);
   execFileSync('mkdir', ['-p', root]);
-  writeFileSync(join(root, 'pyproject.toml'), `[build-system]\nrequires = []\nbuild-backend = "probe_backend"\nbackend-path = ["."]\n\n[project]\nname = "${name}"\nversion = "${version}"\n`);
+  writeFileSync(join(root, 'pyproject.toml'), `[build-system]\nrequires = []\nbuild-backend = "${backend.module}"\nbackend-path = ["."]\n\n[project]\nname = "${name}"\nversion = "${version}"\n`);
   writeFileSync(join(root, 'PKG-INFO'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
+  const build = backend.build
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
   writeFileSync(
-    join(root, 'probe_backend.py'),
-    `${PROBE_PY}
-import base64, hashlib, zipfile
+    join(root, `${backend.module}.py`),
+    `${backend.prelude}
+import base64, hashlib, os, zipfile
 
 NAME, VERSION = ${JSON.stringify(name)}, ${JSON.stringify(version)}
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    result = probe(${JSON.stringify(targets)}, ${JSON.stringify(plant)})
+${build}
     files = {
-        NAME + "/__init__.py": "VALUE = %r\\n" % json.dumps(result),
+        NAME + "/__init__.py": "VALUE = %r\\n" % value,
         "%s-%s.dist-info/METADATA" % (NAME, VERSION): "Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n" % (NAME, VERSION),
         "%s-%s.dist-info/WHEEL" % (NAME, VERSION): "Wheel-Version: 1.0\\nGenerator: toolplane-test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
     }
@@ -85,6 +90,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
   );
   execFileSync('tar', ['-czf', join(dir, `${name}-${version}.tar.gz`), '-C', src, `${name}-${version}`]);
   rmSync(src, { recursive: true, force: true });
+}
+
+/** An sdist whose build_wheel runs PROBE_PY and ships the result as `name.VALUE` (JSON). */
+export function writeProbingSdist(dir: string, name: string, version: string, targets: string[], plant: Record<string, string>): void {
+  writeBackendSdist(dir, name, version, { module: 'probe_backend', prelude: PROBE_PY, build: `value = json.dumps(probe(${JSON.stringify(targets)}, ${JSON.stringify(plant)}))` });
 }
 
 /** An npm tarball whose postinstall script runs the same probe (on Node) and writes result.json beside itself. */
