@@ -91,7 +91,7 @@ try:
     met = "someone connected"
 except OSError:
     met = "nobody"
-return {"netns": os.readlink("/proc/self/ns/net"), "met": met}`,
+return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/self/ns/pid") + "@" + open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19], "met": met}`,
           'wait: float',
         ),
       },
@@ -115,7 +115,7 @@ while time.monotonic() < deadline:
         time.sleep(0.05)
     finally:
         c.close()
-return {"netns": os.readlink("/proc/self/ns/net"), "result": result, "nics": sorted(n for _, n in socket.if_nameindex())}`,
+return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/self/ns/pid") + "@" + open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19], "result": result, "nics": sorted(n for _, n in socket.if_nameindex())}`,
           'tries: float',
         ),
       },
@@ -173,9 +173,12 @@ return {"netns": os.readlink("/proc/self/ns/net"), "result": result, "nics": sor
     const next = await execute('dial_abstract', { tries: 0.1 });
     expect(next.result).toBe('ConnectionRefusedError');
     expect(next.nics).toEqual(['lo', 'tap0']);
-    // Each network-enabled sandbox served its one call and was replaced: never reused.
+    // Each network-enabled sandbox served its one call and was replaced: never reused. A sandbox's
+    // identity is its pid namespace plus the start time of its slot process; the kill count is a
+    // lower bound (an idle warm sandbox may be reaped or evicted meanwhile).
+    expect(new Set([listener.slot, dialer.slot, next.slot]).size).toBe(3);
     for (let i = 0; i < 200 && (await metric('toolplane_runner_pool_slots_killed_total')) < killed + 3; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await metric('toolplane_runner_pool_slots_killed_total')).toBe(killed + 3);
+    expect(await metric('toolplane_runner_pool_slots_killed_total')).toBeGreaterThanOrEqual(killed + 3);
   });
 
   it('reaches an address the operator allowlists (RUNNER_EGRESS_ALLOW), and only that one', async () => {
