@@ -129,8 +129,10 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
   });
 
   it('builds an image with the pip requirements once, and runs tools on its interpreter', async () => {
-    await register(org, pythonTool('uses_wheel', 'import tpmodal\nreturn tpmodal.VALUE'), { metadata_: { sandbox: 'modal' }, pip_requirements: [{ name: 'tpmodal', version: '1.0' }] });
+    // Counted before registering: registering prepares the environment, which may build the image
+    // before the first call does. Either way the image is built once.
     const builds = fake.stats().imageBuilds;
+    await register(org, pythonTool('uses_wheel', 'import tpmodal\nreturn tpmodal.VALUE'), { metadata_: { sandbox: 'modal' }, pip_requirements: [{ name: 'tpmodal', version: '1.0' }] });
     expect(await execute(org, 'uses_wheel')).toMatchObject({ status: 'success', provider: 'modal', func_return: 'from-modal-wheel' });
     expect(await execute(org, 'uses_wheel')).toMatchObject({ status: 'success', func_return: 'from-modal-wheel' });
     expect(fake.stats().imageBuilds).toBe(builds + 1);
