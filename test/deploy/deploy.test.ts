@@ -236,7 +236,7 @@ describe.each(APPS)('app %s', (app) => {
     const c = containerOf(deployment(app), app);
     for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
     // runner-e2b / runner-modal may have their own E2B key / Modal token pair (optional: orgs bring theirs as sandbox secrets).
-    const own: Record<string, string> = { 'runner-e2b': 'toolplane-e2b', 'runner-modal': 'toolplane-modal' };
+    const own: Record<string, string> = { 'runner-e2b': 'toolplane-e2b', 'runner-modal': 'toolplane-modal', 'web-tools': 'toolplane-exa' };
     const secrets = ['toolplane-db', 'toolplane-nats', ...(own[app] ? [own[app]] : [])];
     for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(secrets).toContain(e.valueFrom.secretKeyRef.name);
     if (app === 'runner-e2b') expect(c.env.find((e: Obj) => e.name === 'E2B_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-e2b', key: 'E2B_API_KEY', optional: true });

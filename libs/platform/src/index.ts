@@ -11,3 +11,5 @@ export * from './fair-queue';
 export * from './outbox';
 export * from './histogram';
 export * from './runner-calls';
+export * from './outbound/url-guard';
+export * from './outbound/pinned-http';

@@ -2,7 +2,7 @@ import { WEBHOOK_SIGNATURE_PREFIX, WebhookHeaders, WebhookReplyBody } from '@too
 import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { AddressRefused, type UrlGuard } from './url-guard';
+import { EgressRefused, type UrlGuard } from '@toolplane/platform';
 
 export type WebhookFailureReason = 'timeout' | 'connection' | 'refused_address' | 'redirect' | 'http_status' | 'too_large' | 'invalid_reply';
 
@@ -59,7 +59,7 @@ export class WebhookClient {
 
   private async exchange(url: URL, body: string, call: WebhookCall, deliveryId: string, signal: AbortSignal): Promise<Record<string, string>> {
     for (let hop = 0; ; hop++) {
-      this.guard.checkUrl(url);
+      this.guard.parse(url);
       const timestamp = Math.floor(Date.now() / 1000);
       const res = await this.post(url, body, {
         'content-type': 'application/json',
@@ -139,7 +139,7 @@ export class WebhookClient {
 
   private classify(e: unknown, timeoutMs: number, signal: AbortSignal): WebhookFailure {
     if (e instanceof WebhookFailure) return e;
-    if (e instanceof AddressRefused) return new WebhookFailure('refused_address', `the webhook address was refused: ${e.message}`);
+    if (e instanceof EgressRefused) return new WebhookFailure('refused_address', `the webhook address was refused: ${e.message}`);
     if (signal.aborted) return new WebhookFailure('timeout', `the webhook did not answer within ${timeoutMs} ms`);
     const code = (e as NodeJS.ErrnoException).code ?? '';
     if (CONNECTION_ERRORS.has(code)) return new WebhookFailure('connection', `could not connect to the webhook (${code})`);

@@ -1,15 +1,13 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../servers/secret-sealer';
 import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
 import { OAuthTokens, type OAuthTarget } from './oauth-tokens';
-import { PinnedHttp } from './pinned-http';
 import { StdioPolicy } from './stdio-policy';
-import { UrlGuard } from './url-guard';
 
 /** A server as the pool needs it: its settings (templates unresolved) and a version that changes on update. */
 export interface ServerTarget {
@@ -131,7 +129,7 @@ export class ConnectionPool implements OnModuleDestroy {
     private readonly oauth: OAuthTokens,
     readonly stdio: StdioPolicy,
   ) {
-    this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
+    this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
     this.reaper = setInterval(() => this.closeIdle(), Math.min(30_000, config.MCP_IDLE_CLOSE_MS)).unref();
   }
 

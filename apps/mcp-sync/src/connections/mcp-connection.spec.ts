@@ -6,8 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpConnection, type ResolvedTarget } from './mcp-connection';
-import { PinnedHttp } from './pinned-http';
-import { UrlGuard } from './url-guard';
+import { PinnedHttp, UrlGuard } from '@toolplane/platform';
 
 /** An echo MCP server on 127.0.0.1 speaking Streamable HTTP (/mcp) and SSE (/sse + /messages); records Host headers. */
 async function startServer(): Promise<{ port: number; hosts: string[]; stop: () => Promise<void> }> {

@@ -5,7 +5,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import type { PinnedHttp } from './pinned-http';
+import type { PinnedHttp } from '@toolplane/platform';
 import { SandboxedStdioTransport } from './sandboxed-stdio.transport';
 import type { StdioPolicy } from './stdio-policy';
 

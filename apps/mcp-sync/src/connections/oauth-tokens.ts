@@ -6,13 +6,11 @@ import { ErrorCode, ToolplaneError, type McpServerInput, type OAuthTokenSet } fr
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { CLIENT_INFO } from './mcp-connection';
 import { OAuthTokenStore } from './oauth-token-store';
 import { canonicalResource, coversServer, grantOf, issuerOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
-import { PinnedHttp } from './pinned-http';
-import { UrlGuard } from './url-guard';
 
 export type { OAuthAuth, OAuthState } from './oauth-provider';
 
@@ -81,7 +79,7 @@ export class OAuthTokens implements OnModuleDestroy {
     private readonly store: OAuthTokenStore,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
   ) {
-    const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS });
+    const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
     this.http = new PinnedHttp(guard, { ttlMs: OAUTH_HOST_PIN_MS, connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS });
     this.timeoutMs = config.MCP_CONNECT_TIMEOUT_MS;
   }

@@ -27,7 +27,7 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 const SWEEP_AT = 256;
 
 /**
- * HTTP for MCP servers and OAuth token endpoints with the SSRF decision pinned to the connection
+ * Outbound HTTP on a tenant's behalf (MCP servers, OAuth endpoints, fetch_webpage) with the SSRF decision pinned to the connection
  * (no DNS rebinding): a host name is resolved and every address vetted by the UrlGuard once (per
  * `ttlMs`), and the sockets of this object's undici Agent connect only to those addresses — its
  * `lookup` answers from the pins and never asks DNS, and every new socket (redirect targets
@@ -65,7 +65,7 @@ export class PinnedHttp {
 
   /**
    * Checks a URL before a request: http(s) only, the host vetted and pinned (resolved at most once
-   * per ttl). Throws MCP_URL_REFUSED / MCP_CONNECTION_FAILED.
+   * per ttl). Throws the guard's refusal (EgressRefused) or its `unresolved` error.
    */
   async vet(rawUrl: string | URL): Promise<URL> {
     const url = this.guard.parse(rawUrl);

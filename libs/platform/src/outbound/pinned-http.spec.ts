@@ -93,7 +93,7 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
       const dns = rebinding({ 'mcp.rebind.test': [['127.0.0.1'], [rebound]] });
       const http = pinned(dns.resolve, 0);
       expect(await (await http.fetch(`http://mcp.rebind.test:${port}/first`)).text()).toBe('from 127.0.0.1');
-      expect(await codeOf(http.fetch(`http://mcp.rebind.test:${port}/second`))).toBe(ErrorCode.MCP_URL_REFUSED);
+      expect(await codeOf(http.fetch(`http://mcp.rebind.test:${port}/second`))).toBe(ErrorCode.EGRESS_REFUSED);
       expect(dns.calls).toEqual(['mcp.rebind.test', 'mcp.rebind.test']);
       // The pins still hold only the vetted address: the lookup a socket would use cannot yield the rebound one.
       expect(http.pinned('mcp.rebind.test')).toEqual(['127.0.0.1']);
@@ -105,9 +105,9 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
   it('refuses a name with any internal address among its answers, before connecting', async () => {
     const dns = rebinding({ 'mixed.rebind.test': [['127.0.0.1', '169.254.169.254']], 'meta.rebind.test': [['169.254.169.254']] });
     const http = pinned(dns.resolve);
-    expect(await codeOf(http.fetch(`http://mixed.rebind.test:${port}/`))).toBe(ErrorCode.MCP_URL_REFUSED);
-    expect(await codeOf(http.vet(`http://meta.rebind.test:${port}/`))).toBe(ErrorCode.MCP_URL_REFUSED);
-    expect(await codeOf(http.fetch(`http://nowhere.rebind.test:${port}/`))).toBe(ErrorCode.MCP_CONNECTION_FAILED);
+    expect(await codeOf(http.fetch(`http://mixed.rebind.test:${port}/`))).toBe(ErrorCode.EGRESS_REFUSED);
+    expect(await codeOf(http.vet(`http://meta.rebind.test:${port}/`))).toBe(ErrorCode.EGRESS_REFUSED);
+    expect(await codeOf(http.fetch(`http://nowhere.rebind.test:${port}/`))).toBe(ErrorCode.FETCH_FAILED);
     expect(http.pinned('mixed.rebind.test')).toEqual([]);
     expect(pub.hits).toEqual([]);
   });
@@ -116,9 +116,9 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
     const dns = rebinding({});
     const http = pinned(dns.resolve);
     expect(await (await http.fetch(`http://127.0.0.1:${port}/literal`)).text()).toBe('from 127.0.0.1');
-    expect(await codeOf(http.fetch(`http://127.0.0.2:${port}/literal`))).toBe(ErrorCode.MCP_URL_REFUSED);
-    expect(await codeOf(http.fetch(`http://[::ffff:169.254.169.254]:${port}/`))).toBe(ErrorCode.MCP_URL_REFUSED);
-    expect(await codeOf(http.fetch('file:///etc/passwd'))).toBe(ErrorCode.MCP_URL_REFUSED);
+    expect(await codeOf(http.fetch(`http://127.0.0.2:${port}/literal`))).toBe(ErrorCode.EGRESS_REFUSED);
+    expect(await codeOf(http.fetch(`http://[::ffff:169.254.169.254]:${port}/`))).toBe(ErrorCode.EGRESS_REFUSED);
+    expect(await codeOf(http.fetch('file:///etc/passwd'))).toBe(ErrorCode.EGRESS_REFUSED);
     expect(dns.calls).toEqual([]);
     expect(internal.hits).toEqual([]);
   });
@@ -131,7 +131,7 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
     redirectTo.set('/to-other', `http://other.rebind.test:${port}/ok`);
     redirectTo.set('/to-metadata', 'http://169.254.169.254/latest/meta-data/');
     for (const path of ['/to-literal', '/to-evil', '/to-metadata']) {
-      expect([path, await codeOf(http.fetch(`http://mcp.rebind.test:${port}${path}`))]).toEqual([path, ErrorCode.MCP_URL_REFUSED]);
+      expect([path, await codeOf(http.fetch(`http://mcp.rebind.test:${port}${path}`))]).toEqual([path, ErrorCode.EGRESS_REFUSED]);
     }
     for (let i = 0; i < 2; i++) expect(await (await http.fetch(`http://mcp.rebind.test:${port}/to-other`)).text()).toBe('from 127.0.0.1');
     expect(dns.calls.sort()).toEqual(['evil.rebind.test', 'mcp.rebind.test', 'other.rebind.test']);
