@@ -32,11 +32,13 @@ import {
   McpServersSync,
   McpServersUpdate,
   McpServerSynced,
+  McpServerProgressed,
   McpOAuthComplete,
   McpToolsCall,
 } from './mcp.contract';
 import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate } from './schemas.contract';
 import { ToolCreated, ToolDeleted, ToolsDelete, ToolsGet, ToolsList, ToolsUpsert, ToolUpdated } from './tools.contract';
+import { WebFetchWebpage, WebSearch } from './web.contract';
 
 /** Every request subject, public and internal. */
 export const REQUESTS: readonly RequestDescriptor[] = [
@@ -97,9 +99,11 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   AuthTokensRevoke,
   AuthOrgsDelete,
   AuthStateGet,
+  WebFetchWebpage,
+  WebSearch,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, McpServerSynced, McpServerRemoved, ...EXECUTION_EVENTS];
+export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, McpServerSynced, McpServerProgressed, McpServerRemoved, ...EXECUTION_EVENTS];
 
 /** Every JetStream work queue. */
 export const WORK_QUEUES: readonly WorkQueueDescriptor[] = [ExecutionWork];

@@ -13,6 +13,8 @@ export enum ErrorCode {
   TOOL_NOT_FOUND = 'TOOL_NOT_FOUND',
   /** A custom tools.upsert named a tool an external source (an MCP server) owns. */
   TOOL_NAME_CONFLICT = 'TOOL_NAME_CONFLICT',
+  /** An upsert or delete of a built-in tool (letta_builtin, letta_core, letta_memory_core): Toolplane owns them, tenants only use them. */
+  TOOL_READ_ONLY = 'TOOL_READ_ONLY',
   SCHEMA_GENERATION_FAILED = 'SCHEMA_GENERATION_FAILED',
   SCHEMA_INVALID = 'SCHEMA_INVALID',
   INVALID_ARGUMENTS = 'INVALID_ARGUMENTS',
@@ -68,6 +70,8 @@ export enum ErrorCode {
   /** Nobody approved or denied the call within its approval TTL. */
   EXECUTION_EXPIRED = 'EXECUTION_EXPIRED',
   TOOL_EXCEPTION = 'TOOL_EXCEPTION',
+  /** run_code in a language the call's provider does not run (details: language, provider, languages). */
+  LANGUAGE_UNAVAILABLE = 'LANGUAGE_UNAVAILABLE',
   EXECUTION_TIMEOUT = 'EXECUTION_TIMEOUT',
   OUTPUT_LIMIT_EXCEEDED = 'OUTPUT_LIMIT_EXCEEDED',
   SANDBOX_FAILURE = 'SANDBOX_FAILURE',
@@ -83,6 +87,21 @@ export enum ErrorCode {
   PROVIDER_RATE_LIMITED = 'PROVIDER_RATE_LIMITED',
   /** The provider refused the org's (or the runner's) credentials: fix the E2B_API_KEY / Modal token. */
   PROVIDER_AUTH_FAILED = 'PROVIDER_AUTH_FAILED',
+  // Web built-ins (fetch_webpage, web_search)
+  /** A URL whose scheme is not http or https (details: scheme). */
+  URL_SCHEME_UNSUPPORTED = 'URL_SCHEME_UNSUPPORTED',
+  /** The SSRF policy refused the target (or a redirect's target): a private, loopback, link-local or other non-global address not on the operator's allowlist. Nothing was sent to it. */
+  EGRESS_REFUSED = 'EGRESS_REFUSED',
+  /** The response is larger than the fetch cap (details: limit_bytes); the rest was not read. */
+  CONTENT_TOO_LARGE = 'CONTENT_TOO_LARGE',
+  /** A content type fetch_webpage does not read (details: content_type, supported). */
+  CONTENT_TYPE_UNSUPPORTED = 'CONTENT_TYPE_UNSUPPORTED',
+  /** The target could not be reached or answered an HTTP error (details: status when it answered). */
+  FETCH_FAILED = 'FETCH_FAILED',
+  /** The target did not answer in full within the fetch timeout (details: timeout_ms). */
+  FETCH_TIMEOUT = 'FETCH_TIMEOUT',
+  /** web_search with no Exa key: neither the agent's EXA_API_KEY secret nor the service's config. */
+  SEARCH_NOT_CONFIGURED = 'SEARCH_NOT_CONFIGURED',
   INTERNAL = 'INTERNAL',
 }
 
@@ -97,6 +116,8 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set([
   ErrorCode.PROVIDER_UNAVAILABLE,
   ErrorCode.PROVIDER_RATE_LIMITED,
   ErrorCode.EXECUTION_IN_PROGRESS,
+  ErrorCode.FETCH_FAILED,
+  ErrorCode.FETCH_TIMEOUT,
 ]);
 
 /**

@@ -14,3 +14,4 @@ export * from './mcp.contract';
 export * from './schemas.contract';
 export * from './tool';
 export * from './tools.contract';
+export * from './web.contract';

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { WebToolsClient } from '../builtins/builtin-calls';
 import { EnvironmentsController } from '../environments/environments.controller';
 import { EnvironmentsService } from '../environments/environments.service';
 import { RecordsModule } from '../records/records.module';
@@ -26,6 +27,7 @@ import { ToolRunner } from './tool-runner';
     CredentialsClient,
     EnvironmentsService,
     ToolRunner,
+    WebToolsClient,
     CallLifecycle,
     ApprovalPolicy,
     ApprovalsService,

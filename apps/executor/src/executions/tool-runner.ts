@@ -19,6 +19,8 @@ import {
 import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
+import { builtinCall, isWebBuiltin, WEB_TOOLS_PROVIDER, WebToolsClient } from '../builtins/builtin-calls';
+import { assertLanguage, languagesOf } from '../builtins/run-code';
 import type { ExecutorConfig } from '../executor.config';
 import { CredentialsClient } from './credentials.client';
 import { truncateReturn } from './return-value';
@@ -55,6 +57,7 @@ export class ToolRunner {
   constructor(
     private readonly messaging: MessagingClient,
     private readonly credentials: CredentialsClient,
+    private readonly web: WebToolsClient,
     @Inject(APP_CONFIG) private readonly config: ExecutorConfig,
   ) {}
 
@@ -71,15 +74,28 @@ export class ToolRunner {
         span.setAttributes({ 'toolplane.provider': 'mcp', 'toolplane.timeout_ms': timeoutMs });
         return this.dispatchMcp(tool, req, timeoutMs);
       });
+    } else if (isWebBuiltin(tool)) {
+      // fetch_webpage / web_search run in web-tools (no service secrets there); the org's/agent's
+      // EXA_API_KEY is resolved for the call like any tool's env and travels sealed.
+      const env = await step('resolve env', () => this.credentials.resolveEnv(req, tool, undefined));
+      resolved = env;
+      const timeoutMs = this.timeoutOf(req, env);
+      run = await step('dispatch', (span) => {
+        span.setAttributes({ 'toolplane.provider': WEB_TOOLS_PROVIDER, 'toolplane.timeout_ms': timeoutMs });
+        return this.web.call(tool, req, env, timeoutMs);
+      });
     } else {
-      this.assertExecutable(tool);
+      // A built-in run_code becomes a generated tool that runs the code (apps/executor/src/builtins/run-code.ts).
+      const call = tool.tool_type === 'letta_builtin' ? builtinCall(tool, req) : { tool, req, language: undefined };
+      this.assertExecutable(call.tool);
       // The tool's provider (metadata_.sandbox), else the org's default: credentials decides and
       // resolves the env for it, once per call (sandbox vars < webhook < agent secrets < req.env < reserved ids).
-      const wanted = providerOf(tool);
-      resolved = await step('resolve env', () => this.credentials.resolveEnv(req, tool, wanted));
+      const wanted = providerOf(call.tool);
+      resolved = await step('resolve env', () => this.credentials.resolveEnv(call.req, call.tool, wanted));
       const first = resolved.provider;
+      if (call.language) assertLanguage(call.language, first);
       try {
-        run = await this.dispatchTo(tool, req, resolved, this.timeoutOf(req, resolved));
+        run = await this.dispatchTo(call.tool, call.req, resolved, this.timeoutOf(call.req, resolved));
       } catch (e) {
         // Only an error that proves the tool did not start moves the call, and only along the
         // org's own list: never silently (the result names the provider that failed).
@@ -87,10 +103,11 @@ export class ToolRunner {
         let last: ToolplaneError = e;
         let done: RunReply | undefined;
         for (const next of resolved.fallback_providers) {
+          if (call.language && !languagesOf(next).includes(call.language)) continue;
           this.log.warn(`provider ${first} could not take tool ${tool.id} (${last.code}): falling back to ${next}`);
-          const alt = await step('resolve env', () => this.credentials.resolveEnv(req, tool, next));
+          const alt = await step('resolve env', () => this.credentials.resolveEnv(call.req, call.tool, next));
           try {
-            done = await this.dispatchTo(tool, req, alt, this.timeoutOf(req, alt));
+            done = await this.dispatchTo(call.tool, call.req, alt, this.timeoutOf(call.req, alt));
             resolved = alt;
             break;
           } catch (e2) {

@@ -9,6 +9,7 @@ import {
   type ReplyOf,
   type RequestOf,
 } from '@toolplane/contracts';
+import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { attachedEvent, detachedEvents } from '../events/agent-tool-events';
 import { EventOutbox } from '../events/event-outbox';
 import { decodeCursor, encodeCursor } from '../tools/page-cursor';
@@ -29,9 +30,11 @@ export class AgentToolsService {
     private readonly attachments: AgentToolsRepository,
     private readonly outbox: EventOutbox,
     private readonly definitions: ToolDefinitionsService,
+    private readonly builtins: BuiltinToolsService,
   ) {}
 
   async attach(req: RequestOf<typeof AgentToolsAttach>): Promise<ReplyOf<typeof AgentToolsAttach>> {
+    await this.builtins.ensure(req.org_id);
     const refs = refsOf(req);
     const { attached, added, touched } = await this.attachments.withTools(req.org_id, refs, async (tools, m) => {
       // All or none, and the same answer for another org's tool as for no tool at all.

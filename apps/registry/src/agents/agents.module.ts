@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BuiltinsModule } from '../builtins/builtins.module';
 import { EventsModule } from '../events/events.module';
 import { AgentToolsRepository } from './agent-tools.repository';
 import { AgentToolsService } from './agent-tools.service';
@@ -9,7 +10,7 @@ import { ToolSetChanges } from './tool-set-changes.service';
 
 /** Agent tool sets and their model-ready definitions; ToolSetChanges is what the tool writers need of them. */
 @Module({
-  imports: [EventsModule],
+  imports: [EventsModule, BuiltinsModule],
   controllers: [AgentsController],
   providers: [AgentToolsRepository, AgentToolsService, SchemaChecksService, ToolDefinitionsService, ToolSetChanges],
   exports: [ToolSetChanges],

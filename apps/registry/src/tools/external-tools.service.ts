@@ -11,6 +11,7 @@ import {
   type RequestOf,
 } from '@toolplane/contracts';
 import { ToolSetChanges } from '../agents/tool-set-changes.service';
+import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
 import type { ToolEntity } from './tool.entity';
@@ -35,6 +36,7 @@ export class ExternalToolsService {
     private readonly outbox: EventOutbox,
     private readonly pages: ExternalToolPagesRepository,
     private readonly toolSets: ToolSetChanges,
+    private readonly builtins: BuiltinToolsService,
   ) {}
 
   /** One page of a tool set too large for one message; applied only by the sync naming its sync_id. */
@@ -44,6 +46,8 @@ export class ExternalToolsService {
   }
 
   async sync(req: RequestOf<typeof ExternalToolsSync>): Promise<Reply> {
+    // Built-in names are taken before a source's tools arrive: they come back as collisions.
+    await this.builtins.ensure(req.org_id);
     const staged = req.staged ? { orgId: req.org_id, sourceId: req.source_id, syncId: req.staged.sync_id } : undefined;
     const desired = dedupe([...(staged ? await this.stagedTools(staged, req.staged!.pages) : []), ...req.tools]);
     const keep = new Set(req.keep ?? []);

@@ -1,6 +1,7 @@
 import { Module, type OnApplicationBootstrap } from '@nestjs/common';
 import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
 import { AgentsModule } from '../agents/agents.module';
+import { BuiltinsModule } from '../builtins/builtins.module';
 import { EventsModule } from '../events/events.module';
 import { ExternalToolPagesRepository } from './external-tool-pages.repository';
 import { ExternalToolsController } from './external-tools.controller';
@@ -10,7 +11,7 @@ import { ToolsRepository } from './tools.repository';
 import { ToolsService } from './tools.service';
 
 @Module({
-  imports: [EventsModule, AgentsModule],
+  imports: [EventsModule, AgentsModule, BuiltinsModule],
   controllers: [ToolsController, ExternalToolsController],
   providers: [ToolsService, ToolsRepository, ExternalToolsService, ExternalToolPagesRepository],
 })

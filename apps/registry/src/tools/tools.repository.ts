@@ -9,6 +9,8 @@ export type ToolFields = Partial<Omit<ToolEntity, 'seq' | 'id' | 'orgId' | 'crea
 export interface ListFilter {
   tags?: string[];
   toolTypes?: string[];
+  /** Types left out (when `toolTypes` does not name them). */
+  excludeToolTypes?: string[];
   afterSeq?: string;
   limit: number;
 }
@@ -39,6 +41,7 @@ export class ToolsRepository {
     const qb = this.ds.getRepository(ToolEntity).createQueryBuilder('t').where('t.org_id = :orgId', { orgId });
     if (f.tags?.length) qb.andWhere('t.tags && :tags::text[]', { tags: f.tags });
     if (f.toolTypes?.length) qb.andWhere('t.tool_type IN (:...types)', { types: f.toolTypes });
+    if (f.excludeToolTypes?.length) qb.andWhere('t.tool_type NOT IN (:...excluded)', { excluded: f.excludeToolTypes });
     if (f.afterSeq) qb.andWhere('t.seq > :after', { after: f.afterSeq });
     return qb.orderBy('t.seq', 'ASC').limit(f.limit).getMany();
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
+  BUILTIN_TOOL_TYPES,
   DEFAULT_RETURN_CHAR_LIMIT,
   ErrorCode,
   SchemasGenerate,
@@ -15,6 +16,7 @@ import {
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { ToolSetChanges } from '../agents/tool-set-changes.service';
+import { BuiltinToolsService, refuseBuiltin } from '../builtins/builtin-tools.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
 import type { RegistryConfig } from '../registry.config';
@@ -32,10 +34,12 @@ export class ToolsService {
     private readonly messaging: MessagingClient,
     private readonly outbox: EventOutbox,
     private readonly toolSets: ToolSetChanges,
+    private readonly builtins: BuiltinToolsService,
     @Inject(APP_CONFIG) private readonly config: RegistryConfig,
   ) {}
 
   async upsert(req: RequestOf<typeof ToolsUpsert>): Promise<ReplyOf<typeof ToolsUpsert>> {
+    await this.builtins.ensure(req.org_id);
     const input = req.tool;
     // A client-side tool is registered with its json_schema and no source (the contract checks both).
     const client = input.tool_type === 'client';
@@ -87,22 +91,28 @@ export class ToolsService {
   }
 
   async get(req: RequestOf<typeof ToolsGet>): Promise<ReplyOf<typeof ToolsGet>> {
+    await this.builtins.ensure(req.org_id);
     const tool = req.id ? await this.tools.findById(req.org_id, req.id) : await this.tools.findByName(req.org_id, req.name!);
     if (!tool) throw notFound(req.id ?? req.name!);
     return { tool: toWireTool(tool) };
   }
 
   async list(req: RequestOf<typeof ToolsList>): Promise<ReplyOf<typeof ToolsList>> {
+    await this.builtins.ensure(req.org_id);
     const afterSeq = req.cursor ? decodeCursor(req.cursor) : undefined;
-    const rows = await this.tools.list(req.org_id, { tags: req.tags, toolTypes: req.tool_types, afterSeq, limit: req.limit + 1 });
+    // Built-ins are listed when tool_types asks for them; otherwise the list is what the org registered.
+    const excludeToolTypes = req.tool_types?.length ? undefined : [...BUILTIN_TOOL_TYPES];
+    const rows = await this.tools.list(req.org_id, { tags: req.tags, toolTypes: req.tool_types, excludeToolTypes, afterSeq, limit: req.limit + 1 });
     const page = rows.slice(0, req.limit);
     const next = rows.length > req.limit ? encodeCursor(page[page.length - 1]!.seq) : null;
     return { tools: page.map(toWireTool), next_cursor: next };
   }
 
   async delete(req: RequestOf<typeof ToolsDelete>): Promise<ReplyOf<typeof ToolsDelete>> {
+    await this.builtins.ensure(req.org_id);
     let detached = 0;
     const deleted = await this.tools.deleteById(req.org_id, req.id, async (t, m) => {
+      refuseBuiltin(t, 'delete');
       detached = (await this.toolSets.detachRemoved(m, req.org_id, [t.id], 'tool_deleted')).length;
       await this.outbox.stage(m, [toolEvent('deleted', t)]);
     });
@@ -131,8 +141,9 @@ export class ToolsService {
 
 }
 
-/** A custom upsert never overwrites a tool an external source (an MCP server) owns. */
+/** A custom upsert never overwrites a built-in, nor a tool an external source (an MCP server) owns. */
 function refuseExternal(existing: ToolEntity): void {
+  refuseBuiltin(existing, 'update');
   if (existing.toolType.startsWith('external_')) {
     throw new ToolplaneError(
       ErrorCode.TOOL_NAME_CONFLICT,
