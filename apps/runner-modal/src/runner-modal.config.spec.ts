@@ -7,6 +7,9 @@ describe('loadModalRunnerConfig', () => {
     expect(sut.MODAL_TOKEN_ID).toBeUndefined();
     expect(sut.MODAL_NETWORK).toBe(false);
     expect(sut.MODAL_WARM_SANDBOXES).toBe(1);
+    // One org cannot take every sandbox: its bound is below the global one.
+    expect(sut.MODAL_MAX_SANDBOXES_PER_ORG).toBeLessThan(sut.MODAL_MAX_SANDBOXES);
+    expect(sut.MODAL_NODE_INSTALL).toContain('nodejs');
     expect(sut.MODAL_TOOL_UID).toBeGreaterThan(0);
     expect(sut.MODAL_WATCH_PATHS).toContain('/tmp');
   });

@@ -27,10 +27,14 @@ export const modalEnvShape = {
   MODAL_MAX_CONCURRENCY_PER_ORG: z.coerce.number().int().min(1).max(4096).optional(),
   /** Sandboxes alive (or starting) at once for one org. */
   MODAL_MAX_SANDBOXES_PER_ORG: z.coerce.number().int().min(1).max(10_000).default(10),
+  /** Sandboxes alive (or starting) at once for all orgs together: places go to waiting orgs in turn, idle sandboxes of others are terminated to make room. */
+  MODAL_MAX_SANDBOXES: z.coerce.number().int().min(1).max(100_000).default(100),
   /** Idle ready sandboxes kept per environment ahead of demand (created in the background, within the org's bound). */
   MODAL_WARM_SANDBOXES: z.coerce.number().int().min(0).max(100).default(1),
   /** A sandbox idle this long is terminated. */
   MODAL_IDLE_TTL_MS: z.coerce.number().int().min(1000).default(300_000),
+  /** How often idle sandboxes are looked for (default: a quarter of MODAL_IDLE_TTL_MS, between 250 ms and 5 s). */
+  MODAL_REAP_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).optional(),
   /** Modal's own lifetime of a sandbox (it ends it then even if in use): whole seconds. */
   MODAL_SANDBOX_TIMEOUT_S: z.coerce.number().int().min(60).max(86_400).default(3600),
   /** CPU (cores) and memory (MiB) of each sandbox when the org's sandbox config does not say. */
@@ -52,6 +56,11 @@ export const modalEnvShape = {
   // Inside the sandbox
   MODAL_PYTHON: absolute.default('/usr/local/bin/python3'),
   MODAL_NODE: absolute.default('/usr/bin/node'),
+  /**
+   * Image build step (a shell command, run as a Dockerfile RUN line) that gives TypeScript/JavaScript
+   * tools' images MODAL_NODE. The default installs Debian's nodejs when the base has no node.
+   */
+  MODAL_NODE_INSTALL: z.string().min(1).default('command -v node >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends nodejs && rm -rf /var/lib/apt/lists/*)'),
   /** The runner's dir in each sandbox: harnesses and per-call dirs. */
   MODAL_STATE_DIR: absolute.default('/root/.toolplane'),
   /** Uid tools run as when the launcher runs as root. */

@@ -71,6 +71,11 @@ interface Exec {
   end?: { code?: number; signal?: number };
   changed: Set<() => void>;
   timedOutOrKilled?: boolean;
+  /** When TaskExecStart came in, when its process started (after the sandbox was scheduled), when it ended (ms since the epoch). */
+  requestedAt: number;
+  startedAt: number;
+  endedAt?: number;
+  command: string;
 }
 
 interface FakeSandbox {
@@ -79,6 +84,7 @@ interface FakeSandbox {
   tokenId: string;
   taskId?: string;
   scheduled?: boolean;
+  scheduledAt?: number;
   imageId: string;
   tags: Map<string, string>;
   env: Record<string, string>;
@@ -112,7 +118,23 @@ export interface ModalFakeStats {
   /** Stdio streams cut by the dropStreams fault. */
   streamDrops: number;
   imageBuilds: number;
-  sandboxes: Array<{ id: string; appId: string; tokenId: string; running: boolean; tags: Record<string, string>; imageId: string; networkBlocked: boolean; milliCpu: number; memoryMb: number; execs: number; maxConcurrentExecs: number }>;
+  sandboxes: Array<{
+    id: string;
+    appId: string;
+    tokenId: string;
+    running: boolean;
+    tags: Record<string, string>;
+    imageId: string;
+    networkBlocked: boolean;
+    milliCpu: number;
+    memoryMb: number;
+    execs: number;
+    maxConcurrentExecs: number;
+    /** When it got its task (a sandbox runs nothing before), ms since the epoch. */
+    scheduledAt?: number;
+    /** Its execs in the order they were asked for: the command (first 300 characters), when it was asked for, started, ended. */
+    execLog: Array<{ command: string; requestedAt: number; startedAt: number; endedAt?: number }>;
+  }>;
 }
 
 /** GenericResult statuses. */
@@ -189,6 +211,8 @@ export class ModalFake {
         memoryMb: s.memoryMb,
         execs: s.execCount,
         maxConcurrentExecs: s.maxRunning,
+        ...(s.scheduledAt ? { scheduledAt: s.scheduledAt } : {}),
+        execLog: [...s.execs.values()].map((e) => ({ command: e.command, requestedAt: e.requestedAt, startedAt: e.startedAt, ...(e.endedAt ? { endedAt: e.endedAt } : {}) })),
       })),
     };
   }
@@ -415,6 +439,7 @@ export class ModalFake {
       if (s.result) return;
       if (!v2) assignTask();
       s.scheduled = true;
+      s.scheduledAt = Date.now();
       notify(s.changed);
     }, this.scheduleLatencyMs);
     schedule.unref();
@@ -429,6 +454,7 @@ export class ModalFake {
   private router(): Record<string, Handler> {
     return {
       taskExecStart: async (r: ExecStartRequest, ctx) => {
+        const requestedAt = Date.now();
         let s = this.task(r.taskId, ctx);
         await waitFor(s.changed, () => !!s.scheduled || !!s.result, 600_000, ctx.signal);
         s = this.task(r.taskId, ctx);
@@ -439,7 +465,7 @@ export class ModalFake {
         Object.assign(env, r.env ?? {});
         const [cmd, ...args] = r.commandArgs;
         if (!cmd) throw new ServerError(Status.INVALID_ARGUMENT, 'commandArgs is empty');
-        const exec: Exec = { id: r.execId, process: undefined as never, out: [[], []], outLen: [0, 0], stdinWritten: 0, stdinClosed: false, changed: new Set() };
+        const exec: Exec = { id: r.execId, process: undefined as never, out: [[], []], outLen: [0, 0], stdinWritten: 0, stdinClosed: false, changed: new Set(), requestedAt, startedAt: Date.now(), command: r.commandArgs.join(' ').slice(0, 300) };
         const keep = [r.stdoutConfig === 1, r.stderrConfig === 1];
         const onEvent = (ev: ProcessEventJson) => {
           if ('data' in ev) {
@@ -466,6 +492,7 @@ export class ModalFake {
         s.maxRunning = Math.max(s.maxRunning, ++s.running);
         void exec.process.done.then((end: EndEventJson) => {
           s.running--;
+          exec.endedAt = Date.now();
           exec.end = end.exited ? { code: end.exitCode } : { signal: end.status.includes('terminated') ? 15 : 9 };
           notify(exec.changed);
         });

@@ -34,13 +34,17 @@ export class ModalRunnerMetrics {
     out.push(...this.runTime.lines('toolplane_runner_run_seconds'));
     one('toolplane_modal_sandboxes_alive', 'gauge', 'Modal sandboxes in the pool (idle and busy).', this.pool.alive());
     one('toolplane_modal_sandboxes_creating', 'gauge', 'Sandboxes being created and probed.', this.pool.creating());
+    one('toolplane_modal_sandboxes_waiting_for_place', 'gauge', 'Sandbox creations waiting for a place within MODAL_MAX_SANDBOXES / MODAL_MAX_SANDBOXES_PER_ORG.', this.pool.queuedForPlace());
     one('toolplane_modal_sandbox_creates_total', 'counter', 'Sandboxes created, set up and probed ready.', c.creates);
     one('toolplane_modal_pool_hits_total', 'counter', 'Calls that found a warm idle sandbox.', c.hits);
-    one('toolplane_modal_cold_starts_total', 'counter', 'Calls that had to wait for a sandbox to be created.', c.coldStarts);
+    one('toolplane_modal_cold_starts_total', 'counter', 'Calls that found no free sandbox and waited (for one being created, or one another call freed).', c.coldStarts);
+    one('toolplane_modal_calls_on_new_sandbox_total', 'counter', 'Calls that waited and were served by a sandbox created for them (the rest of the cold starts got a freed one).', c.createdFor);
+    one('toolplane_modal_sandbox_surge_creates_total', 'counter', 'Sandboxes created ahead of demand while calls waited (beyond one per waiting call).', c.surged);
+    one('toolplane_modal_bound_waits_total', 'counter', 'Sandbox creations that had to wait for a place within the sandbox bounds.', c.boundWaits);
     one('toolplane_modal_sandbox_reuses_total', 'counter', 'Calls served by a sandbox that had served a call before.', c.reuses);
     one('toolplane_modal_sandbox_adopted_total', 'counter', 'Sandboxes of an earlier runner found again by their tags and proved clean.', c.adopted);
     one('toolplane_modal_sandbox_reaps_total', 'counter', 'Sandboxes terminated for being idle past MODAL_IDLE_TTL_MS.', c.reaps);
-    help('toolplane_modal_sandbox_kills_total', 'counter', 'Sandboxes terminated, by reason (idle, dirty, lost, retired: config changed, aborted, launcher failed).');
+    help('toolplane_modal_sandbox_kills_total', 'counter', 'Sandboxes terminated, by reason (idle, dirty, lost, retired: config changed, evicted: room for another org or environment at a bound, aborted, launcher failed).');
     for (const [reason, v] of c.kills) out.push(`toolplane_modal_sandbox_kills_total{reason="${reason}"} ${v}`);
     return `${out.join('\n')}\n`;
   }

@@ -14,6 +14,9 @@ type RunRequest = RequestOf<typeof ModalRunnerRun>;
 type RunReply = ReplyOf<typeof ModalRunnerRun>;
 type EnvironmentAsk = RequestOf<typeof ModalRunnerEnvironment>;
 
+/** Source types that run on Node (the image then has it: MODAL_NODE_INSTALL). */
+const NODE_TYPES = new Set(['typescript', 'javascript']);
+
 /** Time kept, between the caller's deadline and the tool's own timeout, to answer. */
 const REPLY_ROOM_MS = 1000;
 
@@ -91,13 +94,18 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     return Math.max(0, Math.min(this.config.MODAL_BUILD_WAIT_MS, bound));
   }
 
-  private environmentRequest(req: Pick<RunRequest, 'org_id' | 'provider_credentials' | 'sandbox_config_fingerprint' | 'sandbox' | 'pip_requirements' | 'source_type'>): EnvironmentRequest {
+  private environmentRequest(req: Pick<RunRequest, 'org_id' | 'provider_credentials' | 'sandbox_config_fingerprint' | 'sandbox' | 'pip_requirements' | 'npm_requirements' | 'source_type'>): EnvironmentRequest {
     // The org's own token pair (its provider-scoped secrets), else the runner's: never another org's, never half of each.
     const own = req.provider_credentials?.MODAL_TOKEN_ID !== undefined || req.provider_credentials?.MODAL_TOKEN_SECRET !== undefined;
     const tokenId = own ? req.provider_credentials?.MODAL_TOKEN_ID : this.config.MODAL_TOKEN_ID;
     const tokenSecret = own ? req.provider_credentials?.MODAL_TOKEN_SECRET : this.config.MODAL_TOKEN_SECRET;
     if (!tokenId || !tokenSecret) {
       throw new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, 'No Modal token for this org: set the sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (scope sandbox, provider modal), or those of runner-modal', { provider: 'modal' });
+    }
+    const node = NODE_TYPES.has(req.source_type);
+    if (req.source_type !== 'python' && !node) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `runner-modal runs python, typescript and javascript tools, not ${req.source_type}`, { provider: 'modal' });
+    if (node && (req.npm_requirements ?? []).length > 0) {
+      throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, 'runner-modal does not install npm requirements yet (its images carry pip requirements only): run this tool on local or e2b', { provider: 'modal', source_type: req.source_type });
     }
     let pip: string[];
     try {
@@ -113,6 +121,8 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
       cpu: req.sandbox?.cpu ?? this.config.MODAL_CPU,
       memoryMiB: req.sandbox?.memory_mb ?? this.config.MODAL_MEMORY_MIB,
       pip,
+      lanes: req.sandbox?.calls_per_sandbox ?? 1,
+      node,
     };
   }
 

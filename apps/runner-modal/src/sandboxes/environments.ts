@@ -24,12 +24,16 @@ export interface EnvironmentRequest {
   cpu: number;
   memoryMiB: number;
   pip: string[];
+  /** calls_per_sandbox: calls one sandbox runs at once (1: never two). */
+  lanes: number;
+  /** TypeScript/JavaScript tools: the image has Node. */
+  node: boolean;
 }
 
 export interface EnvironmentKeys {
   /** The `toolplane-key` tag: everything a sandbox was made for (a different key never shares it). */
   key: string;
-  /** (deployment, org, token): a newer config fingerprint of a family retires the older sandboxes. */
+  /** (deployment, org, token, image): a newer config fingerprint of a family retires the older sandboxes. */
   family: string;
 }
 
@@ -37,8 +41,8 @@ export function environmentKeys(c: ModalRunnerConfig, req: EnvironmentRequest): 
   const hash = (...parts: Array<string | number | boolean | null>) => createHash('sha256').update(parts.map(String).join('\0')).digest('hex').slice(0, 32);
   const token = hash(req.account.tokenId, req.account.tokenSecret);
   return {
-    key: hash(c.MODAL_DEPLOYMENT, req.org, token, req.fingerprint, req.network, req.cpu, req.memoryMiB, c.MODAL_IMAGE, JSON.stringify(req.pip), SUPPORT_DIGEST),
-    family: hash(c.MODAL_DEPLOYMENT, req.org, token, JSON.stringify(req.pip)),
+    key: hash(c.MODAL_DEPLOYMENT, req.org, token, req.fingerprint, req.network, req.cpu, req.memoryMiB, req.lanes, c.MODAL_IMAGE, JSON.stringify(req.pip), req.node, SUPPORT_DIGEST),
+    family: hash(c.MODAL_DEPLOYMENT, req.org, token, JSON.stringify(req.pip), req.node),
   };
 }
 
@@ -46,6 +50,8 @@ export function environmentKeys(c: ModalRunnerConfig, req: EnvironmentRequest): 
 export interface ReadySandbox {
   sandbox: Sandbox;
   proof: Proof;
+  /** Node answers in it (MODAL_NODE). */
+  node: boolean;
 }
 
 /**
@@ -73,7 +79,7 @@ export class ModalSandboxes {
   }
 
   image(req: EnvironmentRequest): Promise<Image> {
-    return step('build image', { 'toolplane.requirements.count': req.pip.length }, () => this.api.image(req.account, req.pip)).catch((e: unknown) => {
+    return step('build image', { 'toolplane.requirements.count': req.pip.length, 'toolplane.image.node': req.node }, () => this.api.image(req.account, req.pip, req.node)).catch((e: unknown) => {
       if (e instanceof Error && /^Image build for .* failed/.test(e.message)) {
         throw new ToolplaneError(ErrorCode.DEPENDENCY_INSTALL_FAILED, `the requirements did not install in the Modal image: ${e.message.split('\n').slice(-12).join('\n').slice(0, 3000)}`, { provider: 'modal' });
       }
@@ -106,7 +112,7 @@ export class ModalSandboxes {
   private async setUp(req: EnvironmentRequest, sandbox: Sandbox): Promise<ReadySandbox> {
     const nonce = randomBytes(16).toString('hex');
     const dir = this.layout.callDir(`setup-${nonce}`);
-    const spec = { ...launcherBase(this.settings, this.layout), python: this.python(req), nonce, report: `${dir}/report.json`, lanes: 1, env_dir: null, requirements_hash: null, pip_args: null, npm_args: null };
+    const spec = { ...launcherBase(this.settings, this.layout), python: this.python(req), nonce, report: `${dir}/report.json`, lanes: req.lanes, env_dir: null, requirements_hash: null, pip_args: null, npm_args: null };
     const attrs = { 'toolplane.sandbox.id': sandbox.sandboxId };
     await step('upload harness', attrs, async () => {
       for (const f of SUPPORT_FILES) await sandbox.filesystem.writeBytes(f.data, this.layout.file(f.name));
@@ -122,11 +128,13 @@ export class ModalSandboxes {
     if (!report || !proof) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal sandbox could not be set up: ${report?.dirty.join('; ') || 'no report'}`, { provider: 'modal' });
     if (report.python === false) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal image has no ${this.python(req)} (MODAL_PYTHON)`, { provider: 'modal' });
     this.log.log(`sandbox ${sandbox.sandboxId} ready for org ${req.org}${req.pip.length ? ` (${req.pip.length} requirement(s) in its image)` : ''}`);
-    return { sandbox, proof };
+    return { sandbox, proof, node: report.node === true };
   }
 
   /** Sandboxes of an earlier runner process of this environment: adopted when they prove themselves clean from their own proof file, else terminated. */
   async adopt(req: EnvironmentRequest, keys: EnvironmentKeys): Promise<ReadySandbox[]> {
+    // Shared sandboxes (calls_per_sandbox > 1) are not taken over: Modal's timeout ends them.
+    if (req.lanes > 1) return [];
     let found: Sandbox[];
     try {
       found = await step('find sandboxes', { 'toolplane.org.id': req.org }, () => this.api.list(req.account, { [TAGS.deployment]: this.c.MODAL_DEPLOYMENT, [TAGS.key]: keys.key }));
@@ -136,24 +144,30 @@ export class ModalSandboxes {
     }
     const out: ReadySandbox[] = [];
     for (const sandbox of found) {
-      const proof = await this.prove(req, sandbox, { from_state: true }).catch(() => undefined);
-      if (proof) out.push({ sandbox, proof });
+      const proved = await this.proveWithRuntime(req, sandbox, { from_state: true }).catch(() => undefined);
+      if (proved) out.push({ sandbox, ...proved });
       else await this.terminate(sandbox, 'found again but not provably clean');
     }
     if (out.length) this.log.log(`adopted ${out.length} sandbox(es) of org ${req.org} from an earlier runner`);
     return out;
   }
 
+  /** Proves a sandbox clean (against `extra.proof`, or its own proof file with `from_state`); undefined: it is not. */
   async prove(req: EnvironmentRequest, sandbox: Sandbox, extra: Record<string, unknown>): Promise<Proof | undefined> {
+    return (await this.proveWithRuntime(req, sandbox, extra))?.proof;
+  }
+
+  private async proveWithRuntime(req: EnvironmentRequest, sandbox: Sandbox, extra: Record<string, unknown>): Promise<{ proof: Proof; node: boolean } | undefined> {
     const nonce = randomBytes(16).toString('hex');
     const dir = this.layout.callDir(`prove-${nonce}`);
-    const spec = { ...launcherBase(this.settings, this.layout), python: this.python(req), ...extra, nonce, report: `${dir}/report.json`, lanes: 1, env_dir: null };
+    const spec = { ...launcherBase(this.settings, this.layout), python: this.python(req), ...extra, nonce, report: `${dir}/report.json`, lanes: req.lanes, env_dir: null };
     return step('prove sandbox', { 'toolplane.sandbox.id': sandbox.sandboxId }, async () => {
       await sandbox.filesystem.writeText(JSON.stringify(spec), `${dir}/spec.json`);
       const p = await sandbox.exec(['/bin/sh', '-c', this.layout.command(this.c.MODAL_PYTHON, 'prove', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 60_000 });
       if ((await p.wait()) !== 0) return undefined;
       const r = parseReport(SetupReport, await sandbox.filesystem.readText(`${dir}/report.json`), nonce);
-      return r ? proofOf(r) : undefined;
+      const proof = r ? proofOf(r) : undefined;
+      return proof ? { proof, node: r!.node === true } : undefined;
     });
   }
 

@@ -35,14 +35,19 @@ export class ModalApi {
     return e.app;
   }
 
-  /** The image of a requirements set: the base, plus a virtualenv with the requirements, built once (Modal finds a built image again by its definition). */
-  image(account: ModalAccount, pip: string[]): Promise<Image> {
-    const key = `${accountKey(account)}/${JSON.stringify(pip)}`;
+  /**
+   * The image of a requirements set: the base, plus a virtualenv with the requirements, plus Node
+   * for TypeScript/JavaScript tools (MODAL_NODE_INSTALL), built once (Modal finds a built image
+   * again by its definition).
+   */
+  image(account: ModalAccount, pip: string[], node = false): Promise<Image> {
+    const key = `${accountKey(account)}/${JSON.stringify(pip)}/${node}`;
     let image = this.images.get(key);
     if (!image) {
       image = (async () => {
         const base = this.client(account).images.fromRegistry(this.c.MODAL_IMAGE);
-        const built = pip.length ? base.dockerfileCommands([`RUN ${this.pipCommand(pip)}`]) : base;
+        const runs = [...(node ? [`RUN ${this.c.MODAL_NODE_INSTALL}`] : []), ...(pip.length ? [`RUN ${this.pipCommand(pip)}`] : [])];
+        const built = runs.length ? base.dockerfileCommands(runs) : base;
         return built.build(await this.app(account));
       })();
       image.catch(() => this.images.delete(key));

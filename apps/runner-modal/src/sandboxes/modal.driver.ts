@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { SecretMasker } from '@toolplane/platform';
-import { callJson, outcomeOf, OutputCapture, parseReport, RunReport, toolEnv, type RemoteOutcome } from '@toolplane/sandbox';
+import { callJson, EXIT_BUSY, outcomeOf, OutputCapture, parseReport, prepareScript, RunReport, toolEnv, type RemoteOutcome } from '@toolplane/sandbox';
 import type { ContainerProcess } from 'modal';
 import { randomBytes } from 'node:crypto';
 import type { ModalRunnerConfig } from '../runner-modal.config';
@@ -39,6 +39,9 @@ export interface ModalOutcome {
   sandboxId?: string;
 }
 
+/** Source types that run on Node in the sandbox (node_harness.cjs through the launcher). */
+const NODE_TYPES = new Set(['typescript', 'javascript']);
+
 /** Attempts of a call whose sandbox turned out gone before its tool started. */
 const ATTEMPTS = 3;
 
@@ -70,7 +73,8 @@ export class ModalDriver {
 
   async run(env: PoolEnvironment, call: ModalCall, waitMs: number, signal: AbortSignal): Promise<ModalOutcome> {
     const started = performance.now();
-    if (call.sourceType !== 'python') throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `runner-modal runs python tools, not ${call.sourceType}`, { provider: 'modal' });
+    const node = NODE_TYPES.has(call.sourceType);
+    if (call.sourceType !== 'python' && !node) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `runner-modal runs python, typescript and javascript tools, not ${call.sourceType}`, { provider: 'modal' });
     for (let attempt = 1; ; attempt++) {
       const slot = await step('acquire sandbox', { 'toolplane.tool.id': call.toolId }, async (span) => {
         try {
@@ -81,6 +85,10 @@ export class ModalDriver {
           throw providerError(e, env.req.account, 'getting a sandbox');
         }
       });
+      if (node && !slot.node) {
+        this.pool.release(slot, true);
+        throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `the Modal image (${this.c.MODAL_IMAGE} with MODAL_NODE_INSTALL) has no Node at ${this.c.MODAL_NODE}: TypeScript/JavaScript tools cannot run on it`, { provider: 'modal', source_type: call.sourceType });
+      }
       const r = await this.runOn(slot, call, signal, started);
       if (r !== 'retry') return r;
       if (attempt >= ATTEMPTS) throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'no Modal sandbox could take the call', { provider: 'modal' });
@@ -100,8 +108,22 @@ export class ModalDriver {
     const masker = new SecretMasker(call.maskValues);
     const envs = toolEnv(call.env, workDir);
     const python = this.sandboxes.python(slot.env.req);
-    const job = { nonce, source: call.sourceCode, function: call.functionName, args: call.args, agent_id: call.agentId ?? null };
-    const spec = callJson(this.sandboxes.settings, layout, { nonce, runtime: 'python', python, workDir, timeoutMs: call.timeoutMs, maxOutputBytes: this.c.MODAL_MAX_OUTPUT_BYTES, envKeys: Object.keys(envs), lanes: 1, proof: slot.proof });
+    const node = NODE_TYPES.has(call.sourceType);
+    const lanes = slot.env.req.lanes;
+    let job: Record<string, unknown>;
+    if (node) {
+      let script: ReturnType<typeof prepareScript>;
+      try {
+        script = prepareScript(call.sourceCode, call.functionName);
+      } catch (e) {
+        this.pool.release(slot, true);
+        throw e;
+      }
+      job = { nonce, source: script.code, function: call.functionName, params: script.params, args: call.args, agent_id: call.agentId ?? null, module_dir: layout.state };
+    } else {
+      job = { nonce, source: call.sourceCode, function: call.functionName, args: call.args, agent_id: call.agentId ?? null };
+    }
+    const spec = callJson(this.sandboxes.settings, layout, { nonce, runtime: node ? 'node' : 'python', python, workDir, timeoutMs: call.timeoutMs, maxOutputBytes: this.c.MODAL_MAX_OUTPUT_BYTES, envKeys: Object.keys(envs), lanes, proof: slot.proof });
 
     // 1. The job (source and arguments as data; never the env).
     try {
@@ -171,6 +193,11 @@ export class ModalDriver {
       this.log.warn(`sandbox ${slot.id} was lost during a call of tool ${call.toolId}: ${scrub((ended.lost as Error)?.message ?? String(ended.lost), account).slice(0, 300)}`);
       return done({ status: 'error', error: { code: ErrorCode.SANDBOX_LOST, type: 'SandboxLost', message: isSandboxGone(ended.lost) ? 'the Modal sandbox ended during the call: it was replaced' : 'the connection to the Modal sandbox was lost during the call: it was replaced' } });
     }
+    if (ended.exit === EXIT_BUSY) {
+      // Another runner replica holds every lane of this sandbox: nothing ran; leave it to that replica.
+      this.pool.forget(slot);
+      return 'retry';
+    }
     if (ended.exit !== 0) {
       // Killed with its sandbox (terminated, timed out on Modal's side): the sandbox is gone, not broken.
       const gone = await sandbox.poll().then((code) => code !== null, () => true);
@@ -192,9 +219,11 @@ export class ModalDriver {
       this.pool.release(slot, false, 'no report');
       return done({ status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'ProtocolError', message: 'the launcher did not report on the call' } });
     }
-    const clean = report.dirty.length === 0 && report.proved_at !== null;
+    // Shared sandboxes (calls_per_sandbox > 1) are proved once drained (the pool's prove step); an exclusive one by this call's launcher.
+    const exclusive = lanes === 1;
+    const clean = report.dirty.length === 0 && (!exclusive || report.proved_at !== null);
     if (!clean) this.log.warn(`sandbox ${slot.id} is not provably clean after a call of tool ${call.toolId} (${report.dirty.join('; ').slice(0, 500)}): terminating it`);
-    else slot.proof = { state: slot.proof.state, provedAt: report.proved_at! };
+    else if (exclusive) slot.proof = { state: slot.proof.state, provedAt: report.proved_at! };
     this.pool.release(slot, clean, 'dirty');
     return done(outcomeOf(report, nonce, call, this.c.MODAL_MAX_OUTPUT_BYTES));
   }
