@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { natsUrl, ROOT } from '../support/env';
 import { operatorToken } from '../support/identity';
+import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 
@@ -40,6 +41,28 @@ function cli(args: string[], opts: { env?: Record<string, string>; input?: strin
   });
 }
 
+/**
+ * Runs the binary on a terminal (a pty made by util-linux `script`) and types `answer` once `prompt`
+ * shows: what a person at a prompt does. The output is everything the terminal showed.
+ */
+function cliOnTerminal(args: string[], env: Record<string, string>, prompt: string, answer: string): Promise<{ code: number | null; shown: string }> {
+  return new Promise((resolve, reject) => {
+    const command = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const p = spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), TERM: 'dumb', TOOLPLANE_CONFIG: join(tmpdir(), 'no-such-profiles.json'), ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let shown = '';
+    let typed = false;
+    p.stdout.on('data', (d) => {
+      shown += d;
+      if (!typed && shown.includes(prompt)) {
+        typed = true;
+        p.stdin.write(`${answer}\r`);
+      }
+    });
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code, shown }));
+  });
+}
+
 describe('toolplane CLI', () => {
   const org = uniqueOrg('cli');
   const dir = mkdtempSync(join(tmpdir(), 'tp-cli-'));
@@ -59,6 +82,14 @@ describe('toolplane CLI', () => {
     expect(one.code).toBe(0);
     const pushed = JSON.parse(one.stdout).tools;
     expect(pushed).toEqual([expect.objectContaining({ name: 'cli_add', id: expect.stringMatching(/^tool-/), health: expect.stringMatching(/STRICT_COMPLIANT|NON_STRICT_ONLY/), reasons: expect.any(Array) })]);
+
+    // Table mode: the health, then why it is not strict.
+    const humanPush = await cli(['tools', 'push', join(dir, 'cli_add.py'), '--tag', 'cli'], { env });
+    expect(humanPush.code).toBe(0);
+    const pushLines = humanPush.stdout.trimEnd().split('\n');
+    expect(pushLines[0]!.split(/\s{2,}/)).toEqual(['FILE', 'NAME', 'ID', 'HEALTH', 'ERROR']);
+    expect(pushLines[1]).toMatch(/cli_add\.py\s+cli_add\s+tool-[0-9a-f-]+\s+NON_STRICT_ONLY\s+-$/);
+    expect(pushLines).toContain("  cli_add: root: strict mode requires every property in 'required' (make optional ones nullable instead): b");
 
     const many = mkdtempSync(join(dir, 'many-'));
     for (const n of ['cli_one', 'cli_two']) writeFileSync(join(many, `${n}.py`), tool(n));
@@ -135,6 +166,14 @@ describe('toolplane CLI', () => {
     const table = await cli(['secrets', 'ls'], { env });
     expect(table.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['KEY', 'SCOPE', 'AGENT_ID', 'DESCRIPTION', 'UPDATED_AT']);
     for (const r of [set, ls, table]) expect(r.stdout + r.stderr).not.toContain(value);
+    // On a terminal: a prompt, and what is typed is not echoed.
+    const typed = `typed-${Math.random().toString(36).slice(2)}`;
+    const prompted = await cliOnTerminal(['secrets', 'set', 'CLI_TYPED'], env, 'value of CLI_TYPED: ', typed);
+    expect(prompted.code).toBe(0);
+    expect(prompted.shown).toContain('stored CLI_TYPED (sandbox)');
+    expect(prompted.shown).not.toContain(typed);
+    expect(JSON.parse((await cli(['--json', 'secrets', 'ls'], { env })).stdout).secrets.map((s: { key: string }) => s.key)).toContain('CLI_TYPED');
+    expect((await cli(['--json', 'secrets', 'rm', 'CLI_TYPED'], { env })).code).toBe(0);
     // The value reached the store: a tool run sees it in its env.
     // (Its hash: tool output that equals a secret is masked.)
     writeFileSync(join(dir, 'cli_env.py'), 'def cli_env() -> str:\n    """Env."""\n    import hashlib, os\n    return hashlib.sha256(os.environ.get("CLI_KEY", "").encode()).hexdigest()\n');
@@ -175,6 +214,44 @@ describe('toolplane CLI', () => {
     const tokens = await cli(['--json', 'token', 'ls'], { env: operator });
     expect(JSON.parse(tokens.stdout).tokens).toEqual(expect.arrayContaining([expect.objectContaining({ token_id, name: 'cli-made' })]));
     expect((await cli(['--json', 'token', 'revoke', token_id], { env: operator })).code).toBe(0);
+  });
+
+  it('adds and resyncs an MCP server with a live view of every page, then the report; --json prints only the report', async () => {
+    const fake = new FakeMcpServer();
+    fake.tools = Array.from({ length: 7 }, (_, i) => echoTool(`cli_mcp_${i}`));
+    fake.pageSize = 3;
+    await fake.start();
+    try {
+      writeFileSync(join(dir, 'server.json'), JSON.stringify({ name: 'cli-paged', transport: 'streamable_http', url: fake.url }));
+      const added = await cli(['mcp', 'add', join(dir, 'server.json')], { env });
+      expect(added.code).toBe(0);
+      expect(added.stdout).toMatch(/^cli-paged: 3 pages, 7 tools listed, \d+ ms$/m);
+      expect(added.stdout).toMatch(/^added\s+7$/m);
+
+      // The server changes: one tool gone, one new, one with a broken schema; 8 tools in 3 pages.
+      fake.tools = [...fake.tools.slice(1), echoTool('cli_mcp_new'), { def: { name: 'cli_mcp_broken', description: 'Its schema is a string.', inputSchema: 'not a schema' } }];
+      const sync = await cli(['mcp', 'sync', 'cli-paged'], { env });
+      expect(sync.code).toBe(0);
+      // Live view (stderr, a line per step when not on a terminal): every page listed, then the write.
+      const steps = sync.stderr.split('\n').filter((l) => /^(listing|writing) /.test(l));
+      expect(steps.filter((l) => l.startsWith('listing'))).toEqual(['listing  page 1 · 3 tools listed', 'listing  page 2 · 6 tools listed', 'listing  page 3 · 8 tools listed']);
+      expect(steps).toContain('writing  8 tools (1 invalid) · 0/1 messages');
+      expect(steps.at(-1)).toBe('writing  8 tools (1 invalid) · 1/1 messages');
+      // Then the report on stdout.
+      expect(sync.stdout).toMatch(/^cli-paged: 3 pages, 8 tools listed, \d+ ms$/m);
+      expect(sync.stdout).toMatch(/^added\s+2$/m);
+      expect(sync.stdout).toMatch(/^removed\s+1$/m);
+      expect(sync.stdout).toMatch(/^invalid\s+1$/m);
+      expect(sync.stdout).toMatch(/^ {2}invalid cli_mcp_broken: .+$/m);
+
+      const json = await cli(['--json', 'mcp', 'sync', 'cli-paged'], { env });
+      expect(json.code).toBe(0);
+      expect(json.stderr).toBe('');
+      expect(JSON.parse(json.stdout)).toMatchObject({ server: { name: 'cli-paged', tool_count: 8 }, sync: { pages: 3, listed: 8, added: 0, removed: 0, invalid: 1, complete: true } });
+      expect((await cli(['--json', 'mcp', 'rm', 'cli-paged'], { env })).code).toBe(0);
+    } finally {
+      await fake.stop();
+    }
   });
 
   it('generates and checks schemas offline, with no stack reachable', async () => {

@@ -1,22 +1,13 @@
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
-import { UsageError } from './cli.errors';
 import type { CliContext } from './cli.context';
-import { printError, printLine, printRecord, printTable } from './cli.output';
+import { jsonFile } from './cli.input';
+import { printLine, printRecord, printTable } from './cli.output';
 import { readSecret } from './cli.secret-input';
 
 type Scope = 'sandbox' | 'agent';
 const scopeOf = (o: { agent?: string }): { scope: Scope; agent_id?: string } => (o.agent ? { scope: 'agent', agent_id: o.agent } : { scope: 'sandbox' });
 
-function jsonFile(path: string): Record<string, unknown> {
-  try {
-    return JSON.parse(readFileSync(path === '-' ? 0 : path, 'utf8')) as Record<string, unknown>;
-  } catch {
-    throw new UsageError(`${path} is not a JSON file`);
-  }
-}
-
-/** Secrets, webhook, sandbox configs, MCP servers and org tokens. */
+/** Secrets, webhook, sandbox configs and org tokens. */
 export function registerAdminCommands(program: Command, ctx: CliContext): void {
   const secrets = program.command('secrets').description('encrypted sandbox env vars (default) or agent secrets (--agent)');
   secrets
@@ -91,34 +82,6 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
       }
     });
 
-  const mcp = program.command('mcp').description('MCP servers');
-  mcp
-    .command('add <server.json>')
-    .description('register an MCP server ({name, transport, url|command, …}, - for stdin), sync it and print the report')
-    .action(async (file: string) => {
-      const client = await ctx.client();
-      if (!ctx.json) printError('connecting and syncing…');
-      const r = await client.mcp.servers.add({ org_id: ctx.org, server: jsonFile(file) } as never, { timeoutMs: 120_000 });
-      ctx.out(r, () => ('authorization' in r ? printRecord(r.authorization) : printSync(r.server.name, r.sync)));
-    });
-  mcp.command('ls').action(async () => {
-    const r = await (await ctx.client()).mcp.servers.list({ org_id: ctx.org });
-    ctx.out(r, () => printTable(r.servers, ['name', 'id', 'transport', 'url', 'command', 'tool_count']));
-  });
-  mcp
-    .command('sync <name>')
-    .description('resync a server and print the report (pages, added/updated/removed/invalid)')
-    .action(async (name: string) => {
-      const client = await ctx.client();
-      if (!ctx.json) printError(`syncing ${name}…`);
-      const r = await client.mcp.servers.sync({ org_id: ctx.org, name } as never, { timeoutMs: 120_000 });
-      ctx.out(r, () => printSync(name, (r as { sync: Record<string, unknown> }).sync));
-    });
-  mcp.command('rm <name>').action(async (name: string) => {
-    const r = await (await ctx.client()).mcp.servers.remove({ org_id: ctx.org, name });
-    ctx.out(r, () => printLine(`removed ${name} and its ${r.tools_removed} tools`));
-  });
-
   const token = program.command('token').description('org tokens (needs an operator or admin token)');
   token
     .command('create')
@@ -139,10 +102,4 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     const r = await (await ctx.client()).auth.tokens.revoke({ org_id: ctx.org, token_id: id } as never);
     ctx.out(r, () => printLine(`revoked ${id}`));
   });
-}
-
-function printSync(name: string, s: Record<string, unknown>): void {
-  printLine(`${name}: ${s.pages} pages, ${s.listed} tools listed`);
-  printRecord({ added: s.added, updated: s.updated, removed: s.removed, unchanged: s.unchanged, invalid: s.invalid });
-  for (const e of (s.errors as Array<{ code: string; message: string }>) ?? []) printLine(`  ! ${e.code}: ${e.message}`);
 }

@@ -13,8 +13,9 @@ export async function readSecret(label: string): Promise<string> {
     if (!value) throw new UsageError(`no ${label} on stdin`);
     return value;
   }
-  process.stderr.write(`${label}: `);
+  // No echo before the prompt shows: whatever is typed (or pasted) after it never reaches the screen.
   stdin.setRawMode(true);
+  process.stderr.write(`${label}: `);
   stdin.resume();
   return new Promise((resolve, reject) => {
     let value = '';

@@ -13,6 +13,7 @@ import { ExitCode, exitCodeOf } from './cli.errors';
 import { printError, printJson } from './cli.output';
 import { registerDoctorCommand } from './doctor.command';
 import { registerEventsCommand } from './events.command';
+import { registerMcpCommands } from './mcp.command';
 import { registerSchemaCommands } from './schema.command';
 import { registerToolCommands } from './tools.command';
 
@@ -32,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
   registerToolCommands(program, ctx);
   registerSchemaCommands(program, ctx);
   registerAdminCommands(program, ctx);
+  registerMcpCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerEventsCommand(program, ctx);
   for (const c of program.commands) c.exitOverride();
@@ -44,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
     const json = argv.includes('--json');
     if (json) {
       const te = e instanceof ToolplaneError ? e : undefined;
-      printJson({ error: { code: te?.code ?? (code === ExitCode.USAGE ? 'USAGE' : 'FAILED'), message: (e as Error).message, retryable: te?.retryable ?? false, details: te?.details, trace_id: te?.trace_id } });
+      printJson({ error: { code: te?.code ?? (code === ExitCode.USAGE ? 'USAGE' : code === ExitCode.UNAVAILABLE ? 'UNAVAILABLE' : 'FAILED'), message: (e as Error).message, retryable: te?.retryable ?? false, details: te?.details, trace_id: te?.trace_id } });
     } else {
       printError(`error: ${e instanceof ToolplaneError ? `${e.code}: ` : ''}${(e as Error).message}${e instanceof ToolplaneError && e.trace_id ? ` (trace ${e.trace_id})` : ''}`);
     }

@@ -57,7 +57,13 @@ export function registerToolCommands(program: Command, ctx: CliContext): void {
         }
         progress(i + 1, files.length, file);
       }
-      ctx.out({ tools: pushed }, () => printTable(pushed.map((p) => ({ ...p, error: (p.error as { code?: string })?.code })), ['file', 'name', 'id', 'health', 'error']));
+      ctx.out({ tools: pushed }, () => {
+        printTable(pushed.map((p) => ({ ...p, error: (p.error as { code?: string })?.code })), ['file', 'name', 'id', 'health', 'error']);
+        for (const p of pushed) {
+          for (const reason of (p.reasons as string[] | undefined) ?? []) printLine(`  ${String(p.name)}: ${reason}`);
+          if (p.error) printLine(`  ${String(p.file)}: ${(p.error as { message: string }).message}`);
+        }
+      });
       if (failed) process.exitCode = 1;
     });
 

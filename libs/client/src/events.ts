@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EVENTS, EVENTS_STREAM, type EventDescriptor } from '@toolplane/contracts';
+import { EVENTS, EVENTS_STREAM, type EventDescriptor, type EventOf } from '@toolplane/contracts';
 
 export interface EventsOptions {
   /** Entities to follow (`tool`, `mcp-server`, `execution`, `agent-tools`); default all. */
@@ -10,6 +10,11 @@ export interface EventsOptions {
   /** Where to start: `new` (default), `all`, or a date. */
   from?: 'new' | 'all' | Date;
   signal?: AbortSignal;
+  /**
+   * Called once the subscription is in place (before the first event): with `from: 'new'`, every
+   * event published after this is delivered. Start what you want to watch (e.g. a sync) then.
+   */
+  onReady?: () => void;
 }
 
 /** One event of the stream, its payload checked against its descriptor. */
@@ -20,6 +25,11 @@ export interface ToolplaneEvent {
   descriptor?: EventDescriptor;
   payload: Record<string, unknown>;
   seq: number;
+}
+
+/** Narrows an event to a descriptor's payload type: `if (isEvent(e, McpServerProgressed)) e.payload.pages`. */
+export function isEvent<D extends EventDescriptor>(e: ToolplaneEvent, d: D): e is ToolplaneEvent & { payload: EventOf<D> } {
+  return e.subject === d.subject;
 }
 
 const bySubject = new Map(EVENTS.map((d) => [d.subject, d]));
@@ -39,6 +49,7 @@ export async function* subscribeEvents(nc: NatsConnection, prefix: string, opts:
     from === 'new' ? { deliver_policy: DeliverPolicy.New } : from === 'all' ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.toISOString() };
   const consumer = await jetstream(nc).consumers.get(streamName(prefix), { filter_subjects: filter_subject, ...start });
   const messages = await consumer.consume();
+  opts.onReady?.();
   const stop = () => void messages.close();
   opts.signal?.addEventListener('abort', stop, { once: true });
   try {

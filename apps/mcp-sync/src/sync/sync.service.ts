@@ -20,6 +20,7 @@ import type { McpSyncConfig } from '../mcp-sync.config';
 import type { LastSync, McpServerEntity } from '../servers/mcp-server.entity';
 import { ServerTargets } from '../servers/server-targets';
 import { ServersRepository } from '../servers/servers.repository';
+import { SyncProgress } from './sync-progress';
 import { discoverTools, type Discovery } from './tool-discovery';
 import { mapTools, type ServerRef } from './tool-mapper';
 import { planToolSet } from './tool-pages';
@@ -58,14 +59,15 @@ export class SyncService {
   /**
    * Connects (bounded) and lists every page of the server's tools. Throws when nothing could be
    * listed. `attempts`: connection attempts (1 when adding a server: fail fast, store nothing).
+   * `progress` is told of every page.
    */
-  discover(target: ServerTarget, attempts = 2): Promise<Discovery> {
+  discover(target: ServerTarget, attempts = 2, progress?: SyncProgress): Promise<Discovery> {
     return tracer.startActiveSpan('mcp discover tools', async (span) => {
       try {
         span.setAttributes({ 'toolplane.mcp.server': target.name, 'toolplane.mcp.transport': target.transport });
         const deadline = Date.now() + this.config.MCP_CONNECT_TIMEOUT_MS + this.config.MCP_INITIALIZE_TIMEOUT_MS + 1000;
         const limits = { pageTimeoutMs: this.config.MCP_LIST_TIMEOUT_MS, maxPages: this.config.MCP_LIST_MAX_PAGES, maxTools: this.config.MCP_MAX_TOOLS_PER_SERVER };
-        const d = await this.pool.withConnection(target, deadline, (c) => discoverTools(c.client, limits), attempts);
+        const d = await this.pool.withConnection(target, deadline, (c) => discoverTools(c.client, limits, (soFar) => progress?.listed(soFar)), attempts);
         span.setAttributes({ 'toolplane.mcp.tools': d.tools.length, 'toolplane.mcp.pages': d.pages });
         return d;
       } catch (e) {
@@ -94,10 +96,12 @@ export class SyncService {
   }
 
   /** Writes an already-made discovery (servers.add discovers before it stores anything). */
-  async apply(server: McpServerEntity, discovery: Discovery, trigger: SyncTrigger, started: number): Promise<SyncOutcome> {
+  async apply(server: McpServerEntity, discovery: Discovery, trigger: SyncTrigger, started: number, progress = new SyncProgress(this.messaging, server, trigger)): Promise<SyncOutcome> {
     const ref: ServerRef = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
     const { mapped, errors: mapErrors } = mapTools(ref, discovery.tools);
-    const { reply, withheld, errors: writeErrors } = await this.write(server, mapped.map((m) => m.input), discovery.complete);
+    const announce = (tools: number, pages: number) =>
+      progress.writing({ pages: discovery.pages, listed: discovery.listed, errors: discovery.errors.length + mapErrors.length }, mapped.filter((m) => m.health === 'INVALID').length, tools, pages);
+    const { reply, withheld, errors: writeErrors } = await this.write(server, mapped.map((m) => m.input), discovery.complete, announce, () => progress.wrote());
     await this.undoIfRemoved(server);
     const collided = new Set(reply.collisions.map((c) => c.name));
     const kept = mapped.filter((m) => !collided.has(m.input.name) && !withheld.has(m.input.name));
@@ -128,6 +132,7 @@ export class SyncService {
     };
     const toolCount = discovery.complete ? kept.length + reply.kept : server.toolCount + reply.added.length;
     const recorded = await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: true, report, error: null }, toolCount);
+    await progress.flush();
     await this.publish(server, trigger, true, report, null);
     this.log.log(
       `synced ${server.name} (${server.id}, ${trigger}): listed ${report.listed} in ${report.pages} page(s), +${report.added} ~${report.updated} -${report.removed} =${report.unchanged}, invalid ${report.invalid}, errors ${report.errors.length}, ${report.duration_ms} ms`,
@@ -155,7 +160,7 @@ export class SyncService {
     throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${server.name} was removed during its sync`, { server: server.id });
   }
 
-  private async write(server: McpServerEntity, tools: ExternalToolInput[], complete: boolean) {
+  private async write(server: McpServerEntity, tools: ExternalToolInput[], complete: boolean, announce: (tools: number, pages: number) => void, wrote: () => void) {
     const maxPayload = this.messaging.nc.info?.max_payload ?? 1024 * 1024;
     const budget = Math.min(this.config.MCP_SYNC_MESSAGE_BYTES, maxPayload - HEADER_ROOM);
     const base: RequestIn<typeof ExternalToolsSync> = { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete };
@@ -167,6 +172,7 @@ export class SyncService {
     const keep = plan.withheld.length ? { keep: plan.withheld } : {};
     const opts = { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS };
     let reply: ReplyOf<typeof ExternalToolsSync>;
+    announce(plan.written.length, (plan.pages?.length ?? 0) + 1);
     if (!plan.pages?.length) {
       reply = await this.messaging.request(ExternalToolsSync, { ...base, ...keep, tools: plan.written }, opts);
     } else {
@@ -175,7 +181,7 @@ export class SyncService {
         span.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tools': plan.written.length, 'toolplane.mcp.pages': pages.length });
         try {
           await forEachBounded(pages, STAGE_CONCURRENCY, (page, i) =>
-            retryOnce(() => this.messaging.request(ExternalToolsStage, { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: i, tools: page }, opts)),
+            retryOnce(() => this.messaging.request(ExternalToolsStage, { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: i, tools: page }, opts)).then(wrote),
           );
         } catch (e) {
           span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
@@ -187,6 +193,7 @@ export class SyncService {
       reply = await this.messaging.request(ExternalToolsSync, { ...base, ...keep, staged: { sync_id: syncId, pages: pages.length } }, opts);
       this.log.log(`wrote ${plan.written.length} tool(s) of ${server.name} (${server.id}) in ${pages.length} staged page(s)`);
     }
+    wrote();
     return { reply, withheld: new Set(plan.withheld), errors: plan.errors };
   }
 
@@ -194,17 +201,19 @@ export class SyncService {
     const server = await this.servers.findById(orgId, id);
     if (!server) throw new Error(`server ${id} is gone`);
     const started = performance.now();
+    const progress = new SyncProgress(this.messaging, server, trigger);
     let discovery: Discovery;
     try {
-      discovery = await this.discover(await this.targets.of(server));
+      discovery = await this.discover(await this.targets.of(server), 2, progress);
     } catch (e) {
       const message = e instanceof ToolplaneError ? e.message : 'Internal error';
       await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message });
+      await progress.flush();
       await this.publish(server, trigger, false, null, message).catch(() => undefined);
       this.log.warn(`sync of ${server.name} (${server.id}, ${trigger}) failed: ${message}`);
       throw e;
     }
-    return this.apply(server, discovery, trigger, started);
+    return this.apply(server, discovery, trigger, started, progress);
   }
 
   private publish(server: McpServerEntity, trigger: SyncTrigger, ok: boolean, report: McpSyncReport | null, error: string | null): Promise<void> {

@@ -41,9 +41,10 @@ export interface DiscoveryLimits {
 /**
  * Walks every page of tools/list. The page is fetched with a loose schema (the SDK's listTools()
  * throws for a whole page when one tool is malformed) and each tool is checked on its own; a tool
- * that cannot be kept at all (no name) is reported, never dropped silently.
+ * that cannot be kept at all (no name) is reported, never dropped silently. `onPage` sees the
+ * counts after each page.
  */
-export async function discoverTools(client: Client, limits: DiscoveryLimits): Promise<Discovery> {
+export async function discoverTools(client: Client, limits: DiscoveryLimits, onPage?: (soFar: Discovery) => void): Promise<Discovery> {
   const out: Discovery = { tools: [], listed: 0, pages: 0, complete: true, errors: [] };
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
@@ -66,6 +67,7 @@ export async function discoverTools(client: Client, limits: DiscoveryLimits): Pr
       }
       out.tools.push(named.data as RawTool);
     });
+    onPage?.(out);
     if (out.tools.length > limits.maxTools) {
       out.tools.length = limits.maxTools;
       return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `the server lists more than ${limits.maxTools} tools (MCP_MAX_TOOLS_PER_SERVER); the rest were not synced`);
