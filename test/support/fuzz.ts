@@ -4,7 +4,7 @@
  * and other Unicode edge cases, and mutated tool sources for the schema engine.
  */
 import fc from 'fast-check';
-import { REQUESTS } from '@toolplane/contracts';
+import { ErrorCode, REQUESTS, requestDescriptorFor } from '@toolplane/contracts';
 
 /** Strings that broke (or could break) something somewhere. */
 export const EDGE_STRINGS: readonly string[] = [
@@ -167,3 +167,20 @@ export function validPayloads(org: string, ids: { tool: string; server: string; 
 }
 
 export const PUBLIC_REQUEST_SUBJECTS = REQUESTS.filter((d) => d.visibility === 'public').map((d) => d.subject);
+
+const KNOWN_CODES = new Set<string>(Object.values(ErrorCode));
+
+/**
+ * What came back for a generated request on `subject` (`ok` for a result, else the error code) and
+ * what is wrong with it, if anything: INTERNAL, an unknown code, or a result its contract refuses.
+ */
+export function judgeReply(subject: string, reply: unknown): { code: string; problem?: string } {
+  const error = (reply as { error?: { code?: unknown } } | null)?.error;
+  if (error) {
+    const code = String(error.code);
+    if (code === ErrorCode.INTERNAL) return { code, problem: 'INTERNAL' };
+    return KNOWN_CODES.has(code) ? { code } : { code, problem: `unknown error code ${code}` };
+  }
+  const ok = requestDescriptorFor(subject)?.reply.safeParse(reply);
+  return ok?.success ? { code: 'ok' } : { code: 'ok', problem: `reply does not match its contract: ${ok?.error.message.slice(0, 300) ?? 'no descriptor'}` };
+}

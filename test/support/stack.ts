@@ -10,8 +10,8 @@ import { testStdioAllowlist } from './stdio-allowlist';
 export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
 
 /** Every app a test stack can start; runner-e2b and runner-modal only where a test starts them (with their fakes), never by default. */
-export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync';
-export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync'];
+export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync' | 'web-tools';
+export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync', 'web-tools'];
 
 export interface StackOptions {
   prefix: string;
@@ -22,6 +22,10 @@ export interface StackOptions {
   appEnv?: Partial<Record<AppName, Record<string, string>>>;
   /** Another checkout whose dist/ to run (benchmarks against a baseline build); default this one. */
   root?: string;
+  /** How long an app may take to become ready (default TOOLPLANE_TEST_READY_TIMEOUT_MS, else 90 s: a slow or busy machine starts apps slowly, and waiting costs nothing when they are quick). */
+  readyTimeoutMs?: number;
+  /** Instances of an app beyond the first, on the same queue group (each with its own health port); see Stack.addReplica. */
+  replicas?: Partial<Record<AppName, number>>;
 }
 
 export interface RunningApp {
@@ -36,6 +40,10 @@ export interface Stack {
   apps: Map<AppName, RunningApp>;
   stopApp(name: AppName, signal?: NodeJS.Signals): Promise<number | null>;
   stop(): Promise<void>;
+  /** Instances started beside the first of their app (StackOptions.replicas, addReplica), oldest first; stop() stops them too. */
+  replicas: RunningApp[];
+  /** Starts one more instance of `name` (same prefix, database and queue group) and waits until it is ready. */
+  addReplica(name: AppName): Promise<RunningApp>;
 }
 
 // Whatever happens to the test process, the apps it spawned go with it.
@@ -75,6 +83,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     },
     async stop() {
       await Promise.all([...apps.keys()].map((n) => stack.stopApp(n)));
+      await Promise.all(stack.replicas.splice(0).map((r) => stopProcess(r.proc)));
+    },
+    replicas: [],
+    async addReplica(name) {
+      const app = await startApp(name, opts);
+      stack.replicas.push(app);
+      return app;
     },
   };
   ensureTestIdentity();
@@ -84,6 +99,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     for (const r of started) if (r.status === 'fulfilled') apps.set(r.value.name, r.value);
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
+    for (const [name, n] of Object.entries(opts.replicas ?? {}) as Array<[AppName, number]>) for (let i = 0; i < n; i++) await stack.addReplica(name);
     // The run's operator token: minted once, by the first stack whose credentials service is up.
     if (!process.env.TOOLPLANE_TEST_OPERATOR_TOKEN && apps.has('credentials') && !opts.env?.CREDENTIALS_KEYS && !opts.appEnv?.credentials?.CREDENTIALS_KEYS) {
       process.env.TOOLPLANE_TEST_OPERATOR_TOKEN = mintOperatorToken(opts.databaseUrl);
@@ -128,7 +144,7 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   const app: RunningApp = { name, proc, healthPort, output: () => out };
-  await waitReady(app, 30_000);
+  await waitReady(app, opts.readyTimeoutMs ?? (Number(process.env.TOOLPLANE_TEST_READY_TIMEOUT_MS) || 90_000));
   return app;
 }
 

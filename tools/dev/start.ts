@@ -10,7 +10,10 @@
  *   (tools/fakes/e2b, started here, sandboxes under bubblewrap) with a development key, and says so.
  * - runner-modal: with MODAL_TOKEN_ID set, against Modal itself; without one, against the Modal fake
  *   (tools/fakes/modal, the real `modal` SDK's gRPC protocol, sandboxes under bubblewrap), and says so.
- * - Every app from dist/, migrations applied at start, pretty logs.
+ * - web-tools: with EXA_API_KEY set, web_search and fetch_webpage use Exa itself; without one, the
+ *   Exa fake (tools/fakes/exa, canned results) with a development key, and says so.
+ * - Every app from dist/, migrations applied at start, pretty logs; an app that exits is restarted
+ *   with back-off (tools/dev/supervisor.ts); one that crash-loops stops the stack, named.
  */
 import { AuthTokensList } from '@toolplane/contracts';
 import { connect } from '@nats-io/transport-node';
@@ -21,8 +24,10 @@ import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 
 import { startE2bFake, type E2bFake } from '../fakes/e2b/e2b-fake';
+import { startExaFake, type ExaFake } from '../fakes/exa/exa-fake';
 import { startModalFake, type ModalFake } from '../fakes/modal/modal-fake';
 import { ADMIN_TOKEN_FILE, ask } from './dev-auth';
+import { DEFAULT_SUPERVISOR_OPTIONS, Supervisor } from './supervisor';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const APPS = [
@@ -34,6 +39,7 @@ const APPS = [
   { name: 'mcp-sync', port: 8086 },
   { name: 'runner-e2b', port: 8087 },
   { name: 'runner-modal', port: 8088 },
+  { name: 'web-tools', port: 8089 },
 ] as const;
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);
@@ -110,33 +116,50 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
 }
 
+/**
+ * The apps run under the supervisor: one that exits is restarted with a doubling back-off, as
+ * Kubernetes would; one that crash-loops stops the stack, named. Tunable for a session:
+ * TOOLPLANE_RESTART_BACKOFF_MS, TOOLPLANE_RESTART_BACKOFF_MAX_MS, TOOLPLANE_CRASH_LOOP_CRASHES,
+ * TOOLPLANE_CRASH_LOOP_WINDOW_MS.
+ */
+const numberEnv = (name: string, fallback: number): number => {
+  const n = Number(process.env[name]);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+};
+const supervisor = new Supervisor({
+  backoffMs: numberEnv('TOOLPLANE_RESTART_BACKOFF_MS', DEFAULT_SUPERVISOR_OPTIONS.backoffMs),
+  backoffMaxMs: numberEnv('TOOLPLANE_RESTART_BACKOFF_MAX_MS', DEFAULT_SUPERVISOR_OPTIONS.backoffMaxMs),
+  maxCrashes: numberEnv('TOOLPLANE_CRASH_LOOP_CRASHES', DEFAULT_SUPERVISOR_OPTIONS.maxCrashes),
+  windowMs: numberEnv('TOOLPLANE_CRASH_LOOP_WINDOW_MS', DEFAULT_SUPERVISOR_OPTIONS.windowMs),
+  stableAfterMs: DEFAULT_SUPERVISOR_OPTIONS.stableAfterMs,
+  say,
+  onCrashLoop: () => void stop(1),
+});
+
 function startApp(name: string, port: number, env: NodeJS.ProcessEnv): ChildProcess {
   const entry = join(ROOT, 'dist', 'apps', name, 'src', 'main.js');
-  const proc = spawn(process.execPath, ['--enable-source-maps', entry], {
-    cwd: ROOT,
-    env: { ...env, HEALTH_PORT: String(port) },
-    stdio: 'inherit',
-  });
-  proc.on('exit', (code, signal) => {
-    if (!stopping) {
-      say(`${name} exited (${signal ?? code}); stopping the stack`);
-      void stop(1);
-    }
-  });
-  children.push(proc);
-  return proc;
+  return supervisor.add(name, () =>
+    spawn(process.execPath, ['--enable-source-maps', entry], {
+      cwd: ROOT,
+      env: { ...env, HEALTH_PORT: String(port) },
+      stdio: 'inherit',
+    }),
+  );
 }
 
 let stopping = false;
 let e2bFake: E2bFake | undefined;
 let modalFake: ModalFake | undefined;
+let exaFake: ExaFake | undefined;
 async function stop(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
+  await supervisor.stopAll();
   for (const c of [...children].reverse()) c.kill('SIGTERM');
   await Promise.all(children.map((c) => (c.exitCode !== null ? null : new Promise((r) => c.once('exit', r)))));
   await e2bFake?.close().catch(() => undefined);
   await modalFake?.close().catch(() => undefined);
+  await exaFake?.close().catch(() => undefined);
   process.exit(code);
 }
 
@@ -176,6 +199,25 @@ async function modalEnv(): Promise<NodeJS.ProcessEnv> {
   }
   say(`Modal: no MODAL_TOKEN_ID set: runner-modal uses the local Modal fake at ${modalFake.serverUrl} (sandboxes are bubblewrap sandboxes on this machine, not Modal's)`);
   return { MODAL_SERVER_URL: modalFake.serverUrl, MODAL_TOKEN_ID: 'ak-development-fake', MODAL_TOKEN_SECRET: 'as-development-fake', MODAL_PYTHON: '/usr/bin/python3' };
+}
+
+/**
+ * web-tools' Exa: Exa itself when EXA_API_KEY (or EXA_BASE_URL) is set; else the Exa fake (canned
+ * results), started here, with a development key for agents that bring none of their own.
+ */
+async function exaEnv(): Promise<NodeJS.ProcessEnv> {
+  if (process.env.EXA_API_KEY || process.env.EXA_BASE_URL) {
+    say(`Exa: using ${process.env.EXA_BASE_URL ?? 'Exa (api.exa.ai)'}${process.env.EXA_API_KEY ? ' with EXA_API_KEY from the environment' : ''}`);
+    return {};
+  }
+  try {
+    exaFake = await startExaFake();
+  } catch (e) {
+    say(`Exa: no EXA_API_KEY and the Exa fake could not start (${(e as Error).message}): web_search works only for agents with their own EXA_API_KEY`);
+    return {};
+  }
+  say(`Exa: no EXA_API_KEY set: web-tools uses the local Exa fake at ${exaFake.url} (canned search results, not Exa's)`);
+  return { EXA_BASE_URL: exaFake.url, EXA_API_KEY: 'exa-development-fake-key' };
 }
 
 async function waitReady(port: number, timeoutMs = 60_000): Promise<boolean> {
@@ -256,11 +298,17 @@ async function main(): Promise<void> {
     LOG_FORMAT: process.env.LOG_FORMAT ?? 'pretty',
     MCP_STDIO_ALLOWED_COMMANDS: process.env.MCP_STDIO_ALLOWED_COMMANDS ?? developmentStdioAllowlist(),
   };
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stop(0));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.once(sig, () => {
+      say(`${sig}: stopping the stack`);
+      void stop(0);
+    });
   const e2b = await e2bEnv();
   const modal = await modalEnv();
+  const exa = await exaEnv();
+  const envOf: Partial<Record<(typeof APPS)[number]['name'], NodeJS.ProcessEnv>> = { 'runner-e2b': e2b, 'runner-modal': modal, 'web-tools': exa };
   for (const app of APPS) {
-    startApp(app.name, app.port, app.name === 'runner-e2b' ? { ...env, ...e2b } : app.name === 'runner-modal' ? { ...env, ...modal } : env);
+    startApp(app.name, app.port, { ...env, ...envOf[app.name] });
     if (!(await waitReady(app.port))) {
       say(`${app.name} did not become ready on :${app.port}`);
       return stop(1);

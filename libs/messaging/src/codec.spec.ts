@@ -30,6 +30,15 @@ describe('codec', () => {
     expect(toErrorBody(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'No tool x'), 't')).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false });
   });
 
+  it('answers SERVICE_UNAVAILABLE (retryable, nothing of the cause) when a dependency is down', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    for (const e of [refused, shutdown, new Error('Connection terminated unexpectedly')]) {
+      expect(toErrorBody(e, 't')).toEqual({ code: 'SERVICE_UNAVAILABLE', message: 'A dependency of the service is unavailable: retry later', retryable: true, trace_id: 't' });
+    }
+    expect(toErrorBody(Object.assign(new Error('duplicate key'), { code: '23505' }), 't').code).toBe('INTERNAL');
+  });
+
   it('prefixes subjects and stream names only when a prefix is set', () => {
     expect(withPrefix('', 'toolplane.v1.tools.get')).toBe('toolplane.v1.tools.get');
     expect(withPrefix('t1', 'toolplane.v1.tools.get')).toBe('t1.toolplane.v1.tools.get');

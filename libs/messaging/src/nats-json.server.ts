@@ -6,7 +6,7 @@ import { ErrorCode, Headers, ToolplaneError, requestDescriptorFor, type Principa
 import { lastValueFrom, throwError, type Observable } from 'rxjs';
 import { checkWireValue, decodeJson, encodeJson, parseContract } from './codec';
 import { EdgeAuth, sealedForOf, type Admitted } from './edge-auth';
-import { toErrorBody } from './error-body';
+import { isDependencyDown, toErrorBody } from './error-body';
 import { requestContext } from './request-context';
 import { withPrefix } from './subjects';
 import { extractTraceContext } from './trace-context';
@@ -166,6 +166,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             span.setStatus({ code: SpanStatusCode.ERROR, message: body.code });
             span.setAttribute('toolplane.error.code', body.code);
             if (body.code === ErrorCode.INTERNAL) this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
+            else if (isDependencyDown(e)) this.log.warn(`A dependency is unavailable serving ${d.subject}: ${(e as Error).message}`);
             call.sealedFor ??= sealedForOf(e);
             this.respond(call, encodeJson({ error: body }));
           } finally {
