@@ -84,6 +84,23 @@ describe('credentials service (production profile)', () => {
     expect((await req('toolplane.v1.secrets.delete', { org_id: orgA, scope: 'sandbox', key: 'GONE' })).error.code).toBe('SECRET_NOT_FOUND');
   });
 
+  it('answers a set racing a delete of the same secret or webhook with the row it wrote, never INTERNAL', async () => {
+    const org = uniqueOrg('cr-race');
+    const url = hooks.url('/race');
+    for (let i = 0; i < 40; i++) {
+      const [set, del, hook, unhook] = await Promise.all([
+        req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'RACY', value: `racy-${i}` }),
+        req('toolplane.v1.secrets.delete', { org_id: org, scope: 'sandbox', key: 'RACY' }),
+        req('toolplane.v1.webhooks.set', { org_id: org, url, signing_secret: SIGNING }),
+        req('toolplane.v1.webhooks.delete', { org_id: org }),
+      ]);
+      expect([i, set.error, hook.error]).toEqual([i, undefined, undefined]);
+      expect(set.secret).toMatchObject({ key: 'RACY' });
+      // A delete either found the row or did not: a typed answer either way.
+      for (const d of [del, unhook]) expect(String(d.error === undefined ? d.deleted : d.error.code)).toMatch(/^(true|SECRET_NOT_FOUND|WEBHOOK_NOT_FOUND)$/);
+    }
+  });
+
   it("resolves an agent's env for a provider and never shows another org's secrets", async () => {
     const a = await resolve(orgA, { agent_id: 'agent-1', env: { PER_CALL: 'x' } });
     expect(a.env).toEqual({ API_TOKEN: 'tok-agent-A-1111', REGION: 'sandbox-region-local', PER_CALL: 'x', TOOLPLANE_ORG_ID: orgA, TOOLPLANE_TOOL_ID: TOOL, TOOLPLANE_AGENT_ID: 'agent-1' });

@@ -14,9 +14,12 @@ export interface Revocations {
 export class AuthRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
-  async insert(t: Omit<AuthTokenEntity, 'createdAt' | 'revokedAt'>): Promise<AuthTokenEntity> {
-    await this.ds.getRepository(AuthTokenEntity).insert({ ...t, createdAt: () => 'now()', revokedAt: null });
-    return this.ds.getRepository(AuthTokenEntity).findOneByOrFail({ id: t.id });
+  /** Inserted and read back in one transaction (a concurrent delete of the org's tokens waits for it). */
+  insert(t: Omit<AuthTokenEntity, 'createdAt' | 'revokedAt'>): Promise<AuthTokenEntity> {
+    return this.ds.transaction(async (em) => {
+      await em.getRepository(AuthTokenEntity).insert({ ...t, createdAt: () => 'now()', revokedAt: null });
+      return em.getRepository(AuthTokenEntity).findOneByOrFail({ id: t.id });
+    });
   }
 
   find(id: string): Promise<AuthTokenEntity | null> {

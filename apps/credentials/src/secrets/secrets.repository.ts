@@ -15,16 +15,22 @@ export interface SecretIdentity {
 export class SecretsRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
-  /** Insert, or replace the value and metadata of the secret with the same identity. */
-  async upsert(id: SecretIdentity, fields: { description: string | null; mask: boolean; keyId: string; ciphertext: Buffer }): Promise<SecretEntity> {
-    await this.ds
-      .createQueryBuilder()
-      .insert()
-      .into(SecretEntity)
-      .values({ ...id, ...fields, updatedAt: () => 'now()' })
-      .orUpdate(['description', 'mask', 'key_id', 'ciphertext', 'updated_at'], ['org_id', 'scope', 'agent_id', 'provider', 'key'])
-      .execute();
-    return this.ds.getRepository(SecretEntity).findOneByOrFail({ ...id });
+  /**
+   * Insert, or replace the value and metadata of the secret with the same identity, and read it
+   * back in the same transaction: the row lock taken by the write holds a concurrent delete of the
+   * same key until this answers (it then deletes what was written, never the other way round).
+   */
+  upsert(id: SecretIdentity, fields: { description: string | null; mask: boolean; keyId: string; ciphertext: Buffer }): Promise<SecretEntity> {
+    return this.ds.transaction(async (em) => {
+      await em
+        .createQueryBuilder()
+        .insert()
+        .into(SecretEntity)
+        .values({ ...id, ...fields, updatedAt: () => 'now()' })
+        .orUpdate(['description', 'mask', 'key_id', 'ciphertext', 'updated_at'], ['org_id', 'scope', 'agent_id', 'provider', 'key'])
+        .execute();
+      return em.getRepository(SecretEntity).findOneByOrFail({ ...id });
+    });
   }
 
   list(orgId: string, f: { scope?: string; agentId?: string }): Promise<SecretEntity[]> {
