@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { OtlpReceiver } from '../support/otlp-receiver';
@@ -170,9 +171,11 @@ describe('credentials in execution: precedence, webhook, masking, tenancy, no le
   it('keeps every secret value out of the logs of every app and out of every exported span', async () => {
     const last = traceIds.at(-1)!;
     await receiver.waitFor(last, (s) => s.some((x) => x.name === 'serialize result'));
-    await new Promise((r) => setTimeout(r, 300)); // the last batches of the other traces
     expect(secrets.size).toBeGreaterThan(10);
-    for (const id of traceIds) expect(receiver.spans.some((s) => s.traceId === id)).toBe(true);
+    // The last batches of the other traces: every trace exported, waited for (not a fixed pause).
+    await expectEventually(() => {
+      for (const id of traceIds) expect(receiver.spans.some((s) => s.traceId === id)).toBe(true);
+    });
     const logs = [...stack.apps.values()].map((a) => a.output()).join('\n');
     expect(logs).toContain('set agent secret TOKEN');
     const spans = JSON.stringify(receiver.spans);

@@ -268,11 +268,38 @@ export const McpServerSynced = defineEvent({
   payload: McpServerEventBase.extend({ trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() }),
 });
 
+/**
+ * One step of a running sync, for live displays (`toolplane mcp sync`): each page of tools/list
+ * read, then the registry write (announced, then each staged page written). Best effort; the sync
+ * ends with mcp-server.synced, whose report is the authoritative outcome.
+ */
+export const McpServerProgressed = defineEvent({
+  subject: 'toolplane.v1.events.mcp-server.progressed',
+  summary: 'A running sync of an MCP server made progress: a page of its tools listed, or the write of its tool set begun or advanced.',
+  payload: McpServerEventBase.extend({
+    /** The same for every progress event of one sync run. */
+    sync_id: z.uuid(),
+    trigger: McpSyncTrigger,
+    phase: z.enum(['listing', 'writing']),
+    /** Pages of tools/list read so far, and the tools they listed. */
+    pages: z.number().int(),
+    listed: z.number().int(),
+    /** Problems found so far (malformed or duplicate tools, failed pages; the report names them). */
+    errors: z.number().int(),
+    /** Listed tools whose schema is INVALID (null while listing). */
+    invalid: z.number().int().nullable(),
+    /** The registry write (null while listing): tools written, and its messages sent of all. */
+    write: z.object({ tools: z.number().int(), pages_done: z.number().int(), pages: z.number().int() }).nullable(),
+  }),
+});
+
 export const McpServerRemoved = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.removed',
   summary: 'An MCP server was removed with its tools.',
   payload: McpServerEventBase.extend({ tools_removed: z.number().int() }),
 });
+/** Every mcp-server event (synced, removed), read by descriptor. */
+export const MCP_SERVER_EVENTS = [McpServerSynced, McpServerRemoved] as const;
 
 /** What `metadata_.mcp` holds on every external_mcp tool. */
 export const McpToolMetadata = z.looseObject({

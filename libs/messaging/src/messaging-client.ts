@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
@@ -37,6 +38,7 @@ export interface RequestOptions {
 const DOWN = new Set<string>([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_TIMEOUT]);
 
 const tracer = trace.getTracer('@toolplane/messaging');
+const eventLog = new Logger('Events');
 
 /**
  * Typed request/reply and event publishing by contract descriptor, as one service. Validates what
@@ -150,8 +152,51 @@ export class MessagingClient {
   }
 
   /**
-   * Core-NATS subscription to events: every replica receives them, or with `queue` one replica of
-   * the group does (work an event asks for once, not per replica).
+   * Core-NATS subscription to contract events, each payload validated by its descriptor as a
+   * request is (one that does not match is dropped and logged by subject, never handed on, never
+   * quoted): every replica receives them, or with `queue` one replica of the group does (work an
+   * event asks for once, not per replica).
+   */
+  onEvents<E extends EventDescriptor>(
+    events: readonly E[],
+    onEvent: (event: E, payload: EventOf<E>) => void,
+    opts: { queue?: string; /** Also told of a JSON payload that does not match (e.g. to drop what it may concern, in a rolling upgrade). */ invalid?: (event: E, raw: unknown) => void } = {},
+  ): { unsubscribe(): void } {
+    const subs = events.map((e) =>
+      this.nc.subscribe(withPrefix(this.prefix, e.subject), {
+        ...(opts.queue ? { queue: opts.queue } : {}),
+        callback: (err, msg) => {
+          if (err) return;
+          let payload: EventOf<E>;
+          let raw: unknown;
+          try {
+            raw = decodeJson(msg.data);
+            payload = parseContract(e.payload, raw, `Event ${e.subject}`) as EventOf<E>;
+          } catch (bad) {
+            this.dropped(e.subject, bad);
+            if (raw !== undefined) opts.invalid?.(e, raw);
+            return;
+          }
+          context.with(extractTraceContext(msg.headers), () => onEvent(e, payload));
+        },
+      }),
+    );
+    return { unsubscribe: () => subs.forEach((s) => s.unsubscribe()) };
+  }
+
+  /** Events dropped because they did not match their contract, by subject (for metrics and tests). */
+  readonly droppedEvents = new Map<string, number>();
+
+  private dropped(subject: string, e: unknown): void {
+    const n = (this.droppedEvents.get(subject) ?? 0) + 1;
+    this.droppedEvents.set(subject, n);
+    // The first of a subject, then every 1,000th: a flood of bad events cannot flood the log.
+    if (n === 1 || n % 1000 === 0) eventLog.warn(`dropped ${n} event(s) on ${subject} that do not match the contract: ${e instanceof ToolplaneError ? e.message : 'malformed'}`);
+  }
+
+  /**
+   * Core-NATS subscription to raw events (no contract: e.g. a relay of every event): every replica
+   * receives them, or with `queue` one replica of the group does.
    */
   subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void, opts: { queue?: string } = {}): { unsubscribe(): void } {
     const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {

@@ -51,7 +51,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     maxStaleMs: config.AUTH_MAX_STALE_MS,
     cacheMax: config.AUTH_TOKEN_CACHE_MAX,
   });
-  const authHints = messaging.subscribeEvents(AuthChanged.subject, (_subject, payload) => tokens.hint((payload as { version?: unknown }).version));
+  const authHints = messaging.onEvents([AuthChanged], (_e, p) => tokens.hint(p.version));
   const health = new HealthRegistry();
   health.add('nats', async () => {
     if (nc.isClosed() || nc.isDraining()) throw new Error('NATS connection closed');

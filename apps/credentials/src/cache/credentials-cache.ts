@@ -37,25 +37,17 @@ export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     // Writes on other replicas (ours come back too: dropping twice is harmless).
-    this.sub = this.messaging?.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
-      const orgId = (payload as { org_id?: unknown }).org_id;
-      if (typeof orgId === 'string') this.entries.forget(orgId);
-    });
+    this.sub = this.messaging?.onEvents([CredentialsChanged], (_e, p) => this.entries.forget(p.org_id));
   }
 
   onModuleDestroy(): void {
     this.sub?.unsubscribe();
   }
 
-  /** The cached value of (org, key), or the loaded one (stored unless the org changed meanwhile). */
+  /** The cached value of (org, key), or the loaded one: one load for concurrent callers, not kept if the org changed meanwhile. */
   async get<T>(orgId: string, key: string, load: () => Promise<T>): Promise<T> {
     if (this.ttlMs <= 0) return load();
-    const hit = this.entries.get(orgId, key);
-    if (hit) return hit.value as T;
-    const version = this.entries.versionOf(orgId);
-    const value = await load();
-    this.entries.set(orgId, key, value, this.ttlMs, version);
-    return value;
+    return (await this.entries.load(orgId, key, load, { ttlMs: this.ttlMs })).value as T;
   }
 
   /** The org's secrets, sandbox configs or webhook changed: forget everything cached for it, everywhere. */

@@ -10,12 +10,10 @@ import {
   type WebhooksGet,
   type WebhooksSet,
 } from '@toolplane/contracts';
-import { APP_CONFIG } from '@toolplane/platform';
+import { APP_CONFIG, OrgScopedCache, UrlGuard } from '@toolplane/platform';
 import { CredentialsCache } from '../cache/credentials-cache';
 import type { CredentialsConfig } from '../credentials.config';
 import { aad, SecretBox } from '../crypto/secret-box';
-import { AddressRefused, UrlGuard } from './url-guard';
-import { WebhookCache } from './webhook-cache';
 import { WebhookClient, WebhookFailure } from './webhook.client';
 import type { WebhookEntity } from './webhook.entity';
 import { WebhooksRepository } from './webhooks.repository';
@@ -35,7 +33,8 @@ export class WebhooksService {
   private readonly log = new Logger(WebhooksService.name);
   private readonly guard: UrlGuard;
   private readonly client: WebhookClient;
-  private readonly cache: WebhookCache;
+  /** Successful webhook replies by org, agent and tool, for the webhook's cache_ttl_ms; failures are never kept. */
+  private readonly cache: OrgScopedCache<Record<string, string>>;
 
   constructor(
     private readonly webhooks: WebhooksRepository,
@@ -45,19 +44,23 @@ export class WebhooksService {
   ) {
     this.guard = new UrlGuard({
       profile: config.TOOLPLANE_PROFILE,
-      allowedCidrs: config.CREDENTIALS_WEBHOOK_ALLOWED_CIDRS,
+      allowed: config.CREDENTIALS_WEBHOOK_ALLOWED_CIDRS,
       allowHttp: config.CREDENTIALS_WEBHOOK_ALLOW_HTTP,
+      allowUserinfo: false,
+      allowlistSetting: 'CREDENTIALS_WEBHOOK_ALLOWED_CIDRS',
+      httpSetting: 'CREDENTIALS_WEBHOOK_ALLOW_HTTP',
+      codes: { refused: ErrorCode.WEBHOOK_URL_REFUSED, unresolved: ErrorCode.WEBHOOK_URL_REFUSED },
     });
     this.client = new WebhookClient(this.guard, config.CREDENTIALS_WEBHOOK_MAX_REPLY_BYTES);
-    this.cache = new WebhookCache(config.CREDENTIALS_WEBHOOK_CACHE_MAX_ENTRIES);
+    this.cache = new OrgScopedCache(config.CREDENTIALS_WEBHOOK_CACHE_MAX_ENTRIES);
   }
 
   async set(req: RequestOf<typeof WebhooksSet>): Promise<ReplyOf<typeof WebhooksSet>> {
     const url = new URL(req.url);
     try {
-      await this.guard.checkResolved(url);
+      await this.guard.check(url);
     } catch (e) {
-      if (e instanceof AddressRefused) throw new ToolplaneError(ErrorCode.WEBHOOK_URL_REFUSED, `Webhook URL refused: ${e.message}`, { host: url.hostname });
+      if (e instanceof ToolplaneError && e.code === ErrorCode.WEBHOOK_URL_REFUSED) throw new ToolplaneError(ErrorCode.WEBHOOK_URL_REFUSED, `Webhook URL refused: ${e.message}`, { host: url.hostname });
       throw e;
     }
     const sealed = this.box.seal(req.signing_secret, aad.webhook(req.org_id));
@@ -70,7 +73,7 @@ export class WebhooksService {
       keyId: sealed.keyId,
       signingSecret: sealed.blob,
     });
-    this.cache.clearOrg(req.org_id);
+    this.cache.forget(req.org_id);
     this.stored.invalidate(req.org_id);
     this.log.log(`set the credentials webhook of org ${req.org_id} (host ${url.hostname}, fail_mode ${req.fail_mode})`);
     return { webhook: toWire(row) };
@@ -84,7 +87,7 @@ export class WebhooksService {
 
   async delete(req: RequestOf<typeof WebhooksDelete>): Promise<ReplyOf<typeof WebhooksDelete>> {
     if (!(await this.webhooks.delete(req.org_id))) throw notFound();
-    this.cache.clearOrg(req.org_id);
+    this.cache.forget(req.org_id);
     this.stored.invalidate(req.org_id);
     this.log.log(`deleted the credentials webhook of org ${req.org_id}`);
     return { deleted: true };
@@ -102,20 +105,24 @@ export class WebhooksService {
   async credentialsFor(ctx: CallContext): Promise<Record<string, string>> {
     const row = await this.stored.get(ctx.orgId, 'webhook', () => this.webhooks.find(ctx.orgId));
     if (!row) return {};
-    const cacheKey = WebhookCache.key(ctx.orgId, ctx.agentId, ctx.toolId);
-    const cached = this.cache.get(cacheKey);
+    const cacheKey = `${ctx.agentId ?? ''}\u0000${ctx.toolId}`;
+    const cached = this.cache.get(ctx.orgId, cacheKey);
     return tracer.startActiveSpan('call credentials webhook', { attributes: { 'toolplane.webhook.fail_mode': row.failMode, 'toolplane.cache.hit': !!cached } }, async (span) => {
       try {
-        if (cached) return cached;
-        const signingSecret = this.box.open({ keyId: row.keyId, blob: row.signingSecret }, aad.webhook(row.orgId), 'the webhook signing secret');
-        const env = await this.client.fetchEnv({
-          url: row.url,
-          signingSecret,
-          timeoutMs: row.timeoutMs,
-          body: { organization_id: ctx.orgId, agent_id: ctx.agentId ?? null, tool_id: ctx.toolId, tool_name: ctx.toolName, project_id: ctx.projectId },
-        });
+        if (cached) return cached.value;
+        const fetchEnv = () => {
+          const signingSecret = this.box.open({ keyId: row.keyId, blob: row.signingSecret }, aad.webhook(row.orgId), 'the webhook signing secret');
+          return this.client.fetchEnv({
+            url: row.url,
+            signingSecret,
+            timeoutMs: row.timeoutMs,
+            body: { organization_id: ctx.orgId, agent_id: ctx.agentId ?? null, tool_id: ctx.toolId, tool_name: ctx.toolName, project_id: ctx.projectId },
+          });
+        };
+        // Without caching every call asks the webhook (it may hand out per-call credentials); with
+        // it, concurrent calls of one (agent, tool) share one request, as they would share its reply.
+        const env = row.cacheTtlMs > 0 ? (await this.cache.load(ctx.orgId, cacheKey, fetchEnv, { ttlMs: row.cacheTtlMs })).value : await fetchEnv();
         span.setAttribute('toolplane.webhook.env_count', Object.keys(env).length);
-        this.cache.put(cacheKey, env, row.cacheTtlMs);
         return env;
       } catch (e) {
         if (!(e instanceof WebhookFailure)) throw e;

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import {
   ErrorCode,
-  TOOL_EVENTS_SUBJECTS,
   ToolCreated,
   ToolplaneError,
   ToolUpdated,
@@ -41,7 +40,8 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.sub = this.messaging.subscribeEvents(TOOL_EVENTS_SUBJECTS, (subject, payload) => void this.onToolEvent(subject, payload), { queue: PREPARE_QUEUE });
+    // One replica of the group prepares each created or updated tool's environment.
+    this.sub = this.messaging.onEvents([ToolCreated, ToolUpdated], (_e, p) => void this.onToolEvent(p.org_id, p.tool), { queue: PREPARE_QUEUE });
   }
 
   onModuleDestroy(): void {
@@ -71,14 +71,7 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A created or updated tool with packages: its environment is prepared (idempotent: a ready or building one is left as it is). */
-  private async onToolEvent(subject: string, payload: unknown): Promise<void> {
-    if (subject !== ToolCreated.subject && subject !== ToolUpdated.subject) return;
-    const event = ToolCreated.payload.safeParse(payload);
-    if (!event.success) {
-      this.log.warn(`ignored a malformed ${subject} event`);
-      return;
-    }
-    const { org_id: orgId, tool } = event.data;
+  private async onToolEvent(orgId: string, tool: Tool): Promise<void> {
     if (tool.tool_type !== 'custom' || !(tool.pip_requirements?.length || tool.npm_requirements?.length)) {
       this.log.debug(`tool ${tool.id} of org ${orgId} has no packages: no environment to prepare`);
       return;

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { AGENT_TOOL_EVENTS_SUBJECTS, AgentToolsList, TOOL_EVENTS_SUBJECTS, type Tool } from '@toolplane/contracts';
+import { AGENT_TOOL_EVENTS, AgentToolsList, CLIENT_SIDE_TOOL_TYPES, TOOL_EVENTS, type Tool } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -9,8 +9,8 @@ import type { CallKind } from './call-lifecycle.service';
 const MAX_PAGES = 50;
 
 /**
- * Which calls run, wait for a human, or go to their client. A client-side tool is never run by
- * Toolplane. A call needs approval when the agent's setting for the tool says so (the registry's
+ * Which calls run, wait for a human, or go to their client. A client-side tool (tool_type client,
+ * letta_core, letta_memory_core) is never run by Toolplane. A call needs approval when the agent's setting for the tool says so (the registry's
  * agent tool sets: `requires_approval`, its per-agent override of the tool's default), else —
  * no agent, or a tool not in the agent's set — when the tool's default_requires_approval does.
  *
@@ -32,14 +32,8 @@ export class ApprovalPolicy implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.subs = [
-      this.messaging.subscribeEvents(AGENT_TOOL_EVENTS_SUBJECTS, (_s, p) => {
-        const { org_id, agent_id } = p as { org_id?: unknown; agent_id?: unknown };
-        if (typeof org_id === 'string' && typeof agent_id === 'string') this.sets.forget(org_id, agent_id);
-      }),
-      this.messaging.subscribeEvents(TOOL_EVENTS_SUBJECTS, (_s, p) => {
-        const orgId = (p as { org_id?: unknown }).org_id;
-        if (typeof orgId === 'string') this.sets.forget(orgId);
-      }),
+      this.messaging.onEvents(AGENT_TOOL_EVENTS, (_e, p) => this.sets.forget(p.org_id, p.agent_id)),
+      this.messaging.onEvents(TOOL_EVENTS, (_e, p) => this.sets.forget(p.org_id)),
     ];
   }
 
@@ -50,7 +44,8 @@ export class ApprovalPolicy implements OnModuleInit, OnModuleDestroy {
   async kindOf(orgId: string, tool: Tool, agentId: string | undefined): Promise<CallKind> {
     const approval = agentId ? ((await this.agentSettings(orgId, agentId)).get(tool.id) ?? tool.default_requires_approval === true) : tool.default_requires_approval === true;
     if (approval) return 'approval';
-    return tool.tool_type === 'client' ? 'client' : 'run';
+    // Client tools and the core families (send_message, memory tools: their state is the agent runtime's).
+    return CLIENT_SIDE_TOOL_TYPES.has(tool.tool_type) ? 'client' : 'run';
   }
 
   /** The agent's tools and whether each needs approval for it (tool id → requires_approval). */

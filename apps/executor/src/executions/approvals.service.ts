@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
+  CLIENT_SIDE_TOOL_TYPES,
   ErrorCode,
   ToolplaneError,
   type ExecuteReply,
@@ -47,8 +48,8 @@ export class ApprovalsService {
     const corrected = req.args !== undefined;
     const args = req.args ?? stored.args;
     // An approver's args are checked like the agent's; a refusal leaves the call pending.
-    if (corrected) await step('validate args', () => this.args.check(tool, args));
-    const next = tool.tool_type === 'client' ? 'awaiting_client' : row.mode === 'async' ? 'queued' : 'running';
+    if (corrected) await step('validate args', () => this.args.check(req.org_id, tool, args));
+    const next = CLIENT_SIDE_TOOL_TYPES.has(tool.tool_type) ? 'awaiting_client' : row.mode === 'async' ? 'queued' : 'running';
     const call = { args, ...(stored.env ? { env: stored.env } : {}) };
     const resealed = corrected && next !== 'running' ? await this.records.sealCall(row.org_id, call) : undefined;
     const repo = this.records.repo;

@@ -179,7 +179,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
     const stored = await this.records.callOf(row);
     if (!stored) throw new ToolplaneError(ErrorCode.INTERNAL, `The stored call of execution ${row.execution_id} is gone`, undefined, false);
     const { tool } = await this.catalog.find(row.org_id, { id: row.tool_id! });
-    await step('validate args', () => this.args.check(tool, stored.args));
+    await step('validate args', () => this.args.check(row.org_id, tool, stored.args));
     const call: CallRequest = {
       org_id: row.org_id,
       args: stored.args,

@@ -42,10 +42,7 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return;
-    this.sub = this.messaging.subscribeEvents(CredentialsChanged.subject, (_subject, payload) => {
-      const orgId = (payload as { org_id?: unknown }).org_id;
-      if (typeof orgId === 'string') this.replies.forget(orgId);
-    });
+    this.sub = this.messaging.onEvents([CredentialsChanged], (_e, p) => this.replies.forget(p.org_id));
     void this.watchConnection();
   }
 

@@ -46,7 +46,7 @@ export class ExecutionsService {
   async execute(req: RequestOf<typeof ToolsExecute>): Promise<ExecuteReply> {
     const started = performance.now();
     const tool = await this.lookup(req.org_id, req);
-    await step('validate args', () => this.args.check(tool, req.args));
+    await step('validate args', () => this.args.check(req.org_id, tool, req.args));
     const kind = await this.policy.kindOf(req.org_id, tool, req.agent_id);
     const draft = this.calls.draft(tool, req);
     trace.getActiveSpan()?.setAttribute('toolplane.execution.id', draft.executionId);
@@ -89,7 +89,7 @@ export class ExecutionsService {
         calls.map(async ({ call, checked: one }, i): Promise<{ tool: Tool; kind: CallKind } | undefined> => {
           try {
             const tool = await this.catalog.find(req.org_id, { id: call.tool_id, name: call.tool_name }).then((f) => f.tool);
-            await this.args.check(tool, one.args);
+            await this.args.check(req.org_id, tool, one.args);
             return { tool, kind: await this.policy.kindOf(req.org_id, tool, req.agent_id) };
           } catch (e) {
             results[i] = await this.failedCall(call.call_id, one, call.tool_name ?? call.tool_id, e, started);

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { EXECUTION_EVENTS_SUBJECTS } from '@toolplane/contracts';
+import { EXECUTION_EVENTS } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -25,9 +25,8 @@ export class OutcomeWaiter implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.sub = this.messaging.subscribeEvents(EXECUTION_EVENTS_SUBJECTS, (_subject, payload) => {
-      const id = (payload as { execution_id?: unknown }).execution_id;
-      if (typeof id === 'string') for (const wake of this.waiting.get(id) ?? []) wake();
+    this.sub = this.messaging.onEvents(EXECUTION_EVENTS, (_e, p) => {
+      for (const wake of this.waiting.get(p.execution_id) ?? []) wake();
     });
   }
 

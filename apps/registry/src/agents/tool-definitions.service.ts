@@ -1,15 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import {
-  AGENT_TOOL_EVENTS_SUBJECTS,
   AgentToolsAttached,
   AgentToolsDetached,
-  TOOL_EVENTS_SUBJECTS,
   ToolDeleted,
   ToolUpdated,
   type AgentToolDefinitions,
   type AgentToolsDefinitions,
   type DefinitionFormat,
-  type EventDescriptor,
   type ReplyOf,
   type RequestOf,
 } from '@toolplane/contracts';
@@ -28,7 +25,7 @@ interface Built {
 }
 
 /** The events that make definitions stale: a tool changed or went (its org), an agent's set changed (that agent). */
-const INVALIDATING = new Map<string, EventDescriptor>([ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached].map((d) => [d.subject, d]));
+const INVALIDATING = [ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached] as const;
 
 /**
  * An agent's tool set as one model API's tool definitions, from a per-replica cache.
@@ -61,7 +58,7 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.subs = [TOOL_EVENTS_SUBJECTS, AGENT_TOOL_EVENTS_SUBJECTS].map((pattern) => this.messaging.subscribeEvents(pattern, (subject, payload) => this.onEvent(subject, payload)));
+    this.subs = [this.messaging.onEvents(INVALIDATING, (_e, p) => this.forget(p.org_id, 'agent_id' in p ? p.agent_id : undefined), { invalid: (e, raw) => this.onInvalid(e.subject, raw) })];
     this.health.metrics = () => this.metrics();
   }
 
@@ -123,16 +120,9 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
     return { reply: { ...body, etag } as AgentToolDefinitions, degraded: failure !== undefined };
   }
 
-  private onEvent(subject: string, payload: unknown): void {
-    const d = INVALIDATING.get(subject);
-    if (!d) return;
-    const event = d.payload.safeParse(payload);
-    if (event.success) {
-      const { org_id: orgId, agent_id: agentId } = event.data as { org_id: string; agent_id?: string };
-      return this.forget(orgId, agentId);
-    }
-    // A payload of another version (a rolling upgrade) still names its org: drop all of the org's sets rather than keep a stale one.
-    const orgId = (payload as { org_id?: unknown } | null)?.org_id;
+  /** A payload of another version (a rolling upgrade) still names its org: drop all of the org's sets rather than keep a stale one. */
+  private onInvalid(subject: string, raw: unknown): void {
+    const orgId = (raw as { org_id?: unknown } | null)?.org_id;
     this.log.warn(`a ${subject} event does not match its contract${typeof orgId === 'string' ? `: dropping every set of org ${orgId}` : ' and names no org: ignored'}`);
     if (typeof orgId === 'string') this.forget(orgId);
   }
