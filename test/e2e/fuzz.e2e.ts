@@ -4,10 +4,14 @@
  * tool sources. Every request must get, within a bound, a reply that matches its contract or a
  * typed error other than INTERNAL; afterwards every service is still ready.
  *
+ * Also: mutated headers (authorization, traceparent, tracestate, the deadline) on public subjects
+ * (mutated events: fuzz-events.e2e.ts, on a stack of its own).
+ *
  * Bounded here (FUZZ_RUNS per subject, default 30, seed FUZZ_SEED, default fixed); `npm run fuzz`
  * runs it long with a fresh seed. The seed is printed: FUZZ_SEED=<seed> replays a run.
  */
 import fc from 'fast-check';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { ErrorCode, requestDescriptorFor } from '@toolplane/contracts';
 import { sharedAppPort, testPrefix, uniqueOrg } from '../support/context';
 import { PUBLIC_REQUEST_SUBJECTS, mutatedSource, requestsFor, validPayloads } from '../support/fuzz';
@@ -72,6 +76,21 @@ describe(`fuzz (seed ${SEED}, ${RUNS} runs per subject)`, () => {
     if (!ok.success) findings.push({ subject, problem: `reply does not match its contract: ${ok.error.message.slice(0, 300)}`, request: shown });
   };
 
+  /** One request with the headers given (no token added): the reply must still be valid or typed. */
+  const probeWith = async (subject: string, body: unknown, headers: MsgHdrs, shown: string): Promise<void> => {
+    let reply: any;
+    try {
+      reply = await client.req(subject, body, { timeoutMs: REPLY_BOUND_MS, headers, token: null });
+    } catch (e) {
+      findings.push({ subject, problem: `[headers] no reply within ${REPLY_BOUND_MS} ms (${(e as Error).message})`, request: shown });
+      return;
+    }
+    const code: string = reply?.error?.code ?? 'ok';
+    if (code === ErrorCode.INTERNAL) findings.push({ subject, problem: '[headers] INTERNAL', request: shown });
+    else if (reply?.error && !KNOWN_CODES.has(code)) findings.push({ subject, problem: `[headers] unknown error code ${code}`, request: shown });
+    else if (!reply?.error && !requestDescriptorFor(subject)!.reply.safeParse(reply).success) findings.push({ subject, problem: '[headers] reply does not match its contract', request: shown });
+  };
+
   const runAll = async (subject: string, cases: unknown[]) => {
     let next = 0;
     await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
@@ -98,6 +117,37 @@ describe(`fuzz (seed ${SEED}, ${RUNS} runs per subject)`, () => {
     const upserts = fc.sample(mutatedSource(python), { seed: SEED + 2, numRuns: RUNS }).map((source_code) => ({ org_id: org, tool: { source_code } }));
     await runAll('toolplane.v1.tools.upsert', upserts);
     expect(findings.map((f) => `${f.subject} ${f.problem}: ${f.request.slice(0, 500)}`)).toEqual([]);
+  });
+
+  it('answers mutated headers (authorization, traceparent, the deadline) with a typed error or a valid reply, never INTERNAL', async () => {
+    const subjects = ['toolplane.v1.tools.get', 'toolplane.v1.tools.list', 'toolplane.v1.tools.execute', 'toolplane.v1.schemas.validate'];
+    const good = await client.tokenFor(org);
+    const header = fc.oneof(
+      fc.string({ maxLength: 64 }),
+      fc.string({ unit: 'binary', maxLength: 64 }),
+      fc.constantFrom('', ' ', 'Bearer', 'Bearer ', `Bearer ${good}x`, `bearer ${good.slice(0, -2)}`, `Basic ${good}`, 'Bearer a.b.c', `Bearer ${'A'.repeat(20_000)}`, '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01'),
+      fc.constantFrom('-1', '0', '9'.repeat(40), 'NaN', '1e309', '00-0-0-0', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'),
+    );
+    const cases = fc.sample(fc.tuple(fc.constantFrom(...subjects), fc.array(fc.tuple(fc.constantFrom('authorization', 'Authorization', 'traceparent', 'tracestate', 'toolplane-deadline'), header), { minLength: 1, maxLength: 4 }), fc.boolean()), { seed: SEED + 7, numRuns: RUNS * 4 });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < cases.length) {
+          const [subject, pairs, withGood] = cases[next++]!;
+          const h = natsHeaders();
+          if (withGood) h.set('authorization', `Bearer ${good}`);
+          const shown = JSON.stringify(pairs.map(([k, v]) => [k, v.slice(0, 80)]));
+          try {
+            // A value NATS itself cannot carry in a header (CR, LF, NUL…) is refused by the client library: not a case.
+            for (const [k, v] of pairs) h.append(k, v);
+          } catch {
+            continue;
+          }
+          await probeWith(subject, valid[subject], h, shown);
+        }
+      }),
+    );
+    expect(findings.filter((f) => f.problem.startsWith('[headers]')).map((f) => `${f.subject} ${f.problem}: ${f.request}`)).toEqual([]);
   });
 
   it('leaves every service ready', async () => {

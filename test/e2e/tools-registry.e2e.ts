@@ -112,7 +112,7 @@ describe('registry over the public NATS API', () => {
       const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
       if (!m) continue;
       const p = m.json<{ org_id: string; tool_id: string }>();
-      if (p.org_id === org) kinds.push(m.subject.split('.').pop()!);
+      if (p?.org_id === org) kinds.push(m.subject.split('.').pop()!);
     }
     expect(kinds).toEqual(['created', 'updated', 'deleted']);
   });
