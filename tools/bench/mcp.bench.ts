@@ -5,7 +5,7 @@
  * (agent → executor → mcp-sync → server) against a direct SDK call to the same server, same run,
  * sequentially and at concurrency 8 and 16 (throughput in calls/s for both paths).
  * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
- * BENCH_N (default 300) calls per case.
+ * BENCH_N (default 300) calls per case; BENCH_CPU_PROF=<dir> writes CPU profiles of mcp-sync, executor and credentials.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -58,6 +58,12 @@ async function countTools(client: RawClient, org: string, tag: string): Promise<
   return n;
 }
 
+/** BENCH_CPU_PROF=<dir>: the services on the call path write V8 CPU profiles there (<dir>/<app>/*.cpuprofile) when they stop. */
+function cpuProfile(app: string): Record<string, string> {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}/${app}` } : {};
+}
+
 async function main(): Promise<void> {
   const id = randomBytes(4).toString('hex');
   const db = `tp_bench_${id}`;
@@ -65,7 +71,11 @@ async function main(): Promise<void> {
   await createDatabase(db);
   const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'credentials', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' },
     // MCP_SERVER_CACHE_TTL_MS=0 gives the per-call server read of before, for an A/B in one sitting.
-    appEnv: process.env.MCP_SERVER_CACHE_TTL_MS ? { 'mcp-sync': { MCP_SERVER_CACHE_TTL_MS: process.env.MCP_SERVER_CACHE_TTL_MS } } : {},
+    appEnv: {
+      'mcp-sync': { ...(process.env.MCP_SERVER_CACHE_TTL_MS ? { MCP_SERVER_CACHE_TTL_MS: process.env.MCP_SERVER_CACHE_TTL_MS } : {}), ...cpuProfile('mcp-sync') },
+      executor: cpuProfile('executor'),
+      credentials: cpuProfile('credentials'),
+    },
   });
   const server = new FakeMcpServer();
   server.tools = Array.from({ length: TOOLS }, (_, i) => echoTool(`tool_${String(i).padStart(4, '0')}`));
