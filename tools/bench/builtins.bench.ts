@@ -12,7 +12,7 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { HEADER, row, summarize } from './stats';
+import { HEADER, measureInterleaved, row } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 200);
 const ORG = 'bench';
@@ -38,22 +38,12 @@ async function main(): Promise<void> {
       if (r.status !== 'success') throw new Error(JSON.stringify(r).slice(0, 500));
     };
     const cases = [
-      { label: 'custom tool (baseline)', fn: execute({ tool_name: 'same_work', args: {} }), samples: [] as number[] },
-      { label: 'run_code python', fn: execute({ tool_name: 'run_code', args: { code: 'print("working")\nsum(range(1000))', language: 'python' } }), samples: [] as number[] },
-      { label: 'run_code js', fn: execute({ tool_name: 'run_code', args: { code: 'console.log("working");\nlet s = 0; for (let i = 0; i < 1000; i++) s += i;\ns', language: 'js' } }), samples: [] as number[] },
+      { label: 'custom tool (baseline)', fn: execute({ tool_name: 'same_work', args: {} }) },
+      { label: 'run_code python', fn: execute({ tool_name: 'run_code', args: { code: 'print("working")\nsum(range(1000))', language: 'python' } }) },
+      { label: 'run_code js', fn: execute({ tool_name: 'run_code', args: { code: 'console.log("working");\nlet s = 0; for (let i = 0; i < 1000; i++) s += i;\ns', language: 'js' } }) },
     ];
-    for (let w = 0; w < 10; w++) for (const c of cases) await c.fn();
     // Interleaved, so drift on a noisy box hits every case alike.
-    const t0 = performance.now();
-    for (let i = 0; i < N; i++) {
-      for (const c of cases) {
-        const t = performance.now();
-        await c.fn();
-        c.samples.push(performance.now() - t);
-      }
-    }
-    const wall = performance.now() - t0;
-    const stats = cases.map((c) => ({ label: c.label, s: summarize(c.samples, wall / cases.length) }));
+    const stats = await measureInterleaved(cases, N);
     process.stdout.write(`\nToolplane built-ins benchmark (${new Date().toISOString()}, ${N} sequential tools.execute per case, provider local)\n${HEADER}\n`);
     for (const x of stats) process.stdout.write(`${row(x.label, x.s)}\n`);
     const [base, py] = [stats[0]!.s, stats[1]!.s];

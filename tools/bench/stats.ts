@@ -37,3 +37,22 @@ export async function measure(n: number, concurrency: number, fn: () => Promise<
   );
   return summarize(samples, performance.now() - t0);
 }
+
+/**
+ * Cases measured interleaved (one call of each case per round, after `warmup` rounds), so drift on
+ * a noisy machine hits every case alike: each case's summary, in the order given.
+ */
+export async function measureInterleaved(cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown> }>, n: number, warmup = 10): Promise<Array<{ label: string; s: Summary }>> {
+  for (let w = 0; w < warmup; w++) for (const c of cases) await c.fn();
+  const samples = cases.map(() => [] as number[]);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    for (const [k, c] of cases.entries()) {
+      const t = performance.now();
+      await c.fn();
+      samples[k]!.push(performance.now() - t);
+    }
+  }
+  const wall = performance.now() - t0;
+  return cases.map((c, k) => ({ label: c.label, s: summarize(samples[k]!, wall / cases.length) }));
+}

@@ -23,7 +23,7 @@ import { RawClient } from '../../test/support/nats-client';
 import { startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
 import { startExaFake } from '../fakes/exa/exa-fake';
-import { HEADER, row, summarize } from './stats';
+import { HEADER, measureInterleaved, row } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 200);
 const KEY = 'exa-bench-key';
@@ -73,27 +73,17 @@ async function main(): Promise<void> {
     const sdk = new Exa(KEY, exa.url);
     const args = { query: 'red foxes in towns', num_results: 10 };
     const cases = [
-      { label: 'fetch_webpage 200 KB article (web-tools)', fn: call('toolplane.internal.v1.web.fetch-webpage', { url }), samples: [] as number[] },
-      { label: '  baseline: bare HTTP GET of the page', fn: async () => void (await (await fetch(url)).text()), samples: [] as number[] },
-      { label: '  baseline: extraction + markdown only', fn: async () => void renderPage(htmlToReadable(page, url), url), samples: [] as number[] },
-      { label: 'web_search, Exa fake at 0 ms (web-tools)', fn: call('toolplane.internal.v1.web.web-search', { args, exa_api_key: KEY }), samples: [] as number[] },
+      { label: 'fetch_webpage 200 KB article (web-tools)', fn: call('toolplane.internal.v1.web.fetch-webpage', { url }) },
+      { label: '  baseline: bare HTTP GET of the page', fn: async () => void (await (await fetch(url)).text()) },
+      { label: '  baseline: extraction + markdown only', fn: async () => void renderPage(htmlToReadable(page, url), url) },
+      { label: 'web_search, Exa fake at 0 ms (web-tools)', fn: call('toolplane.internal.v1.web.web-search', { args, exa_api_key: KEY }) },
       {
         label: '  baseline: exa-js search from here',
         fn: async () => void (await sdk.search(args.query, toExaOptions(args) as never)),
-        samples: [] as number[],
       },
     ];
-    for (let w = 0; w < 10; w++) for (const c of cases) await c.fn();
-    const t0 = performance.now();
-    for (let i = 0; i < N; i++) {
-      for (const c of cases) {
-        const t = performance.now();
-        await c.fn();
-        c.samples.push(performance.now() - t);
-      }
-    }
-    const wall = performance.now() - t0;
-    const stats = cases.map((c) => ({ label: c.label, s: summarize(c.samples, wall / cases.length) }));
+    // Interleaved, so drift on a noisy box hits every case alike.
+    const stats = await measureInterleaved(cases, N);
     process.stdout.write(`\nToolplane web built-ins benchmark (${new Date().toISOString()}, ${N} sequential calls per case, page ${(page.length / 1024).toFixed(0)} KB)\n${HEADER}\n`);
     for (const x of stats) process.stdout.write(`${row(x.label, x.s)}\n`);
     const [f, , , s, sb] = stats.map((x) => x.s);
