@@ -198,5 +198,5 @@ describe('approvals', () => {
     const events = await eventsFor(client, prefix, [swept.execution_id], ['expired']);
     expect(events.map((e) => e.kind)).toEqual(['held', 'expired']);
     await restartExecutor();
-  });
+  }, 240_000); // three executor restarts: each a drain, a start and a readiness wait, slow on a busy machine
 });

@@ -99,6 +99,10 @@ describe('credentials service (production profile)', () => {
       // A delete either found the row or did not: a typed answer either way.
       for (const d of [del, unhook]) expect(String(d.error === undefined ? d.deleted : d.error.code)).toMatch(/^(true|SECRET_NOT_FOUND|WEBHOOK_NOT_FOUND)$/);
     }
+    // Nothing of this org is left for the key rotation test to count.
+    await req('toolplane.v1.secrets.delete', { org_id: org, scope: 'sandbox', key: 'RACY' });
+    await req('toolplane.v1.webhooks.delete', { org_id: org });
+    expect((await req('toolplane.v1.secrets.list', { org_id: org })).secrets).toEqual([]);
   });
 
   it("resolves an agent's env for a provider and never shows another org's secrets", async () => {

@@ -127,10 +127,12 @@ describe('runner-modal: the warm pool', () => {
       expect(refused.error.message).toContain('MODAL_MAX_SANDBOXES');
       writeFileSync(path.join(gate, 'open'), '');
       const done = await Promise.all(calls);
-      // Org a's third call waited for one of its own sandboxes (or was told to come back).
-      for (const r of done.slice(0, 2)) expect(r).toMatchObject({ status: 'success', func_return: 'released' });
+      // Two of org a's three calls had its two sandboxes; the third (whichever lost the race) waited
+      // for one of them, or was told to come back.
+      const ofA = done.slice(0, 3).map((r) => (r.status === 'success' && r.func_return === 'released' ? 'released' : (r.error?.code ?? r.status)));
+      expect(ofA.filter((x) => x === 'released').length).toBeGreaterThanOrEqual(2);
+      expect(ofA.filter((x) => x !== 'released')).toEqual(ofA.filter((x) => x === 'PROVIDER_RATE_LIMITED'));
       expect(done[3]).toMatchObject({ status: 'success', func_return: 'released' });
-      expect([done[2].status ?? done[2].error?.code]).toEqual([expect.stringMatching(/^(success|PROVIDER_RATE_LIMITED)$/)]);
       // Now idle sandboxes of other orgs make room for org c.
       let late = await executeReady(c, 'waits');
       for (let i = 0; late.error?.code === 'PROVIDER_RATE_LIMITED' && i < 100; i++) late = await executeReady(c, 'waits');
