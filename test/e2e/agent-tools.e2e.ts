@@ -5,8 +5,9 @@
  * saying so.
  */
 import type { Subscription } from '@nats-io/transport-node';
+import { expectEventually } from '@toolplane/testing';
 import { testPrefix, uniqueOrg } from '../support/context';
-import { echoTool, FakeMcpServer, sleep } from '../support/mcp-servers';
+import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { ADD, pythonTool, ROLL_D20 } from '../support/tools';
 
@@ -24,14 +25,15 @@ describe('agent tool sets', () => {
   const list = async (org: string, agent: string, extra: Record<string, unknown> = {}) => ok(await client.req('toolplane.v1.agents.tools.list', { org_id: org, agent_id: agent, ...extra }));
   const names = async (org: string, agent: string) => (await list(org, agent, { limit: 200 })).tools.map((t: any) => t.tool.name);
   /** The agent-tools events of an org seen so far, polled until `pred` holds (or 15 s pass). */
-  const eventsOf = async (org: string, pred: (e: Array<{ subject: string; payload: any }>) => boolean) => {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const mine = events.filter((e) => e.payload.org_id === org);
-      if (pred(mine) || Date.now() > deadline) return mine;
-      await sleep(50);
-    }
-  };
+  const eventsOf = (org: string, pred: (e: Array<{ subject: string; payload: any }>) => boolean) =>
+    expectEventually(
+      () => {
+        const mine = events.filter((e) => e.payload.org_id === org);
+        if (!pred(mine)) throw new Error(`the events so far do not match: ${JSON.stringify(mine)}`);
+        return mine;
+      },
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());

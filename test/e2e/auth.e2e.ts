@@ -6,6 +6,7 @@
 import { SignJWT } from 'jose';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { REQUESTS } from '@toolplane/contracts';
+import { expectEventually } from '@toolplane/testing';
 import { parseKeyRingSpec } from '../../apps/credentials/src/crypto/key-ring';
 import { TokenSigner } from '../../apps/credentials/src/auth/token-signer';
 import { testPrefix, uniqueOrg } from '../support/context';
@@ -129,12 +130,7 @@ describe('org tokens at the edge of every service', () => {
     expect(await codes()).toEqual(['ok', 'ok', 'ok', 'TOOL_NOT_FOUND', 'ok']);
     expect(await client.req('toolplane.v1.auth.tokens.revoke', { org_id: org, token_id: minted.token_id })).toEqual({ revoked: true });
     // Every service learns it (a broadcast, and each fetches the state every AUTH_REFRESH_MS anyway).
-    let seen = await codes();
-    for (let i = 0; i < 200 && !seen.every((c) => c === 'UNAUTHENTICATED'); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      seen = await codes();
-    }
-    expect(seen).toEqual(Array(asks.length).fill('UNAUTHENTICATED'));
+    await expectEventually(async () => expect(await codes()).toEqual(Array(asks.length).fill('UNAUTHENTICATED')), { timeoutMs: 20_000, intervalMs: 50 });
     expect((await client.req('toolplane.v1.auth.tokens.list', { org_id: org })).tokens.find((t: any) => t.token_id === minted.token_id).revoked_at).not.toBeNull();
     // Revoking twice is fine; a token of another org is not found from here.
     expect(await client.req('toolplane.v1.auth.tokens.revoke', { org_id: org, token_id: minted.token_id })).toEqual({ revoked: true });
@@ -162,12 +158,7 @@ describe('org tokens at the edge of every service', () => {
     expect((await list(token, doomed)).tools).toEqual([]);
     const del = await client.req('toolplane.v1.auth.orgs.delete', { org_id: doomed });
     expect(del).toEqual({ deleted: true, tokens_revoked: 1 });
-    let r = await list(token, doomed);
-    for (let i = 0; i < 200 && !r.error; i++) {
-      await new Promise((res) => setTimeout(res, 50));
-      r = await list(token, doomed);
-    }
-    expect(refused(r)).toMatch(/revoked|deleted org/);
+    await expectEventually(async () => expect(refused(await list(token, doomed))).toMatch(/revoked|deleted org/), { timeoutMs: 20_000, intervalMs: 50 });
     // A token signed before the deletion but never recorded (e.g. minted offline) is refused too.
     const offline = await new TokenSigner(ring()).sign({ jti: 'tok-00000000-0000-4000-8000-0000000000ff', org: doomed, scopes: ['tools:read'], issuedAt: new Date(), expiresAt: new Date(Date.now() + 3600_000) });
     expect(refused(await list(offline, doomed))).toMatch(/deleted org/);

@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { Client } from 'pg';
 import { ErrorCode } from '@toolplane/contracts';
 import { ToolsUpsert, ToolplaneError } from '@toolplane/contracts';
+import { expectEventually } from '@toolplane/testing';
 import { sealerOf } from '../support/identity';
 import { MessagingClient } from '@toolplane/messaging';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
@@ -120,13 +121,7 @@ describe('a service limit and a missing runner', () => {
       }
       return found;
     };
-    const deadline = Date.now() + 30_000;
-    let events = await eventsOf();
-    while (events.length === 0 && Date.now() < deadline) {
-      await new Promise((res) => setTimeout(res, 250));
-      events = await eventsOf();
-    }
-    expect(events).toEqual([{ subject: 'created', tool_id: r.tool.id }]);
+    await expectEventually(async () => expect(await eventsOf()).toEqual([{ subject: 'created', tool_id: r.tool.id }]), { timeoutMs: 30_000, intervalMs: 250 });
     const pg = new Client({ connectionString: testDatabaseUrl() });
     await pg.connect();
     try {

@@ -1,5 +1,6 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { Headers } from '@toolplane/contracts';
+import { expectEventually } from '@toolplane/testing';
 import { randomUUID } from 'node:crypto';
 import { testDatabaseUrl } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -42,9 +43,13 @@ describe('deadlines: work stops when its caller has given up', () => {
     // The caller waits as long as its deadline says, and gives up.
     await expect(call('sleepy', 'import time\ndef sleepy():\n    time.sleep(600)\n', h, 300)).rejects.toThrow(/timeout/i);
     // The runner gives the call up too (the tool would sleep ten minutes): nothing in flight, the run counted as ended.
-    for (let i = 0; i < 600 && ((await metric('toolplane_runner_in_flight')) > 0 || (await total('toolplane_runner_runs_total')) <= before); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(await metric('toolplane_runner_in_flight')).toBe(0);
-    expect(await total('toolplane_runner_runs_total')).toBe(before + 1);
+    await expectEventually(
+      async () => {
+        expect(await metric('toolplane_runner_in_flight')).toBe(0);
+        expect(await total('toolplane_runner_runs_total')).toBe(before + 1);
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
   });
 
   it('a request without a deadline, or with one not yet passed, runs to its end', async () => {

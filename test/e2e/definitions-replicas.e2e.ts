@@ -1,5 +1,5 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
-import { sleep } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { metricOf, startApp, startStack, stopProcess, type RunningApp, type Stack } from '../support/stack';
 import { ADD } from '../support/tools';
@@ -62,8 +62,6 @@ describe('definitions across registry replicas', () => {
     expect(hitsAfter.map((h, i) => h > hitsBefore[i]!)).toEqual([true, true]);
     const invalidated = async () => (await Promise.all(replicas.map((r) => metricOf(r, INVALIDATIONS)))).map((n, i) => n - invalidationsBefore[i]!);
     // 40 writes; each replica counts every one (its own, and the other's through the event).
-    const deadline = Date.now() + 15_000;
-    while ((await invalidated()).some((n) => n < 40) && Date.now() < deadline) await sleep(100);
-    expect((await invalidated()).map((n) => n >= 40)).toEqual([true, true]);
+    await expectEventually(async () => expect((await invalidated()).map((n) => n >= 40)).toEqual([true, true]), { timeoutMs: 15_000, intervalMs: 100 });
   });
 });

@@ -3,6 +3,7 @@
  * runner will be: E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. What passes here is what a
  * runner-e2b can rely on when it talks to the fake instead of E2B.
  */
+import { expectEventually } from '@toolplane/testing';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,11 +16,12 @@ const RUN = randomBytes(4).toString('hex');
 
 /** Polls until `check` holds (no sleeps standing in for events). */
 async function eventually(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await expectEventually(
+    async () => {
+      if (!(await check())) throw new Error(`waiting for ${what}`);
+    },
+    { timeoutMs, intervalMs: 50 },
+  );
 }
 
 async function listIds(metadata: Record<string, string>): Promise<string[]> {

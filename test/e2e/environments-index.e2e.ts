@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,14 +31,15 @@ describe('environments: builds reach their index through the configured proxy, t
   let client: RawClient;
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 60_000);
-  const ready = async (name: string) => {
-    const deadline = Date.now() + 240_000;
-    for (;;) {
-      const { environment } = await req('toolplane.v1.tools.environment', { org_id: org, tool_name: name });
-      if (environment.status === 'ready' || environment.status === 'failed' || Date.now() > deadline) return environment;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const ready = (name: string) =>
+    expectEventually(
+      async () => {
+        const { environment } = await req('toolplane.v1.tools.environment', { org_id: org, tool_name: name });
+        expect(['ready', 'failed']).toContain(environment.status);
+        return environment;
+      },
+      { timeoutMs: 240_000, intervalMs: 100 },
+    );
 
   beforeAll(async () => {
     writeWheel(files, 'tpproxied', '1.0', 'through-the-proxy');

@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,15 +59,16 @@ describe('environments: prepared on upsert, not built on the hot path', () => {
     return r.environment;
   };
   /** Polls tools.environment (which starts nothing) until `done`; every status seen goes to `seen`. */
-  const until = async (o: string, name: string, done: (e: Environment) => boolean, seen: string[] = []): Promise<Environment> => {
-    const deadline = Date.now() + 240_000;
-    for (;;) {
-      const e = await environment(o, name);
-      if (seen.at(-1) !== e.status) seen.push(e.status);
-      if (done(e) || Date.now() > deadline) return e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
+  const until = (o: string, name: string, done: (e: Environment) => boolean, seen: string[] = []): Promise<Environment> =>
+    expectEventually(
+      async () => {
+        const e = await environment(o, name);
+        if (seen.at(-1) !== e.status) seen.push(e.status);
+        if (!done(e)) throw new Error(`the environment is still ${JSON.stringify(e)}`);
+        return e;
+      },
+      { timeoutMs: 240_000, intervalMs: 100 },
+    );
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
   const builds = async (result: 'ok' | 'failed') => {
     const text = await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-local')!.healthPort}/metrics`)).text();
@@ -149,8 +151,7 @@ describe('environments: prepared on upsert, not built on the hot path', () => {
     expect(await builds('failed')).toBe(failures); // the call did not build again
 
     await environment(org, 'uses_missing', true);
-    for (let i = 0; i < 2400 && (await builds('failed')) === failures; i++) await new Promise((res) => setTimeout(res, 100));
-    expect(await builds('failed')).toBe(failures + 1);
+    await expectEventually(async () => expect(await builds('failed')).toBe(failures + 1), { timeoutMs: 240_000, intervalMs: 100 });
     expect((await environment(org, 'uses_missing')).status).toBe('failed');
   });
 

@@ -4,6 +4,7 @@
  * same key with other args is IDEMPOTENCY_CONFLICT. Own stack (two executor replicas).
  */
 import { randomUUID } from 'node:crypto';
+import { expectEventually } from '@toolplane/testing';
 import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { recordOf } from '../support/executions';
@@ -141,12 +142,15 @@ describe('idempotency keys', () => {
   }
 
   /** The execution a key names, once its record exists (read through list: the call has not answered yet). */
-  async function keyExecution(key: string): Promise<string> {
-    for (;;) {
-      const page = await client.call('toolplane.v1.executions.list', { org_id: org, limit: 20 }, 15_000);
-      const hit = page.executions.find((e: any) => e.idempotency_key === key);
-      if (hit) return hit.execution_id;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  function keyExecution(key: string): Promise<string> {
+    return expectEventually(
+      async () => {
+        const page = await client.call('toolplane.v1.executions.list', { org_id: org, limit: 20 }, 15_000);
+        const hit = page.executions.find((e: any) => e.idempotency_key === key);
+        if (!hit) throw new Error(`no execution with the idempotency key ${key} yet`);
+        return hit.execution_id as string;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
   }
 });

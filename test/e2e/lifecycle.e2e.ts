@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { metricOf, startApp, startStack, stopProcess, type Stack, type StackOptions } from '../support/stack';
@@ -24,12 +25,8 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
   });
 
   /** Waits until the runner holds a call (not a fixed sleep: the call may take a while to get there). */
-  const runnerBusy = async () => {
-    for (;;) {
-      if ((await metricOf(stack.apps.get('runner-local')!, 'toolplane_runner_in_flight')) > 0) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
+  const runnerBusy = () =>
+    expectEventually(async () => expect(await metricOf(stack.apps.get('runner-local')!, 'toolplane_runner_in_flight')).toBeGreaterThan(0), { timeoutMs: 60_000, intervalMs: 20 });
 
   it('serves /healthz and /readyz with its dependency checks', async () => {
     for (const app of stack.apps.values()) {
@@ -76,7 +73,7 @@ describe('health, graceful shutdown and a runner dying mid-call', () => {
     stack.apps.set('executor', await startApp('executor', { ...opts, appEnv: { executor: { SHUTDOWN_GRACE_MS: '300' } } }));
     const call = client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'long_nap', args: {}, timeout_ms: 300_000 }, { timeoutMs: 60_000 });
     await runnerBusy();
-    while (hostProcessesWith(marker).length === 0) await new Promise((r) => setTimeout(r, 20));
+    await expectEventually(() => expect(hostProcessesWith(marker).length).toBeGreaterThan(0), { timeoutMs: 60_000, intervalMs: 20 });
     const other = await startApp('executor', opts);
     const leaving = stack.apps.get('executor')!;
     stack.apps.set('executor', other);

@@ -1,5 +1,6 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
-import { FakeMcpServer, sleep, type FakeTool } from '../support/mcp-servers';
+import { FakeMcpServer, type FakeTool } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { startApp, startStack, stopProcess, type RunningApp, type Stack } from '../support/stack';
 
@@ -80,7 +81,7 @@ describe('MCP tool calls across mcp-sync replicas', () => {
       f.listDelayMs = 800;
       const listed = f.observed.listCalls;
       const syncing = client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'racing' }, { timeoutMs: 30_000 });
-      while (f.observed.listCalls === listed) await sleep(20);
+      await expectEventually(() => expect(f.observed.listCalls).not.toBe(listed), { timeoutMs: 30_000, intervalMs: 20 });
       ok(await client.req('toolplane.v1.mcp.servers.remove', { org_id: org, name: 'racing' }, { timeoutMs: 30_000 }));
       await syncing; // synced before the removal, or refused after it: either way, what it wrote is gone
       const left = ok(await client.req('toolplane.v1.tools.list', { org_id: org }));

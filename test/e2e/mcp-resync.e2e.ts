@@ -1,5 +1,6 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
-import { echoTool, everythingStdio, FakeMcpServer, sleep, startTokenServer } from '../support/mcp-servers';
+import { echoTool, everythingStdio, FakeMcpServer, startTokenServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 
@@ -20,14 +21,15 @@ describe('MCP periodic resync, reconnect and auth', () => {
   const get = async (org: string, name: string) => ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name })).server;
   const names = async (org: string, server: string) =>
     ok(await client.req('toolplane.v1.tools.list', { org_id: org, tags: [`mcp:${server}`], limit: 200 })).tools.map((t: any) => t.name).sort();
-  const until = async <T>(fn: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 15_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await fn();
-      if (pred(v) || Date.now() > deadline) return v;
-      await sleep(150);
-    }
-  };
+  const until = <T>(fn: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 15_000): Promise<T> =>
+    expectEventually(
+      async () => {
+        const v = await fn();
+        if (!pred(v)) throw new Error(`still ${JSON.stringify(v)}`);
+        return v;
+      },
+      { timeoutMs, intervalMs: 150 },
+    );
 
   beforeAll(async () => {
     const prefix = `${testPrefix()}.resync`;

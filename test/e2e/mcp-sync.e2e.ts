@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { echoTool, FakeMcpServer, sleep } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
@@ -29,14 +30,15 @@ describe('MCP sync and execution (in-process servers)', () => {
     fakes.push(await f.start());
     return f;
   };
-  const waitFor = async <T>(fn: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 10_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await fn();
-      if (pred(v) || Date.now() > deadline) return v;
-      await sleep(100);
-    }
-  };
+  const waitFor = <T>(fn: () => Promise<T>, pred: (v: T) => boolean, timeoutMs = 10_000): Promise<T> =>
+    expectEventually(
+      async () => {
+        const v = await fn();
+        if (!pred(v)) throw new Error(`still ${JSON.stringify(v)}`);
+        return v;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());

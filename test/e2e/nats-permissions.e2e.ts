@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP_NAMES } from '@toolplane/contracts';
+import { expectEventually } from '@toolplane/testing';
 import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -44,14 +45,7 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     writeFileSync(join(dir, 'toolplane-auth.conf'), natsServerConfig({ prefix, agents: ['acme', 'evil'], passwords }));
     writeFileSync(join(dir, 'nats-server.conf'), `listen: 127.0.0.1:${port}\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\ninclude ./toolplane-auth.conf\n`);
     server = spawn(NATS_SERVER, ['-c', join(dir, 'nats-server.conf')], { stdio: 'ignore' });
-    for (let i = 0; i < 100; i++) {
-      try {
-        await (await as(agentUser('acme'))).close();
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    await expectEventually(async () => (await as(agentUser('acme'))).close(), { timeoutMs: 20_000, intervalMs: 100 });
     const appEnv = Object.fromEntries(APP_NAMES.map((app) => [app, { NATS_URL: url, NATS_USER: app, NATS_PASSWORD: passwords[app]! }]));
     stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'], env: { LOG_LEVEL: 'warn' }, appEnv });
     acme = await RawClient.connect(prefix, { nats: { servers: url, user: agentUser('acme'), pass: passwords[agentUser('acme')], inboxPrefix: `_INBOX.${agentUser('acme')}` } });
@@ -71,11 +65,14 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     // Async: the executor queues, takes and acknowledges work on its JetStream work queue with its own user.
     const queued = await acme.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', args: { a: 1 }, mode: 'async' }, { timeoutMs: 30_000 });
     expect(queued.status).toBe('queued');
-    let rec: any;
-    do {
-      await new Promise((r) => setTimeout(r, 50));
-      rec = await acme.req('toolplane.v1.executions.get', { org_id: org, execution_id: queued.execution_id }, { timeoutMs: 30_000 });
-    } while (rec.error || rec.execution.status === 'queued' || rec.execution.status === 'running');
+    const rec = await expectEventually(
+      async () => {
+        const rec = await acme.req('toolplane.v1.executions.get', { org_id: org, execution_id: queued.execution_id }, { timeoutMs: 30_000 });
+        if (rec.error || rec.execution.status === 'queued' || rec.execution.status === 'running') throw new Error(`not finished yet: ${JSON.stringify(rec.error ?? rec.execution.status)}`);
+        return rec;
+      },
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
     expect(rec.result).toMatchObject({ status: 'success', func_return: 3 });
   });
 

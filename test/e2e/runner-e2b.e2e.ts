@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { expectEventually } from '@toolplane/testing';
 import { startE2bFake, type E2bFake } from '../../tools/fakes/e2b/e2b-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -36,10 +37,7 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
       await new Promise((res) => setTimeout(res, 100));
     }
   };
-  const until = async (what: () => boolean | Promise<boolean>) => {
-    for (let i = 0; i < 1200 && !(await what()); i++) await new Promise((r) => setTimeout(r, 50));
-    return what();
-  };
+  const until = (check: () => void | Promise<void>) => expectEventually(check, { timeoutMs: 60_000, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.metadata['toolplane-org'] === o);
   const metrics = async () => (await fetch(`http://127.0.0.1:${stack.apps.get('runner-e2b')!.healthPort}/metrics`)).text();
 
@@ -105,7 +103,7 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
       });
     expect(await ask(false)).toMatchObject({ provider: 'e2b', status: 'none', requirements_hash: expect.stringMatching(/^[0-9a-f]{20}$/) });
     expect((await ask(true)).status).toBe('building');
-    expect(await until(async () => (await ask(false)).status === 'ready')).toBe(true);
+    await until(async () => expect((await ask(false)).status).toBe('ready'));
     const created = fake.stats().creates;
     await register(org, pythonTool('prepared', 'import tpe2b\nreturn tpe2b.VALUE'), { metadata_: { sandbox: 'e2b' }, pip_requirements: pip });
     expect(await execute(org, 'prepared')).toMatchObject({ status: 'success', provider: 'e2b', func_return: 'from-e2b-wheel' });
@@ -193,7 +191,7 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     expect(attack.func_return.wrote).toEqual(expect.arrayContaining(['/tmp/evil.txt', '/home/user/.profile']));
     expect(attack.func_return.edited).toBeGreaterThan(0);
     // The sandbox could not prove itself clean: killed at once, never reused.
-    expect(await until(() => sandboxesOf(o).length === 0)).toBe(true);
+    await until(() => expect(sandboxesOf(o)).toEqual([]));
     expect(await metrics()).toMatch(/^toolplane_e2b_sandbox_kills_total\{reason="dirty"\} [1-9]/m);
     const v = await executeReady(o, 'victim');
     expect(v).toMatchObject({ status: 'success', provider: 'e2b', func_return: { files: [], sleepers: [], evil_env: false, pwned: false } });
@@ -226,7 +224,7 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     const r = await executeReady(o, 'ping');
     expect(r).toMatchObject({ status: 'success', provider: 'e2b' });
     expect(fake.stats().creates).toBe(created + 1);
-    expect(await until(() => !fake.stats().sandboxes.some((s) => s.sandboxId === old!.sandboxId))).toBe(true);
+    await until(() => expect(fake.stats().sandboxes.map((s) => s.sandboxId)).not.toContain(old!.sandboxId));
     expect(sandboxesOf(o).map((s) => s.metadata['toolplane-fingerprint'])).toEqual([r.sandbox_config_fingerprint]);
   });
 

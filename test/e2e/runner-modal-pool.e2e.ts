@@ -1,6 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { expectEventually } from '@toolplane/testing';
 import { startModalFake, type ModalFake } from '../../tools/fakes/modal/modal-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -45,11 +46,7 @@ describe('runner-modal: the warm pool', () => {
       await new Promise((res) => setTimeout(res, 100));
     }
   };
-  const until = async (what: () => boolean | Promise<boolean>, ms = 120_000) => {
-    const deadline = Date.now() + ms;
-    while (!(await what()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    return what();
-  };
+  const until = (check: () => void | Promise<void>, ms = 120_000) => expectEventually(check, { timeoutMs: ms, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.tags['toolplane-org'] === o);
   const running = (o?: string) => fake.stats().sandboxes.filter((s) => s.running && (o === undefined || s.tags['toolplane-org'] === o));
   /** Sandboxes of the org running a call now (the launcher's `run` exec started, not ended). */
@@ -120,7 +117,7 @@ describe('runner-modal: the warm pool', () => {
     try {
       // Org a asks for three sandboxes at once: it gets its share (2), and org b the last place.
       const calls = [a, a, a, b].map((o) => executeReady(o, 'waits', { timeout_ms: 150_000 }));
-      expect(await until(() => busy(a).length === MAX_PER_ORG && busy(b).length === 1)).toBe(true);
+      await until(() => expect([busy(a).length, busy(b).length]).toEqual([MAX_PER_ORG, 1]));
       // Every place is taken by a busy sandbox: org c waits, then is told to come back.
       const refused = await execute(c, 'waits', { timeout_ms: 150_000 });
       expect(refused.error).toMatchObject({ code: 'PROVIDER_RATE_LIMITED', retryable: true });
@@ -152,7 +149,7 @@ describe('runner-modal: the warm pool', () => {
     const used = sandboxesOf(o).map((s) => s.id);
     expect(used.length).toBeGreaterThanOrEqual(1);
     const reapsBefore = await metric('toolplane_modal_sandbox_reaps_total');
-    expect(await until(() => running(o).length === 0)).toBe(true);
+    await until(() => expect(running(o)).toEqual([]));
     expect(await metric('toolplane_modal_sandbox_reaps_total')).toBeGreaterThan(reapsBefore);
     expect(await metric('toolplane_modal_sandbox_kills_total{reason="idle"}')).toBeGreaterThanOrEqual(1);
   });
@@ -169,7 +166,7 @@ describe('runner-modal: the warm pool', () => {
     expect(after).toMatchObject({ status: 'success', provider: 'modal', func_return: 'pong' });
     expect(after.sandbox_config_fingerprint).not.toEqual(first.sandbox_config_fingerprint);
     // The old sandboxes go; the call ran in a new one, made with the new config.
-    expect(await until(() => old.every((s) => !running(o).some((r) => r.id === s.id)))).toBe(true);
+    await until(() => expect(running(o).filter((r) => old.some((s) => s.id === r.id))).toEqual([]));
     const fresh = sandboxesOf(o).filter((s) => !old.some((x) => x.id === s.id));
     expect(fresh.length).toBeGreaterThanOrEqual(1);
     expect(fresh.every((s) => s.milliCpu === 500 && s.tags['toolplane-key'] !== old[0]!.tags['toolplane-key'])).toBe(true);

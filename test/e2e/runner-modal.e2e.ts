@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { startModalFake, type ModalFake } from '../../tools/fakes/modal/modal-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -110,12 +111,7 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
       });
     expect(await ask(false)).toMatchObject({ provider: 'modal', status: 'none' });
     expect(['building', 'ready']).toContain((await ask(true)).status);
-    let status = '';
-    for (let i = 0; i < 600 && status !== 'ready'; i++) {
-      status = (await ask(false)).status;
-      if (status !== 'ready') await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(status).toBe('ready');
+    await expectEventually(async () => expect((await ask(false)).status).toBe('ready'), { timeoutMs: 60_000, intervalMs: 50 });
   });
 
   it('never lets two concurrent calls share a sandbox', async () => {

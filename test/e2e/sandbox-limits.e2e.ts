@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
@@ -31,10 +32,7 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
   const register = (o: string, name: string, body: string, extra: Record<string, unknown> = {}) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body), ...extra } });
   const execute = (o: string, name: string) => req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
-  const until = async (what: () => Promise<boolean>) => {
-    for (let i = 0; i < 600 && !(await what()); i++) await new Promise((r) => setTimeout(r, 50));
-    return what();
-  };
+  const until = (check: () => Promise<void>) => expectEventually(check, { timeoutMs: 30_000, intervalMs: 50 });
 
   beforeAll(async () => {
     stack = await startStack({
@@ -94,7 +92,7 @@ return {"exited": sum(1 for s in statuses if os.WIFEXITED(s) and os.WEXITSTATUS(
     const finished: string[] = [];
     const floods = Array.from({ length: 12 }, () => execute(flood, 'nap').then((r) => finished.push(r.func_return)));
     // The flood fills both places and queues the rest before the other org's call arrives.
-    expect(await until(async () => (await metric('toolplane_runner_queued')) >= 8)).toBe(true);
+    await until(async () => expect(await metric('toolplane_runner_queued')).toBeGreaterThanOrEqual(8));
     const quick = execute(other, 'quick').then((r) => finished.push(r.func_return));
     await Promise.all([...floods, quick]);
     expect(finished).toHaveLength(13);
@@ -113,11 +111,11 @@ return {"exited": sum(1 for s in statuses if os.WIFEXITED(s) and os.WEXITSTATUS(
     expect(await execute(org, 'use_b')).toMatchObject({ status: 'success', func_return: 'lru-b' });
     const b = venvs().find((d) => d !== a);
     // Their sandboxes idle out (an environment in use is never evicted), then a third one is built.
-    expect(await until(async () => (await metric('toolplane_runner_pool_slots')) <= 2)).toBe(true);
+    await until(async () => expect(await metric('toolplane_runner_pool_slots')).toBeLessThanOrEqual(2));
     const builds = await metric('toolplane_runner_venv_builds_total');
     await use('c');
     expect(await execute(org, 'use_c')).toMatchObject({ status: 'success', func_return: 'lru-c' });
-    expect(await until(async () => (await metric('toolplane_runner_environments_evicted_total')) >= 1)).toBe(true);
+    await until(async () => expect(await metric('toolplane_runner_environments_evicted_total')).toBeGreaterThanOrEqual(1));
     expect(await metric('toolplane_runner_environments_evicted_total')).toBe(1);
     expect(venvs()).not.toContain(a);
     expect(venvs()).toContain(b);

@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
@@ -160,8 +161,7 @@ return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/se
     const killed = await metric('toolplane_runner_pool_slots_killed_total');
     const listening = execute('listen_abstract', { wait: 4 });
     // The listener's call holds a sandbox before the other call starts.
-    for (let i = 0; i < 200 && (await metric('toolplane_runner_pool_busy_slots')) < 1; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await metric('toolplane_runner_pool_busy_slots')).toBeGreaterThanOrEqual(1);
+    await expectEventually(async () => expect(await metric('toolplane_runner_pool_busy_slots')).toBeGreaterThanOrEqual(1));
     const dialer = await execute('dial_abstract', { tries: 1.5 });
     const listener = await listening;
     expect(dialer.result).toBe('ConnectionRefusedError');
@@ -177,8 +177,7 @@ return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/se
     // identity is its pid namespace plus the start time of its slot process; the kill count is a
     // lower bound (an idle warm sandbox may be reaped or evicted meanwhile).
     expect(new Set([listener.slot, dialer.slot, next.slot]).size).toBe(3);
-    for (let i = 0; i < 200 && (await metric('toolplane_runner_pool_slots_killed_total')) < killed + 3; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(await metric('toolplane_runner_pool_slots_killed_total')).toBeGreaterThanOrEqual(killed + 3);
+    await expectEventually(async () => expect(await metric('toolplane_runner_pool_slots_killed_total')).toBeGreaterThanOrEqual(killed + 3));
   });
 
   it('reaches an address the operator allowlists (RUNNER_EGRESS_ALLOW), and only that one', async () => {

@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { randomUUID } from 'node:crypto';
 import { testDatabaseUrl } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -81,7 +82,7 @@ describe('runner-local operations', () => {
     const slow = 'import time\ndef slow():\n    time.sleep(3)\n    return "finished"\n';
     const inFlight = Promise.all(Array.from({ length: 12 }, () => run(slow, 'slow')));
     // Wait until the replica being stopped holds some of them (not a fixed sleep).
-    while (!/^toolplane_runner_in_flight [1-9]/m.test(await metricsOf(second))) await new Promise((r) => setTimeout(r, 20));
+    await expectEventually(async () => expect(await metricsOf(second)).toMatch(/^toolplane_runner_in_flight [1-9]/m), { timeoutMs: 60_000, intervalMs: 20 });
     const exit = stopProcess(second.proc, 'SIGTERM');
     const replies = await inFlight;
     expect(replies.map((r) => r.func_return)).toEqual(Array(12).fill('finished'));

@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
@@ -108,12 +109,9 @@ describe('sandbox warm environments (RUNNER_POOL_WARM_ENVS)', () => {
 
   it('builds the environment and keeps its slots warm before any call; a broken one is logged, the runner serves', async () => {
     // 1 default slot + 2 of the configured environment, without a single call.
-    const deadline = Date.now() + 45_000;
-    while (Date.now() < deadline && (await metric('toolplane_runner_pool_slots')) < 3) await new Promise((r) => setTimeout(r, 200));
-    expect(await metric('toolplane_runner_pool_slots')).toBe(3);
+    await expectEventually(async () => expect(await metric('toolplane_runner_pool_slots')).toBe(3), { timeoutMs: 45_000, intervalMs: 200 });
     expect(await metric('toolplane_runner_venv_builds_total')).toBe(1);
-    while (Date.now() < deadline && !stack.apps.get('runner-local')!.output().includes('could not be built')) await new Promise((r) => setTimeout(r, 200));
-    expect(stack.apps.get('runner-local')!.output()).toMatch(/RUNNER_POOL_WARM_ENVS\) could not be built: not-in-wheelhouse==1\.0: .*not-in-wheelhouse/);
+    await expectEventually(() => expect(stack.apps.get('runner-local')!.output()).toMatch(/RUNNER_POOL_WARM_ENVS\) could not be built: not-in-wheelhouse==1\.0: .*not-in-wheelhouse/), { timeoutMs: 45_000, intervalMs: 200 });
 
     const r = await client.req('toolplane.v1.tools.upsert', {
       org_id: org,

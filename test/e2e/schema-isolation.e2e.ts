@@ -1,3 +1,4 @@
+import { expectEventually } from '@toolplane/testing';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
@@ -116,15 +117,15 @@ describe('schema service: the time limit ends the work, not the service', () => 
     return res.text();
   };
   /** Polls /metrics until it holds `line` (the pool replaces a worker in the background). */
-  const untilMetric = async (line: string): Promise<string> => {
-    const deadline = Date.now() + 30_000;
-    let text = await metrics();
-    while (!text.split('\n').includes(line) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = await metrics();
-    }
-    return text;
-  };
+  const untilMetric = (line: string): Promise<string> =>
+    expectEventually(
+      async () => {
+        const text = await metrics();
+        expect(text.split('\n')).toContain(line);
+        return text;
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
 
   it('answers a request past the limit with TIME_LIMIT_EXCEEDED, terminating and replacing its worker', async () => {
     for (let round = 1; round <= 3; round += 1) {

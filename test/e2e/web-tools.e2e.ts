@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect as tcpConnect, type AddressInfo } from 'node:net';
+import { expectEventually } from '@toolplane/testing';
 import { startExaFake, type ExaFake } from '../../tools/fakes/exa/exa-fake';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -192,8 +193,7 @@ describe('web-tools: fetch_webpage and web_search', () => {
         this.end();
         resolve();
       }).once('error', reject));
-      for (let i = 0; i < 200 && internalConnections === before; i++) await new Promise((r) => setTimeout(r, 25));
-      expect(internalConnections).toBe(before + 1);
+      await expectEventually(() => expect(internalConnections).toBe(before + 1));
 
       const seen = internalConnections;
       const r = await fetchPage(`${base}/to-internal`);
