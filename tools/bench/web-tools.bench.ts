@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Exa } from 'exa-js';
+import { WebFetchWebpage, WebSearch } from '@toolplane/contracts';
 import { htmlToReadable, renderPage } from '../../apps/web-tools/src/web/readable';
 import { toExaOptions } from '../../apps/web-tools/src/web/web-search';
 import { createDatabase, dropDatabase } from '../../test/support/database';
@@ -73,10 +74,10 @@ async function main(): Promise<void> {
     const sdk = new Exa(KEY, exa.url);
     const args = { query: 'red foxes in towns', num_results: 10 };
     const cases = [
-      { label: 'fetch_webpage 200 KB article (web-tools)', fn: call('toolplane.internal.v1.web.fetch-webpage', { url }) },
+      { label: 'fetch_webpage 200 KB article (web-tools)', fn: call(WebFetchWebpage.subject, { url }) },
       { label: '  baseline: bare HTTP GET of the page', fn: async () => void (await (await fetch(url)).text()) },
       { label: '  baseline: extraction + markdown only', fn: async () => void renderPage(htmlToReadable(page, url), url) },
-      { label: 'web_search, Exa fake at 0 ms (web-tools)', fn: call('toolplane.internal.v1.web.web-search', { args, exa_api_key: KEY }) },
+      { label: 'web_search, Exa fake at 0 ms (web-tools)', fn: call(WebSearch.subject, { args, exa_api_key: KEY }) },
       {
         label: '  baseline: exa-js search from here',
         fn: async () => void (await sdk.search(args.query, toExaOptions(args) as never)),

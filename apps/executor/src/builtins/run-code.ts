@@ -1,5 +1,9 @@
 import { ErrorCode, type Provider, type Tool, ToolplaneError } from '@toolplane/contracts';
-import * as ts from 'typescript';
+import type * as TS from 'typescript';
+
+/** The TypeScript compiler, loaded on the first ts/js-module run_code only: never on the executor's start-up or a python call. */
+let compiler: typeof TS | undefined;
+const tsc = (): typeof TS => (compiler ??= require('typescript') as typeof TS);
 
 /**
  * run_code (BUILTINS.md) on the provider runners: the code becomes the argument of a generated
@@ -68,6 +72,7 @@ const MODULE_SYNTAX = /^\s*(import|export)\b/m;
  * The leading "use strict" is dropped so it never stands as the script's completion value.
  */
 function toScript(code: string, typescript: boolean): string {
+  const ts = tsc();
   const out = ts.transpileModule(code, {
     fileName: typescript ? 'code.ts' : 'code.js',
     reportDiagnostics: false,
