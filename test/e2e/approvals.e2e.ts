@@ -193,6 +193,8 @@ describe('approvals', () => {
     expect(expired.execution.error_code).toBe('EXECUTION_EXPIRED');
     expect(expired.result).toMatchObject({ status: 'error', error: { code: 'EXECUTION_EXPIRED' } });
     expect(expired.args).toBeNull();
+    // The second held call is late only once its own TTL has passed too (it was held after the first).
+    await recordOf(client, org, late.execution_id, (r) => r.execution.status === 'expired');
     const approveLate = await req('executions.approve', { execution_id: late.execution_id });
     expect(approveLate.error).toMatchObject({ code: 'EXECUTION_NOT_PENDING', details: { status: 'expired' } });
     const events = await eventsFor(client, prefix, [swept.execution_id], ['expired']);
