@@ -20,6 +20,8 @@ export class FakeMessaging {
   readonly requests: Array<{ subject: string; payload: unknown }> = [];
   /** Every event broadcast or published by the service under test. */
   readonly published: Array<{ subject: string; payload: unknown }> = [];
+  /** The connection's server info as a service reads it (max_payload bounds what it sends); tests may shrink it. */
+  readonly nc = { info: { max_payload: 1024 * 1024 } };
   private readonly handlers = new Map<string, Handler<RequestDescriptor>>();
   private readonly subscribers = new Set<Subscriber>();
 

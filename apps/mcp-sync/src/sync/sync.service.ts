@@ -199,21 +199,30 @@ export class SyncService {
 
   private async syncNow(id: string, orgId: string, trigger: SyncTrigger): Promise<SyncOutcome> {
     const server = await this.servers.findById(orgId, id);
-    if (!server) throw new Error(`server ${id} is gone`);
+    if (!server) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${id} is gone (removed before its sync started)`, { server: id });
     const started = performance.now();
     const progress = new SyncProgress(this.messaging, server, trigger);
-    let discovery: Discovery;
     try {
-      discovery = await this.discover(await this.targets.of(server), 2, progress);
+      const discovery = await this.discover(await this.targets.of(server), 2, progress);
+      return await this.apply(server, discovery, trigger, started, progress);
     } catch (e) {
-      const message = e instanceof ToolplaneError ? e.message : 'Internal error';
-      await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message });
-      await progress.flush();
-      await this.publish(server, trigger, false, null, message).catch(() => undefined);
-      this.log.warn(`sync of ${server.name} (${server.id}, ${trigger}) failed: ${message}`);
+      await this.recordFailure(server, trigger, progress, e);
       throw e;
     }
-    return this.apply(server, discovery, trigger, started, progress);
+  }
+
+  /**
+   * A sync that failed — the server could not be listed, or the registry refused or did not take
+   * the write — is recorded on the server (`last_sync`) and published, with a typed error's
+   * message only. A server removed during its sync has no row to record on.
+   */
+  private async recordFailure(server: McpServerEntity, trigger: SyncTrigger, progress: SyncProgress, e: unknown): Promise<void> {
+    if (e instanceof ToolplaneError && e.code === ErrorCode.MCP_SERVER_NOT_FOUND) return;
+    const message = e instanceof ToolplaneError ? e.message : 'Internal error';
+    await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message }).catch(() => undefined);
+    await progress.flush();
+    await this.publish(server, trigger, false, null, message).catch(() => undefined);
+    this.log.warn(`sync of ${server.name} (${server.id}, ${trigger}) failed: ${message}`);
   }
 
   private publish(server: McpServerEntity, trigger: SyncTrigger, ok: boolean, report: McpSyncReport | null, error: string | null): Promise<void> {
