@@ -10,3 +10,4 @@ export * from './streams';
 export * from './subjects';
 export * from './token-verifier';
 export * from './trace-context';
+export * from './request-mux';

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
-import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
   ErrorCode,
@@ -17,6 +17,7 @@ import {
 import type { z } from 'zod';
 import { decodeJson, encodeJson, parseContract } from './codec';
 import { currentRequestSignal } from './request-context';
+import { RequestFailed, RequestMux } from './request-mux';
 import type { ServiceSealer } from './service-seal';
 import { withPrefix } from './subjects';
 import { extractTraceContext, injectTraceContext } from './trace-context';
@@ -48,12 +49,15 @@ const eventLog = new Logger('Events');
  */
 export class MessagingClient {
   private js?: JetStreamClient;
+  private readonly mux: RequestMux;
 
   constructor(
     readonly nc: NatsConnection,
     readonly prefix: string,
     readonly sealer: ServiceSealer,
-  ) {}
+  ) {
+    this.mux = new RequestMux(nc);
+  }
 
   async request<D extends RequestDescriptor>(d: D, payload: RequestIn<D>, opts: RequestOptions): Promise<ReplyOf<D>> {
     const body = parseContract(d.request, payload, `Request to ${d.subject}`);
@@ -74,13 +78,14 @@ export class MessagingClient {
         h.set(Headers.SERVICE_SEAL, sealed.header);
         let msg;
         try {
-          msg = await abortable(this.nc.request(subject, sealed.data, { timeout: opts.timeoutMs, headers: h }), opts.signal ?? currentRequestSignal());
+          msg = await this.mux.request(subject, sealed.data, { timeoutMs: opts.timeoutMs, headers: h, signal: opts.signal ?? currentRequestSignal() });
         } catch (e) {
           throw this.transportError(e, d.subject, opts);
         }
         const value = decodeJson(this.openReply(d, sealed.nonce, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data));
-        const env = ErrorEnvelope.safeParse(value);
-        if (env.success) throw ToolplaneError.fromBody(env.data.error);
+        // Only a body with an `error` can be the envelope (a failed parse builds a ZodError: not on every reply).
+        const env = typeof value === 'object' && value !== null && 'error' in value ? ErrorEnvelope.safeParse(value) : undefined;
+        if (env?.success) throw ToolplaneError.fromBody(env.data.error);
         return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
@@ -229,29 +234,20 @@ export class MessagingClient {
 
   private transportError(e: unknown, subject: string, opts: RequestOptions): ToolplaneError {
     if (e instanceof ToolplaneError) return e;
-    const noResponders = e instanceof RequestError && e.isNoResponders();
-    if (noResponders) {
+    if (e instanceof RequestFailed && e.reason === 'no_responders') {
       const code = opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE;
       return new ToolplaneError(code, `No service is serving ${subject}`, { subject });
     }
-    if (e instanceof TimeoutError || (e instanceof RequestError && e.cause instanceof TimeoutError)) {
+    if (e instanceof RequestFailed && e.reason === 'timeout') {
       return new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `No reply from ${subject} within ${opts.timeoutMs} ms`, {
         subject,
         timeout_ms: opts.timeoutMs,
       });
     }
-    return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error).message}`, { subject });
+    // The caller gave up: its typed reason (its deadline passed, its service is shutting down), else abandoned.
+    if (e instanceof RequestFailed && e.reason === 'aborted') {
+      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'The request was abandoned');
+    }
+    return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error)?.message ?? String(e)}`, { subject });
   }
-}
-
-/** The promise, or the signal's reason (a ToolplaneError) as soon as it aborts. */
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  const reason = () => (signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'The request was abandoned'));
-  if (signal.aborted) return Promise.reject(reason());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(reason());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
