@@ -41,7 +41,7 @@ export class RawClient {
    */
   static async connect(prefix: string, opts: { operatorToken?: string; nats?: ConnectionOptions } = {}): Promise<RawClient> {
     const operator = opts.operatorToken;
-    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client', ...opts.nats }), prefix, operator ? () => operator : operatorToken);
+    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client', noAsyncTraces: true, ...opts.nats }), prefix, operator ? () => operator : operatorToken);
   }
 
   subject(s: string): string {

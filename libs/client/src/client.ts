@@ -74,7 +74,7 @@ export class ToolplaneClient {
 
   static async connect(opts: ClientOptions): Promise<ToolplaneClient> {
     const given = 'request' in opts.nats && typeof (opts.nats as NatsConnection).request === 'function';
-    const nc = given ? (opts.nats as NatsConnection) : await connect({ name: 'toolplane-client', ...(opts.nats as ConnectionOptions) });
+    const nc = given ? (opts.nats as NatsConnection) : await connect({ name: 'toolplane-client', noAsyncTraces: true, ...(opts.nats as ConnectionOptions) });
     return new ToolplaneClient(nc, !given, opts);
   }
 
