@@ -78,7 +78,9 @@ function runScenario(scenario: string, outDir: string): Promise<Outcome> {
     p.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
     // A scenario that does not end is a failure of its own, not a hung suite.
     const killer = setTimeout(() => p.kill('SIGKILL'), SCENARIO_TIMEOUT_MS + 30_000);
-    p.once('exit', (code) => {
+    // 'close', not 'exit': the process can exit before its output is read to the end, and the
+    // result line is the last thing it prints.
+    p.once('close', (code) => {
       clearTimeout(killer);
       resolve({ scenario, code, failures: failedChecks(outDir, scenario), output });
     });
