@@ -39,9 +39,11 @@ const tool = (name: string, description = `does ${name}`) => ({ name, descriptio
 /** The messaging client with the NATS connection info the write reads its message budget from. */
 class Bus extends FakeMessaging {
   failProgress = false;
+  failSynced = false;
 
   override async publish<E extends EventDescriptor>(e: E, payload: EventOf<E>): Promise<void> {
     if (this.failProgress && e.subject === McpServerProgressed.subject) throw new Error('events stream down');
+    if (this.failSynced && e.subject === McpServerSynced.subject) throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, 'events stream down');
     return super.publish(e, payload);
   }
 
@@ -401,5 +403,13 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
     expect((await sync(s)).report.added).toBe(1);
     expect(bus.events(McpServerProgressed)).toEqual([]);
     expect(bus.events(McpServerSynced)).toEqual([expect.objectContaining({ ok: true })]);
+  });
+
+  it('keeps a sync whose write went in as done when only its event cannot be published', async () => {
+    const s = add(serverOf(1), [tool('a')]);
+    bus.failSynced = true;
+    await expect(sync(s)).rejects.toMatchObject({ code: ErrorCode.SERVICE_UNAVAILABLE });
+    expect(registry.names(ORG, s.id)).toEqual(['a']);
+    expect(rows.get(s.id)!.lastSync).toMatchObject({ ok: true, error: null });
   });
 });

@@ -96,13 +96,28 @@ export class SyncService {
   }
 
   /** Writes an already-made discovery (servers.add discovers before it stores anything). */
-  async apply(server: McpServerEntity, discovery: Discovery, trigger: SyncTrigger, started: number, progress = new SyncProgress(this.messaging, server, trigger)): Promise<SyncOutcome> {
+  /** `onWriteFailure`: told when the registry write fails (refused, unanswered, server removed meanwhile), before the error is thrown. */
+  async apply(
+    server: McpServerEntity,
+    discovery: Discovery,
+    trigger: SyncTrigger,
+    started: number,
+    progress = new SyncProgress(this.messaging, server, trigger),
+    onWriteFailure?: (e: unknown) => Promise<void>,
+  ): Promise<SyncOutcome> {
     const ref: ServerRef = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
     const { mapped, errors: mapErrors } = mapTools(ref, discovery.tools);
     const announce = (tools: number, pages: number) =>
       progress.writing({ pages: discovery.pages, listed: discovery.listed, errors: discovery.errors.length + mapErrors.length }, mapped.filter((m) => m.health === 'INVALID').length, tools, pages);
-    const { reply, withheld, errors: writeErrors } = await this.write(server, mapped.map((m) => m.input), discovery.complete, announce, () => progress.wrote());
-    await this.undoIfRemoved(server);
+    let written: Awaited<ReturnType<SyncService['write']>>;
+    try {
+      written = await this.write(server, mapped.map((m) => m.input), discovery.complete, announce, () => progress.wrote());
+      await this.undoIfRemoved(server);
+    } catch (e) {
+      await onWriteFailure?.(e);
+      throw e;
+    }
+    const { reply, withheld, errors: writeErrors } = written;
     const collided = new Set(reply.collisions.map((c) => c.name));
     const kept = mapped.filter((m) => !collided.has(m.input.name) && !withheld.has(m.input.name));
     const invalid = kept.filter((m) => m.health === 'INVALID');
@@ -202,13 +217,16 @@ export class SyncService {
     if (!server) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${id} is gone (removed before its sync started)`, { server: id });
     const started = performance.now();
     const progress = new SyncProgress(this.messaging, server, trigger);
+    const failed = (e: unknown) => this.recordFailure(server, trigger, progress, e);
+    let discovery: Discovery;
     try {
-      const discovery = await this.discover(await this.targets.of(server), 2, progress);
-      return await this.apply(server, discovery, trigger, started, progress);
+      discovery = await this.discover(await this.targets.of(server), 2, progress);
     } catch (e) {
-      await this.recordFailure(server, trigger, progress, e);
+      await failed(e);
       throw e;
     }
+    // Once the write is in, the sync stands: a failure after it (say, publishing the event) is not recorded as a failed sync.
+    return this.apply(server, discovery, trigger, started, progress, failed);
   }
 
   /**
