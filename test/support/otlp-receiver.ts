@@ -9,9 +9,6 @@ export interface ReceivedSpan {
   kind: number;
   attributes: Record<string, unknown>;
   events: Array<{ name: string; attributes: Record<string, unknown> }>;
-  /** Start and end, ms since the epoch (fractional). */
-  startMs: number;
-  endMs: number;
 }
 
 /** A minimal OTLP/HTTP JSON trace receiver (POST /v1/traces), so tests read what apps export. */
@@ -60,7 +57,7 @@ export class OtlpReceiver {
         for (const s of ss.spans ?? []) {
           const attributes = attrs(s.attributes);
           const events = (s.events ?? []).map((e: any) => ({ name: e.name as string, attributes: attrs(e.attributes) }));
-          this.spans.push({ service, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId ?? ''), name: s.name, kind: s.kind, attributes, events, startMs: nanosToMs(s.startTimeUnixNano), endMs: nanosToMs(s.endTimeUnixNano) });
+          this.spans.push({ service, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId ?? ''), name: s.name, kind: s.kind, attributes, events });
         }
       }
     }
@@ -76,8 +73,4 @@ function attrs(list: any[] | undefined): Record<string, unknown> {
 function hex(id: string): string {
   if (!id || /^[0-9a-f]+$/.test(id)) return id ?? '';
   return Buffer.from(id, 'base64').toString('hex');
-}
-
-function nanosToMs(n: string | number | undefined): number {
-  return n === undefined ? 0 : Number(BigInt(n) / 1000n) / 1000;
 }
