@@ -227,6 +227,4 @@ export const AgentToolsDetached = defineEvent({
   }),
 });
 
-/** Every agent-tools event (attached, detached). */
-export const AGENT_TOOL_EVENTS_SUBJECTS = 'toolplane.v1.events.agent-tools.*';
 export const AGENT_TOOL_EVENTS = [AgentToolsAttached, AgentToolsDetached] as const;

@@ -166,8 +166,6 @@ export const ExecutionExpired = defineEvent({
 });
 
 export const EXECUTION_EVENTS = [ExecutionCompleted, ExecutionFailed, ExecutionHeld, ExecutionApproved, ExecutionDenied, ExecutionExpired] as const;
-/** Every execution event. */
-export const EXECUTION_EVENTS_SUBJECTS = 'toolplane.v1.events.execution.*';
 
 /**
  * Internal work queue of async executions: one message per execution to run (its record holds the

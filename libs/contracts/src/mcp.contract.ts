@@ -132,9 +132,6 @@ export enum McpSyncErrorCode {
   MCP_LIST_INCOMPLETE = 'MCP_LIST_INCOMPLETE',
 }
 
-/** Every mcp-server event (synced, removed), for subscribers such as the per-call server cache. */
-export const MCP_SERVER_EVENTS_SUBJECTS = 'toolplane.v1.events.mcp-server.*';
-
 export const McpSyncTrigger = z.enum(['add', 'update', 'manual', 'list_changed', 'periodic']);
 
 /** A server as the API shows it: never a token, a header value or an env value. */

@@ -115,6 +115,5 @@ export const EVENTS_SUBJECTS = 'toolplane.v1.events.>';
 export const PUBLIC_SUBJECTS = 'toolplane.v1.>';
 /** Every internal core-NATS broadcast between services (hints: credentials.changed, auth.changed). */
 export const INTERNAL_EVENTS_SUBJECTS = 'toolplane.internal.v1.events.>';
-export const TOOL_EVENTS_SUBJECTS = 'toolplane.v1.events.tool.*';
 /** Every tool event (created, updated, deleted), for consumers that read them by descriptor. */
 export const TOOL_EVENTS = [ToolCreated, ToolUpdated, ToolDeleted] as const;

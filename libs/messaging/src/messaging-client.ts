@@ -200,28 +200,6 @@ export class MessagingClient {
   }
 
   /**
-   * Core-NATS subscription to raw events (no contract: e.g. a relay of every event): every replica
-   * receives them, or with `queue` one replica of the group does.
-   */
-  subscribeEvents(subjectPattern: string, onEvent: (subject: string, payload: unknown) => void, opts: { queue?: string } = {}): { unsubscribe(): void } {
-    const sub = this.nc.subscribe(withPrefix(this.prefix, subjectPattern), {
-      ...(opts.queue ? { queue: opts.queue } : {}),
-      callback: (err, msg) => {
-        if (err) return;
-        let payload: unknown;
-        try {
-          payload = decodeJson(msg.data);
-        } catch {
-          return;
-        }
-        const subject = this.prefix ? msg.subject.slice(this.prefix.length + 1) : msg.subject;
-        context.with(extractTraceContext(msg.headers), () => onEvent(subject, payload));
-      },
-    });
-    return { unsubscribe: () => sub.unsubscribe() };
-  }
-
-  /**
    * The reply's body: sealed by the serving app for this request. A plain reply is accepted only
    * as an error envelope (a service that could not authenticate the request cannot seal to it).
    */
