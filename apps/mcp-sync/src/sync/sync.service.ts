@@ -95,14 +95,16 @@ export class SyncService {
     return next;
   }
 
-  /** Writes an already-made discovery (servers.add discovers before it stores anything). */
-  /** `onWriteFailure`: told when the registry write fails (refused, unanswered, server removed meanwhile), before the error is thrown. */
+  /**
+   * Writes an already-made discovery (servers.add discovers before it stores anything).
+   * `onWriteFailure`: told when the registry write fails (refused, unanswered, server removed meanwhile), before the error is thrown.
+   */
   async apply(
     server: McpServerEntity,
     discovery: Discovery,
     trigger: SyncTrigger,
     started: number,
-    progress = new SyncProgress(this.messaging, server, trigger),
+    progress: SyncProgress,
     onWriteFailure?: (e: unknown) => Promise<void>,
   ): Promise<SyncOutcome> {
     const ref: ServerRef = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };

@@ -2,7 +2,7 @@ import { ToolplaneError } from '@toolplane/contracts';
 import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import type { UrlGuard } from './url-guard';
+import { bare, type UrlGuard } from './url-guard';
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -145,8 +145,4 @@ export class PinnedHttp {
     const first = addresses[0]!;
     process.nextTick(() => (o.all ? callback(null, addresses.map((a) => ({ ...a }))) : callback(null, first.address, first.family)));
   }
-}
-
-function bare(hostname: string): string {
-  return hostname.replace(/^\[|\]$/g, '').toLowerCase();
 }

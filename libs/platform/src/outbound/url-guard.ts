@@ -164,6 +164,7 @@ export class UrlGuard {
   }
 }
 
-function bare(hostname: string): string {
+/** A host name as pins and allowlists key it: no IPv6 brackets, lower case. */
+export function bare(hostname: string): string {
   return hostname.replace(/^\[|\]$/g, '').toLowerCase();
 }
