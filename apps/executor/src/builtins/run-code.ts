@@ -47,7 +47,7 @@ export function runCodeCall(tool: Tool, args: Record<string, unknown>): { tool: 
   const language = args.language as RunCodeLanguage;
   const code = String(args.code ?? '');
   const python = language === 'python';
-  // r and java have no harness: the language check (per provider) refuses them before this runs.
+  // r and java have no harness: the language check (per provider) refuses them after this, so their code is not transpiled here.
   const source = python ? PYTHON_HARNESS : NODE_HARNESS;
   return {
     language,
@@ -60,7 +60,7 @@ export function runCodeCall(tool: Tool, args: Record<string, unknown>): { tool: 
       pip_requirements: null,
       npm_requirements: null,
     },
-    args: { code: python || (language === 'js' && !MODULE_SYNTAX.test(code)) ? code : toScript(code, language === 'ts') },
+    args: { code: language === 'ts' || (language === 'js' && MODULE_SYNTAX.test(code)) ? toScript(code, language === 'ts') : code },
   };
 }
 

@@ -214,8 +214,6 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   },
 ];
 
-export const BUILTIN_NAMES: ReadonlySet<string> = new Set(BUILTIN_TOOLS.map((t) => t.name));
-
 /** The row a built-in has in every org (what the registry stores; id and org are added per org). */
 export function builtinRow(t: BuiltinTool) {
   return {

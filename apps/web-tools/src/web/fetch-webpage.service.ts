@@ -16,7 +16,7 @@ const READERS: Record<string, 'html' | 'text' | 'pdf'> = {
   'text/xml': 'text',
   'application/pdf': 'pdf',
 };
-export const SUPPORTED_CONTENT_TYPES = Object.keys(READERS);
+const SUPPORTED_CONTENT_TYPES = Object.keys(READERS);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** How long a host's vetted addresses are reused before it is resolved (and vetted) again. */
 const PIN_TTL_MS = 30_000;
@@ -101,7 +101,7 @@ export class FetchWebpageService implements OnModuleDestroy {
     const reader = READERS[type];
     if (!reader) {
       await res.body?.cancel().catch(() => undefined);
-      throw new ToolplaneError(ErrorCode.CONTENT_TYPE_UNSUPPORTED, `Cannot read ${url.origin}${url.pathname}: content type ${type || '(none)'} is not read`, { content_type: type || null, supported: Object.keys(READERS) });
+      throw new ToolplaneError(ErrorCode.CONTENT_TYPE_UNSUPPORTED, `Cannot read ${url.origin}${url.pathname}: content type ${type || '(none)'} is not read`, { content_type: type || null, supported: SUPPORTED_CONTENT_TYPES });
     }
     const body = await this.capped(res, signal);
     if (reader === 'pdf') {
