@@ -24,8 +24,6 @@ export interface StackOptions {
   root?: string;
   /** How long an app may take to become ready (default TOOLPLANE_TEST_READY_TIMEOUT_MS, else 90 s: a slow or busy machine starts apps slowly, and waiting costs nothing when they are quick). */
   readyTimeoutMs?: number;
-  /** Instances of an app beyond the first, on the same queue group (each with its own health port); see Stack.addReplica. */
-  replicas?: Partial<Record<AppName, number>>;
 }
 
 export interface RunningApp {
@@ -40,7 +38,7 @@ export interface Stack {
   apps: Map<AppName, RunningApp>;
   stopApp(name: AppName, signal?: NodeJS.Signals): Promise<number | null>;
   stop(): Promise<void>;
-  /** Instances started beside the first of their app (StackOptions.replicas, addReplica), oldest first; stop() stops them too. */
+  /** Instances started beside the first of their app (addReplica), oldest first; stop() stops them too. */
   replicas: RunningApp[];
   /** Starts one more instance of `name` (same prefix, database and queue group) and waits until it is ready. */
   addReplica(name: AppName): Promise<RunningApp>;
@@ -99,7 +97,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     for (const r of started) if (r.status === 'fulfilled') apps.set(r.value.name, r.value);
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    for (const [name, n] of Object.entries(opts.replicas ?? {}) as Array<[AppName, number]>) for (let i = 0; i < n; i++) await stack.addReplica(name);
     // The run's operator token: minted once, by the first stack whose credentials service is up.
     if (!process.env.TOOLPLANE_TEST_OPERATOR_TOKEN && apps.has('credentials') && !opts.env?.CREDENTIALS_KEYS && !opts.appEnv?.credentials?.CREDENTIALS_KEYS) {
       process.env.TOOLPLANE_TEST_OPERATOR_TOKEN = mintOperatorToken(opts.databaseUrl);

@@ -52,11 +52,6 @@ export class Supervisor {
     return p && p.exitCode === null && p.signalCode === null ? p : undefined;
   }
 
-  /** How many times `name` has crashed within the window now. */
-  crashesOf(name: string): number {
-    return this.services.get(name)?.crashes.length ?? 0;
-  }
-
   /** Stops every service (SIGTERM, SIGKILL after graceMs), in reverse order of start; no restarts after. */
   async stopAll(graceMs = 10_000): Promise<void> {
     this.stopping = true;

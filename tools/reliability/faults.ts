@@ -12,13 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { FaultRow } from '../../test/support/faults';
 
-interface Row {
-  scenario: string;
-  saw: string;
-  stored: string;
-  pass: boolean;
-}
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -33,15 +28,15 @@ function main(): number {
     stdio: 'inherit',
     env: { TOOLPLANE_TEST_READY_TIMEOUT_MS: '120000', ...process.env, FAULT_REPEAT: repeat, FAULT_REPORT: report, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules`.trim() },
   });
-  const rows: Row[] = existsSync(report) ? readFileSync(report, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Row) : [];
+  const rows: FaultRow[] = existsSync(report) ? readFileSync(report, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as FaultRow) : [];
   printTable(rows);
   say(`\nevery attempt: ${report}`);
   return jest.status === 0 && rows.length > 0 && rows.every((r) => r.pass) ? 0 : 1;
 }
 
 /** One line per scenario: passes out of attempts, and what the last attempt (the first failed one, if any) saw and stored. */
-function printTable(rows: readonly Row[]): void {
-  const by = new Map<string, Row[]>();
+function printTable(rows: readonly FaultRow[]): void {
+  const by = new Map<string, FaultRow[]>();
   for (const r of rows) by.set(r.scenario, [...(by.get(r.scenario) ?? []), r]);
   const lines = [...by].map(([scenario, rs]) => {
     const shown = rs.find((r) => !r.pass) ?? rs.at(-1)!;
