@@ -54,9 +54,10 @@ describe('stdio MCP servers: allowlisted, sandboxed', () => {
       const text = JSON.stringify(environ);
       for (const name of service) expect([name, text.includes(`${name}=`)]).toEqual([name, false]);
     }
-    // No process of the host; the working directory is an empty /tmp; the key file is not there.
+    // No process of the host; the working directory is empty, wherever the read paths lie (no bind
+    // passes through it: the repository may be cloned under /tmp); the key file is not there.
     expect(seen.processes.length).toBeLessThan(5);
-    expect(seen.cwd).toBe('/tmp');
+    expect(seen.cwd).toBe('/sandbox');
     expect(seen.cwd_entries).toEqual([]);
     expect(seen.files[keyFile]).toMatch(/^refused: ENOENT/);
     // No network: not even the host's loopback services.

@@ -99,6 +99,11 @@ export function oneShotArgs(opts: {
   /** More bwrap arguments (binds) before the command. */
   extra?: string[];
   chdir?: string;
+  /**
+   * A fresh tmpfs mounted after every bind, as the working directory and HOME: empty whatever
+   * the binds are (a bind under /tmp leaves its mount points there). No bind may lie under it.
+   */
+  home?: string;
   /** Keep bwrap's own environment for the command (else it gets only PATH and HOME). bwrap must then be started with exactly the env the command may see. */
   inheritEnv?: boolean;
   /** More variables the command gets (after PATH and HOME). */
@@ -124,7 +129,13 @@ export function oneShotArgs(opts: {
   for (const r of opts.readable ?? []) a.push('--ro-bind', r, r);
   if (opts.writable) a.push('--bind', opts.writable, opts.writableAt ?? opts.writable);
   a.push(...(opts.extra ?? []));
-  a.push('--chdir', opts.chdir ?? '/tmp', ...(opts.inheritEnv ? [] : ['--clearenv']), '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', '/tmp');
+  if (opts.home) {
+    const home = opts.home;
+    const under = [...(opts.readable ?? []), opts.writableAt ?? opts.writable].find((p) => p !== undefined && (p === home || p.startsWith(`${home}/`) || home.startsWith(`${p}/`)));
+    if (under) throw new Error(`The sandbox home ${home} and the bind ${under} overlap`);
+    a.push('--tmpfs', home);
+  }
+  a.push('--chdir', opts.chdir ?? opts.home ?? '/tmp', ...(opts.inheritEnv ? [] : ['--clearenv']), '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', opts.home ?? '/tmp');
   for (const [k, v] of Object.entries(opts.env ?? {})) a.push('--setenv', k, v);
   a.push('--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`);
   if (opts.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(opts.network.routes), '--setenv', 'TOOLPLANE_NET_FDS', `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`);

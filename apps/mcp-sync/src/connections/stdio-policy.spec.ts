@@ -1,4 +1,4 @@
-import { StdioAllowEntry, StdioPolicy } from './stdio-policy';
+import { STDIO_HOME, StdioAllowEntry, StdioPolicy } from './stdio-policy';
 
 const entry = (e: Record<string, unknown>) => StdioAllowEntry.parse(e);
 const sut = new StdioPolicy({
@@ -44,6 +44,7 @@ describe('StdioPolicy', () => {
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/../bin/sh' }).success).toBe(false);
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', read_paths: ['relative'] }).success).toBe(false);
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', extra: 1 }).success).toBe(false);
+    expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', read_paths: [`${STDIO_HOME}/data`] }).success).toBe(false);
   });
 
   it('runs an unsafe policy as the plain command with only the server env (no parent env)', async () => {

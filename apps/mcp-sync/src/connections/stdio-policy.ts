@@ -4,6 +4,9 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 
+/** The stdio server's working directory and HOME: a tmpfs of its own, which no bind passes through (unlike /tmp, where a read path under /tmp leaves its mount points). */
+export const STDIO_HOME = '/sandbox';
+
 /** One command an operator lets tenants run as a stdio MCP server. */
 export const StdioAllowEntry = z.strictObject({
   /** Absolute path of the program, matched exactly. */
@@ -11,7 +14,15 @@ export const StdioAllowEntry = z.strictObject({
   /** One pattern per argument, each matched in full (anchored); the argument count must match too. */
   args: z.array(z.string()).max(64).default([]),
   /** Directories the server may read (its code and data): bound read-only, nothing else of the host but system directories. */
-  read_paths: z.array(z.string().refine((p) => isAbsolute(p) && normalize(p) === p, 'absolute, normalized paths')).max(32).default([]),
+  read_paths: z
+    .array(
+      z
+        .string()
+        .refine((p) => isAbsolute(p) && normalize(p) === p, 'absolute, normalized paths')
+        .refine((p) => p !== STDIO_HOME && !p.startsWith(`${STDIO_HOME}/`), `not under ${STDIO_HOME}, the server's own working directory`),
+    )
+    .max(32)
+    .default([]),
   /** Names of env vars a tenant may set for it (default: any but loader and interpreter injection variables). */
   env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).max(128).optional(),
 });
@@ -44,7 +55,7 @@ const refused = (message: string, details?: Record<string, unknown>) => new Tool
  * makes it runnable, and it then runs in a one-shot bubblewrap sandbox like a package build of
  * runner-local: its own user, pid, mount, ipc and empty network namespaces, the tool seccomp
  * filter, no capabilities, no new privileges, an unprivileged uid, only system directories and
- * the entry's read paths (read-only), a fresh /tmp as home and working directory, and exactly the
+ * the entry's read paths (read-only), a fresh empty tmpfs as home and working directory, and exactly the
  * env the server's config gives — nothing of mcp-sync's environment, files or network.
  */
 export class StdioPolicy {
@@ -84,9 +95,9 @@ export class StdioPolicy {
     if (!command.startsWith('/usr/') && !readable.some((p) => command.startsWith(`${p}/`))) readable.push(command);
     return {
       command: this.o.bwrapPath,
-      args: oneShotArgs({ supportDir, readable, inheritEnv: true, command: [command, ...args] }),
+      args: oneShotArgs({ supportDir, readable, home: STDIO_HOME, inheritEnv: true, command: [command, ...args] }),
       // bwrap passes its own environment on: exactly this (the server's env, never mcp-sync's).
-      env: { ...base, ...env },
+      env: { ...base, HOME: STDIO_HOME, ...env },
       ...(this.o.runAs ? { uid: this.o.runAs.uid, gid: this.o.runAs.gid } : {}),
     };
   }
