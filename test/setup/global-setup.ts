@@ -27,6 +27,8 @@ export default async function globalSetup(): Promise<void> {
   process.env.TOOLPLANE_TEST_DATABASE_URL = databaseUrlFor(dbName);
   const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(dbName) });
   process.env.TOOLPLANE_TEST_HEALTH_PORTS = JSON.stringify(Object.fromEntries([...stack.apps].map(([name, app]) => [name, app.healthPort])));
+  const gateway = stack.apps.get('mcp-gateway');
+  if (gateway?.httpPort) process.env.TOOLPLANE_TEST_GATEWAY_URL = `http://127.0.0.1:${gateway.httpPort}`;
   globalThis.__toolplaneStack = { stack, dbName, containers };
 }
 

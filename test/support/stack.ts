@@ -10,8 +10,8 @@ import { testStdioAllowlist } from './stdio-allowlist';
 export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
 
 /** Every app a test stack can start; runner-e2b and runner-modal only where a test starts them (with their fakes), never by default. */
-export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync' | 'web-tools';
-export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync', 'web-tools'];
+export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync' | 'web-tools' | 'mcp-gateway';
+export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync', 'web-tools', 'mcp-gateway'];
 
 export interface StackOptions {
   prefix: string;
@@ -30,6 +30,8 @@ export interface RunningApp {
   name: AppName;
   proc: ChildProcess;
   healthPort: number;
+  /** The HTTP port of an app with an HTTP face (mcp-gateway). */
+  httpPort?: number;
   output: () => string;
 }
 
@@ -110,6 +112,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
 export async function startApp(name: AppName, opts: StackOptions): Promise<RunningApp> {
   const healthPort = await freePort();
+  const httpPort = name === 'mcp-gateway' ? await freePort() : undefined;
   let out = '';
   const proc = spawn(process.execPath, ['--enable-source-maps', entryOf(name, opts.root)], {
     cwd: opts.root ?? ROOT,
@@ -127,6 +130,7 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       SHUTDOWN_GRACE_MS: '5000',
       SERVICE_KEYS_DIR: ensureTestIdentity().keysDir,
       ...(name === 'credentials' ? { CREDENTIALS_KEYS: ensureTestIdentity().credentialsKeys } : {}),
+      ...(httpPort !== undefined ? { GATEWAY_PORT: String(httpPort), GATEWAY_HOST: '127.0.0.1' } : {}),
       // The conformance suite's Client ID Metadata Document (its authorization server never fetches it).
       ...(name === 'mcp-sync'
         ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(), MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json', MCP_ENCRYPTION_KEY: LEGACY_MCP_KEY }
@@ -140,7 +144,7 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
   proc.once('exit', () => spawned.delete(proc));
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
-  const app: RunningApp = { name, proc, healthPort, output: () => out };
+  const app: RunningApp = { name, proc, healthPort, ...(httpPort !== undefined ? { httpPort } : {}), output: () => out };
   await waitReady(app, opts.readyTimeoutMs ?? (Number(process.env.TOOLPLANE_TEST_READY_TIMEOUT_MS) || 90_000));
   return app;
 }

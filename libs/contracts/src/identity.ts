@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** Every deployable of Toolplane: each is one service identity (its own key), one NATS user, one queue group. */
-export const APP_NAMES = ['registry', 'schema', 'credentials', 'executor', 'runner-local', 'runner-e2b', 'runner-modal', 'mcp-sync', 'web-tools'] as const;
+export const APP_NAMES = ['registry', 'schema', 'credentials', 'executor', 'runner-local', 'runner-e2b', 'runner-modal', 'mcp-sync', 'web-tools', 'mcp-gateway'] as const;
 export const AppName = z.enum(APP_NAMES);
 export type AppName = z.infer<typeof AppName>;
 

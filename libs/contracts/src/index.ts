@@ -6,6 +6,7 @@ export * from './credentials.contract';
 export * from './descriptor';
 export * from './errors';
 export * from './execute.contract';
+export * from './gateway.contract';
 export * from './executions.contract';
 export * from './headers';
 export * from './identity';

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
-import { Logger, Module, type DynamicModule, type Type } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type INestApplication, type INestMicroservice, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
 import { connect } from '@nats-io/transport-node';
 import { AuthChanged, AuthStateGet, type AppName } from '@toolplane/contracts';
 import { initTelemetry, ToolplaneLogger } from '@toolplane/observability';
@@ -16,10 +17,17 @@ export interface ServiceSpec<C extends BaseConfig> {
   name: AppName;
   config: C;
   module: Type | DynamicModule;
+  /**
+   * An HTTP face beside the NATS transport (the MCP gateway): Nest's HTTP app on express, with no
+   * body parser (the app reads bodies itself, bounded), listening on host:port.
+   */
+  http?: { host: string; port: number };
 }
 
 export interface RunningService {
   healthPort: number;
+  /** The HTTP port (ServiceSpec.http), when the app has one. */
+  httpPort?: number;
   stop(): Promise<void>;
 }
 
@@ -58,7 +66,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     await nc.flush();
   });
 
-  @Module({ imports: [PlatformModule.register(messaging, config, health), spec.module] })
+  @Module({ imports: [PlatformModule.register(messaging, config, health, tokens), spec.module] })
   class RootModule {}
 
   const strategy = new NatsJsonServer({
@@ -69,12 +77,27 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     drainTimeoutMs: config.SHUTDOWN_GRACE_MS,
     auth: new EdgeAuth(sealer, tokens),
   });
-  const app = await NestFactory.createMicroservice(RootModule, { strategy, logger, bufferLogs: false });
-  app.useGlobalFilters(new PassThroughExceptionFilter());
-  await app.listen();
+  let app: INestApplication | INestMicroservice;
+  let httpPort: number | undefined;
+  if (spec.http) {
+    const web = await NestFactory.create(RootModule, new ExpressAdapter(), { logger, bufferLogs: false, bodyParser: false });
+    web.connectMicroservice({ strategy }, { inheritAppConfig: true });
+    web.useGlobalFilters(new PassThroughExceptionFilter());
+    await web.startAllMicroservices();
+    const server = await web.listen(spec.http.port, spec.http.host);
+    httpPort = (server.address() as AddressInfo).port;
+    app = web;
+  } else {
+    const micro = await NestFactory.createMicroservice(RootModule, { strategy, logger, bufferLogs: false });
+    micro.useGlobalFilters(new PassThroughExceptionFilter());
+    await micro.listen();
+    app = micro;
+  }
   const healthServer = await startHealthServer(health, config.HEALTH_HOST, config.HEALTH_PORT);
   const healthPort = (healthServer.address() as AddressInfo).port;
-  log.log(`${name} ready: NATS ${config.NATS_URL}${config.SUBJECT_PREFIX ? ` (prefix ${config.SUBJECT_PREFIX})` : ''}, health on :${healthPort}, traces ${telemetry.exporting ? 'exported' : 'not exported'}`);
+  log.log(
+    `${name} ready: NATS ${config.NATS_URL}${config.SUBJECT_PREFIX ? ` (prefix ${config.SUBJECT_PREFIX})` : ''}, health on :${healthPort}${httpPort !== undefined ? `, HTTP on :${httpPort}` : ''}, traces ${telemetry.exporting ? 'exported' : 'not exported'}`,
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -96,7 +119,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
       );
     });
   }
-  return { healthPort, stop };
+  return { healthPort, ...(httpPort !== undefined ? { httpPort } : {}), stop };
 }
 
 /** main.ts entry: run, or print why not and exit 1. */

@@ -1,0 +1,135 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  ElicitResultSchema,
+  ErrorCode as McpErrorCode,
+  McpError,
+  type CallToolResult,
+  type ClientCapabilities,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  ExecutionsApprove,
+  ExecutionsDeny,
+  ToolplaneError,
+  ToolsExecute,
+  type ExecuteReply,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
+import { currentTraceId, MessagingClient } from '@toolplane/messaging';
+import { APP_CONFIG } from '@toolplane/platform';
+import type { Caller } from '../auth/caller';
+import type { GatewayConfig } from '../mcp-gateway.config';
+import type { Endpoint } from '../sessions/session';
+import { EndpointToolsService } from '../tools/endpoint-tools.service';
+import { toCallToolResult } from '../tools/mcp-tool.mapper';
+
+export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** What a call knows of its session. */
+export interface CallContext {
+  caller: Caller;
+  endpoint: Endpoint;
+  capabilities: ClientCapabilities | undefined;
+}
+
+/** Toolplane's failures of the caller's making that the model can correct: a tool error, not a protocol error. */
+const TOOL_LEVEL = new Set<string>([ErrorCode.INVALID_ARGUMENTS, ErrorCode.SCHEMA_INVALID, ErrorCode.EXECUTION_DENIED]);
+
+/**
+ * tools/call → toolplane.v1.tools.execute, with everything that path does (validation, provider
+ * choice, env and secrets, masking, truncation, records, idempotency). The client's cancellation
+ * aborts the request (extra.signal). A call that needs approval asks the person at the client
+ * through elicitation when the client can, else answers a tool error naming the execution and how
+ * to approve it. Toolplane's own failures become a JSON-RPC error with the Toolplane code in data.
+ */
+@Injectable()
+export class CallToolService {
+  constructor(
+    private readonly messaging: MessagingClient,
+    private readonly endpointTools: EndpointToolsService,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  async call(ctx: CallContext, name: string, args: Record<string, unknown>, extra: CallExtra): Promise<CallToolResult> {
+    const { tools, byName } = await this.endpointTools.of(ctx.caller.org, ctx.endpoint);
+    const found = byName.get(name);
+    if (!found) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${name} (this endpoint serves ${tools.length} tool(s))`);
+    try {
+      const reply = await this.messaging.request(
+        ToolsExecute,
+        {
+          org_id: ctx.caller.org,
+          tool_id: found.tool.id,
+          args,
+          ...(ctx.endpoint.kind === 'agent' ? { agent_id: ctx.endpoint.id } : {}),
+        },
+        { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal },
+      );
+      return await this.answer(ctx, reply, extra);
+    } catch (e) {
+      return toolLevel(e) ?? Promise.reject(protocolError(e));
+    }
+  }
+
+  private async answer(ctx: CallContext, reply: ExecuteReply, extra: CallExtra): Promise<CallToolResult> {
+    if ('trace_id' in reply) return toCallToolResult(reply as ToolExecutionResult);
+    if (reply.status === 'pending_approval') return this.approval(ctx, reply, extra);
+    if (reply.status === 'awaiting_client') {
+      return errorResult(`${reply.tool_name} is a client-side tool: the agent runtime runs it, not this server (execution ${reply.execution_id})`, reply.execution_id);
+    }
+    return errorResult(`The call was taken for later (execution ${reply.execution_id}, ${reply.status}): read its outcome with toolplane.v1.executions.get`, reply.execution_id);
+  }
+
+  private async approval(ctx: CallContext, held: Extract<ExecuteReply, { status: 'pending_approval' }>, extra: CallExtra): Promise<CallToolResult> {
+    const how = `An approver runs it with toolplane.v1.executions.approve {"execution_id": "${held.execution_id}"} (CLI: toolplane executions approve ${held.execution_id}) or refuses it with executions.deny, before ${held.expires_at}.`;
+    if (!ctx.capabilities?.elicitation) {
+      return errorResult(`This call of ${held.tool_name} needs approval: execution ${held.execution_id} waits for it. ${how}`, held.execution_id, 'APPROVAL_REQUIRED');
+    }
+    const answer = await extra.sendRequest(
+      {
+        method: 'elicitation/create',
+        params: {
+          mode: 'form',
+          message: `Allow ${held.tool_name} to run with these arguments?\n${JSON.stringify(held.args, null, 2).slice(0, 4000)}`,
+          requestedSchema: {
+            type: 'object',
+            properties: { reason: { type: 'string', title: 'Reason', description: 'Why you decline (shown to the agent)', maxLength: 4096 } },
+          },
+        },
+      },
+      ElicitResultSchema,
+      { timeout: this.config.GATEWAY_ELICITATION_TIMEOUT_MS },
+    );
+    const ref = { org_id: ctx.caller.org, execution_id: held.execution_id };
+    const opts = { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal };
+    if (answer.action === 'accept') return this.answer(ctx, await this.messaging.request(ExecutionsApprove, ref, opts), extra);
+    if (answer.action === 'decline') {
+      const reason = typeof answer.content?.reason === 'string' && answer.content.reason ? answer.content.reason : 'declined at the MCP client';
+      const denied = await this.messaging.request(ExecutionsDeny, { ...ref, reason }, opts);
+      return toCallToolResult(denied.result);
+    }
+    return errorResult(`The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`, held.execution_id, 'APPROVAL_REQUIRED');
+  }
+}
+
+function errorResult(text: string, executionId: string, code?: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true, _meta: { 'toolplane/execution_id': executionId, 'toolplane/trace_id': currentTraceId(), ...(code ? { 'toolplane/error_code': code } : {}) } };
+}
+
+function toolLevel(e: unknown): CallToolResult | undefined {
+  if (!(e instanceof ToolplaneError) || !TOOL_LEVEL.has(e.code)) return undefined;
+  return { content: [{ type: 'text', text: e.message }], isError: true, _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.remoteTraceId ?? currentTraceId() } };
+}
+
+/** A Toolplane failure as a JSON-RPC error: its code, retry flag and trace id in `data`; never a stack or an internal address. */
+export function protocolError(e: unknown): McpError {
+  if (e instanceof McpError) return e;
+  if (e instanceof ToolplaneError) {
+    const code = e.code === ErrorCode.TOOL_NOT_FOUND || e.code === ErrorCode.TOOLSET_NOT_FOUND ? McpErrorCode.InvalidParams : McpErrorCode.InternalError;
+    return new McpError(code, e.message, { code: e.code, retryable: e.retryable, trace_id: e.remoteTraceId ?? currentTraceId() });
+  }
+  return new McpError(McpErrorCode.InternalError, 'Internal error', { code: ErrorCode.INTERNAL, retryable: false, trace_id: currentTraceId() });
+}
