@@ -7,7 +7,7 @@ export function registerEventsCommand(program: Command, ctx: CliContext): void {
   events
     .command('tail')
     .description("follow the org's events (JSON lines with --json); Ctrl-C stops")
-    .option('--entity <entity...>', 'tool, mcp-server, execution, agent-tools')
+    .option('--entity <entity...>', 'tool, mcp-server, execution, agent-tools, toolset')
     .option('--all', 'from the start of the stream, not only new events')
     .option('--limit <n>', 'stop after n events', (v) => Number(v))
     .action(async (o: { entity?: string[]; all?: boolean; limit?: number }) => {

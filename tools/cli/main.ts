@@ -16,6 +16,7 @@ import { registerEventsCommand } from './events.command';
 import { registerMcpCommands } from './mcp.command';
 import { registerSchemaCommands } from './schema.command';
 import { registerToolCommands } from './tools.command';
+import { registerToolsetCommands } from './toolsets.command';
 
 async function main(argv: string[]): Promise<number> {
   const program = new Command('toolplane');
@@ -34,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
   registerSchemaCommands(program, ctx);
   registerAdminCommands(program, ctx);
   registerMcpCommands(program, ctx);
+  registerToolsetCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerEventsCommand(program, ctx);
   for (const c of program.commands) c.exitOverride();

@@ -43,6 +43,7 @@ const decoder = new TextDecoder();
 export class ToolplaneClient {
   readonly tools: Facade<typeof API.tools>;
   readonly agents: Facade<typeof API.agents>;
+  readonly toolsets: Facade<typeof API.toolsets>;
   readonly schemas: Facade<typeof API.schemas>;
   readonly executions: Facade<typeof API.executions>;
   readonly secrets: Facade<typeof API.secrets>;
@@ -63,6 +64,7 @@ export class ToolplaneClient {
     const api = buildFacade(API, (d: RequestDescriptor, req: unknown, o?: CallOptions) => this.call(d, req as never, o));
     this.tools = api.tools;
     this.agents = api.agents;
+    this.toolsets = api.toolsets;
     this.schemas = api.schemas;
     this.executions = api.executions;
     this.secrets = api.secrets;

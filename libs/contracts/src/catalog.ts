@@ -38,6 +38,7 @@ import {
 } from './mcp.contract';
 import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate } from './schemas.contract';
 import { ToolCreated, ToolDeleted, ToolsDelete, ToolsGet, ToolsList, ToolsUpsert, ToolUpdated } from './tools.contract';
+import { ToolsetDeleted, ToolsetsDelete, ToolsetsGet, ToolsetsList, ToolsetsToolsList, ToolsetsUpsert, ToolsetUpserted } from './toolsets.contract';
 import { WebFetchWebpage, WebSearch } from './web.contract';
 
 /** Every request subject, public and internal. */
@@ -50,6 +51,11 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   AgentToolsDetach,
   AgentToolsList,
   AgentToolsDefinitions,
+  ToolsetsUpsert,
+  ToolsetsGet,
+  ToolsetsList,
+  ToolsetsDelete,
+  ToolsetsToolsList,
   SchemasGenerate,
   SchemasValidate,
   SchemasStrictify,
@@ -103,7 +109,7 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   WebSearch,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, McpServerSynced, McpServerProgressed, McpServerRemoved, ...EXECUTION_EVENTS];
+export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, ToolsetUpserted, ToolsetDeleted, McpServerSynced, McpServerProgressed, McpServerRemoved, ...EXECUTION_EVENTS];
 
 /** Every JetStream work queue. */
 export const WORK_QUEUES: readonly WorkQueueDescriptor[] = [ExecutionWork];

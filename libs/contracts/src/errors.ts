@@ -15,6 +15,8 @@ export enum ErrorCode {
   TOOL_NAME_CONFLICT = 'TOOL_NAME_CONFLICT',
   /** An upsert or delete of a built-in tool (letta_builtin, letta_core, letta_memory_core): Toolplane owns them, tenants only use them. */
   TOOL_READ_ONLY = 'TOOL_READ_ONLY',
+  /** No toolset (published tool set) of this name in the org. */
+  TOOLSET_NOT_FOUND = 'TOOLSET_NOT_FOUND',
   SCHEMA_GENERATION_FAILED = 'SCHEMA_GENERATION_FAILED',
   SCHEMA_INVALID = 'SCHEMA_INVALID',
   INVALID_ARGUMENTS = 'INVALID_ARGUMENTS',

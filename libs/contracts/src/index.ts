@@ -15,4 +15,5 @@ export * from './mcp.contract';
 export * from './schemas.contract';
 export * from './tool';
 export * from './tools.contract';
+export * from './toolsets.contract';
 export * from './web.contract';
