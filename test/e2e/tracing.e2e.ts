@@ -106,6 +106,19 @@ describe('one execution is one trace across the services', () => {
     }
   });
 
+  it('names the end user on the execution span (enduser.id), and in no log line', async () => {
+    const user = `auth0|trace-user-${randomBytes(4).toString('hex')}`;
+    const traceId = randomBytes(16).toString('hex');
+    const h = client.headers();
+    h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {}, user_id: user }, { headers: h });
+    expect(r.status).toBe('success');
+    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.name === 'process toolplane.v1.tools.execute'));
+    const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
+    expect(root.attributes).toMatchObject({ 'enduser.id': user, 'toolplane.execution.id': r.execution_id });
+    for (const app of stack.apps.values()) expect([app.name, app.output().includes(user)]).toEqual([app.name, false]);
+  });
+
   it('never puts argument or env values on spans', async () => {
     const traceId = randomBytes(16).toString('hex');
     const h = client.headers();

@@ -5,7 +5,8 @@ import { EVENTS, REQUESTS } from './catalog';
 import { defineEvent, defineRequest } from './descriptor';
 import { ErrorCode, ToolplaneError, isRetryable } from './errors';
 import { findWireIssue } from './common';
-import { ToolsExecute } from './execute.contract';
+import { ToolsExecute, ToolsExecuteBatch } from './execute.contract';
+import { ExecutionCompleted, ExecutionRecord, ExecutionsList } from './executions.contract';
 import { publicJsonSchemas } from './json-schemas';
 import { Tool } from './tool';
 import { ToolsGet, ToolsUpsert } from './tools.contract';
@@ -74,6 +75,45 @@ describe('contracts', () => {
     expect(ToolsGet.request.safeParse({ org_id: 'a', name: 'x', id: sampleTool.id }).success).toBe(false);
     expect(ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x' }).data?.args).toEqual({});
     expect(ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x', env: { 'BAD-NAME': 'v' } }).success).toBe(false);
+  });
+
+  it("takes an end user (user_id) on execute, execute-batch and executions.list: trimmed, 1-256 characters, no control characters", () => {
+    const sut = (user_id: unknown) => ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x', user_id });
+    expect(sut('  auth0|user-1 ').data?.user_id).toBe('auth0|user-1');
+    expect(sut('x'.repeat(256)).success).toBe(true);
+    for (const bad of ['', '   ', 'x'.repeat(257), 'a\u0000b', 'a\nb', 'a\u007fb', 'a\u009bb', 42]) expect([bad, sut(bad).success]).toEqual([bad, false]);
+    expect(ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x' }).data?.user_id).toBeUndefined();
+    expect(ToolsExecuteBatch.request.safeParse({ org_id: 'a', user_id: ' u ', calls: [{ call_id: 'c', tool_name: 'x' }] }).data?.user_id).toBe('u');
+    expect(ExecutionsList.request.safeParse({ org_id: 'a', user_id: 'u' }).data?.user_id).toBe('u');
+    expect(ExecutionsList.request.safeParse({ org_id: 'a', user_id: 'a\tb' }).success).toBe(false);
+  });
+
+  it('reads a record or an execution event from before user_id as having none (null)', () => {
+    const record = {
+      execution_id: 'exec-123e4567-e89b-12d3-a456-426614174000',
+      org_id: 'a',
+      agent_id: null,
+      tool_id: null,
+      tool_name: 'x',
+      provider: null,
+      status: 'failed',
+      mode: 'sync',
+      created_at: '2026-11-25T10:00:00.000Z',
+      started_at: null,
+      finished_at: null,
+      duration_ms: null,
+      error_code: 'TOOL_NOT_FOUND',
+      trace_id: '',
+      idempotency_key: null,
+      batch_id: null,
+      call_id: null,
+      expires_at: null,
+    };
+    expect(ExecutionRecord.parse(record).user_id).toBeNull();
+    const { execution_id, org_id, agent_id, tool_id, tool_name, status, mode, error_code, batch_id, call_id } = record;
+    const event = { event_id: 'e', occurred_at: record.created_at, execution_id, org_id, agent_id, tool_id, tool_name, status, mode, error_code, batch_id, call_id };
+    expect(ExecutionCompleted.payload.parse(event).user_id).toBeNull();
+    expect(ExecutionCompleted.payload.parse({ ...event, user_id: 'u' }).user_id).toBe('u');
   });
 
   it('marks only transient failures retryable, and keeps codes from another service', () => {

@@ -11,6 +11,18 @@ const EnvVars = z
 
 export const ExecutionStatus = z.enum(['success', 'error']);
 
+/**
+ * The end user a call is made for (org → agent → end user), e.g. the `sub` of the JWT the MCP
+ * gateway verified: an opaque id, recorded on the call's execution and its events. Trimmed; 1–256
+ * characters; no control characters.
+ */
+export const EndUserId = z
+  .string()
+  .trim()
+  .min(1)
+  .max(256)
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'user_id: no control characters');
+
 /** What a provider (runner-local, mcp-sync) answers the executor for one call; the executor masks, truncates and times it. */
 export const ProviderRunReply = z.object({
   status: ExecutionStatus,
@@ -105,12 +117,16 @@ export const ToolsExecute = defineRequest({
       tool_name: z.string().min(1).max(64).optional(),
       args: JsonObject.default({}),
       agent_id: z.string().min(1).max(128).optional(),
+      /** The end user the call is made for: recorded on its execution (executions.list filters by it) and in its events. */
+      user_id: EndUserId.optional(),
       env: EnvVars.optional(),
       timeout_ms: z.number().int().min(1).optional(),
       /**
-       * Per org, for EXECUTION_IDEMPOTENCY_WINDOW_MS (default 24 h): a retry with the same key, tool
-       * and args answers the recorded outcome without running again (a duplicate arriving while the
-       * first runs waits for it); the same key with another tool or other args is IDEMPOTENCY_CONFLICT.
+       * Per org, for EXECUTION_IDEMPOTENCY_WINDOW_MS (default 24 h): a retry with the same key, tool,
+       * args and user_id answers the recorded outcome without running again (a duplicate arriving
+       * while the first runs waits for it); the same key with another tool, other args or another
+       * user_id (or one where the first had none, or none where it had one) is IDEMPOTENCY_CONFLICT:
+       * one end user never gets another's result.
        */
       idempotency_key: z.string().min(1).max(256).optional(),
       /** sync: answer with the result. async: answer `{execution_id, status: "queued"}` at once; the call runs from a work queue. */
@@ -162,6 +178,8 @@ export const ToolsExecuteBatch = defineRequest({
     .strictObject({
       org_id: OrgId,
       agent_id: z.string().min(1).max(128).optional(),
+      /** The end user the step is run for: recorded on every call's execution and in its events. */
+      user_id: EndUserId.optional(),
       calls: z.array(BatchCall).min(1).max(1024),
       env: EnvVars.optional(),
       /** Each call's timeout unless the call names its own. */

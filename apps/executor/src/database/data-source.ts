@@ -1,9 +1,10 @@
 import type { OwnedSchema } from '@toolplane/platform';
 import { CreateExecutions1765200000000 } from './migrations/1765200000000-create-executions';
+import { AddExecutionUser1765600000000 } from './migrations/1765600000000-add-execution-user';
 
 /** The executor owns the `executor` schema (execution records) and nothing else. */
 export const EXECUTOR_DB: OwnedSchema = {
   schema: 'executor',
   entities: [],
-  migrations: [CreateExecutions1765200000000],
+  migrations: [CreateExecutions1765200000000, AddExecutionUser1765600000000],
 };

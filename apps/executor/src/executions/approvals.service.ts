@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { trace } from '@opentelemetry/api';
 import {
   CLIENT_SIDE_TOOL_TYPES,
   ErrorCode,
@@ -11,7 +12,7 @@ import {
   type ToolExecutionResult,
 } from '@toolplane/contracts';
 import type { ExecutionRow } from '../records/executions.repository';
-import { executionEvent, outcomeEvent, toWireRecord } from '../records/record.mapper';
+import { endUser, executionEvent, outcomeEvent, toWireRecord } from '../records/record.mapper';
 import { argsHashOf, ExecutionRecords, workItem } from '../records/records.service';
 import { ArgumentsService } from './arguments.service';
 import { CallLifecycle, waitingReply } from './call-lifecycle.service';
@@ -42,6 +43,7 @@ export class ApprovalsService {
   async approve(req: RequestOf<typeof ExecutionsApprove>): Promise<ExecuteReply> {
     const started = performance.now();
     const row = await this.pending(req.org_id, req.execution_id);
+    trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': row.execution_id, ...endUser(row.user_id) });
     const { tool } = await this.catalog.find(req.org_id, { id: row.tool_id! });
     const stored = await this.records.callOf(row);
     if (!stored) throw new ToolplaneError(ErrorCode.INTERNAL, `The arguments of execution ${row.execution_id} are gone`);

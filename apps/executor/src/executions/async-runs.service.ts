@@ -6,6 +6,7 @@ import { ensureEventsStream, extractTraceContext, MessagingClient, requestContex
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import type { ExecutionRow } from '../records/executions.repository';
+import { endUser } from '../records/record.mapper';
 import { ExecutionRecords } from '../records/records.service';
 import { ensureWorkStream, workStreamNames } from '../records/work-stream';
 import { ArgumentsService } from './arguments.service';
@@ -147,6 +148,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** The claim is this executor's: the tool runs at most once here; what did not start goes back to the queue. */
   private async runClaimed(row: ExecutionRow): Promise<Outcome> {
+    trace.getActiveSpan()?.setAttributes(endUser(row.user_id));
     this.running.add(row.execution_id);
     try {
       const started = performance.now();

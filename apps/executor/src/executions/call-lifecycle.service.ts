@@ -15,6 +15,8 @@ export type CallKind = 'run' | 'approval' | 'client';
 /** A call as tools.execute (or a batch) gives it, once its tool is known and its args checked. */
 export interface CheckedCall extends CallRequest {
   mode: 'sync' | 'async';
+  /** The end user the call is made for: recorded, not (yet) used to resolve its env. */
+  user_id?: string;
   idempotency_key?: string;
   batch_id?: string;
   call_id?: string;
@@ -48,6 +50,7 @@ export class CallLifecycle implements OnModuleDestroy {
       executionId: newExecutionId(),
       orgId: call.org_id,
       agentId: call.agent_id ?? null,
+      userId: call.user_id ?? null,
       tool,
       toolName: toolName ?? null,
       mode: call.mode,
@@ -90,7 +93,7 @@ export class CallLifecycle implements OnModuleDestroy {
     });
     if (!opened.created) {
       if (!opened.sameRequest) {
-        throw new ToolplaneError(ErrorCode.IDEMPOTENCY_CONFLICT, 'This idempotency key was used for another tool or other arguments: nothing ran', {
+        throw new ToolplaneError(ErrorCode.IDEMPOTENCY_CONFLICT, 'This idempotency key was used for another tool, other arguments or another user_id: nothing ran', {
           execution_id: opened.row.execution_id,
         });
       }

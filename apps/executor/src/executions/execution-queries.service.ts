@@ -21,6 +21,7 @@ export class ExecutionQueries {
     const rows = await this.records.repo.list({
       orgId: req.org_id,
       agentId: req.agent_id,
+      userId: req.user_id,
       toolId: req.tool_id,
       status: req.status,
       before: req.cursor ? decodeCursor(req.cursor) : undefined,

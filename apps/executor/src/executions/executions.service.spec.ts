@@ -22,6 +22,8 @@ class Runs {
   readonly log: string[] = [];
   readonly gates = new Map<string, ReturnType<typeof deferred<void>>>();
   readonly started = new Map<string, ReturnType<typeof deferred<void>>>();
+  /** Every call a record was drafted for (run, held, or refused before it ran). */
+  readonly drafted: CheckedCall[] = [];
 
   gate(name: string) {
     let g = this.gates.get(name);
@@ -38,7 +40,7 @@ class Runs {
   lifecycle(): Partial<CallLifecycle> {
     let n = 0;
     return {
-      draft: (tool, call) => ({ executionId: `exec-${String(++n).padStart(8, '0')}-0000-4000-8000-000000000000`, orgId: call.org_id, tool, batchId: call.batch_id ?? null }) as unknown as RecordDraft,
+      draft: (tool, call) => (this.drafted.push(call), { executionId: `exec-${String(++n).padStart(8, '0')}-0000-4000-8000-000000000000`, orgId: call.org_id, tool, batchId: call.batch_id ?? null }) as unknown as RecordDraft,
       answersFirst: (kind, call: CheckedCall) => kind === 'run' && call.mode === 'sync',
       runThenRecord: async (tool: Tool, call: CheckedCall, draft: RecordDraft): Promise<ToolExecutionResult> => {
         this.log.push(`start ${tool.name}`);
@@ -123,5 +125,19 @@ describe('ExecutionsService.executeBatch (alone: runs, records and the registry 
   it('refuses a batch over EXECUTE_BATCH_MAX_CALLS before anything runs', async () => {
     await expect(batch(Array.from({ length: 9 }, () => call('seq_a')))).rejects.toMatchObject({ code: 'BATCH_TOO_LARGE' });
     expect(runs.log).toEqual([]);
+  });
+
+  it("drafts the record of every call for the batch's end user: run, held and refused alike", async () => {
+    runs.gate('seq_a').resolve();
+    const { results } = await t.service.executeBatch({ org_id: ORG, user_id: 'end-user-1', calls: [call('seq_a'), call('held'), call('nope')] } as never);
+    expect(results.map((r) => r.status)).toEqual(['success', 'pending_approval', 'error']);
+    expect(runs.drafted.map((c) => [c.call_id, c.user_id]).sort()).toEqual([
+      ['c-held', 'end-user-1'],
+      ['c-nope', 'end-user-1'],
+      ['c-seq_a', 'end-user-1'],
+    ]);
+    runs.drafted.length = 0;
+    await batch([call('seq_a')]);
+    expect(runs.drafted.map((c) => c.user_id)).toEqual([undefined]);
   });
 });

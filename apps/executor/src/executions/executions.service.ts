@@ -14,6 +14,7 @@ import {
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import type { ExecutorConfig } from '../executor.config';
+import { endUser } from '../records/record.mapper';
 import { ExecutionRecords } from '../records/records.service';
 import { ApprovalPolicy } from './approval-policy';
 import { ArgumentsService } from './arguments.service';
@@ -49,7 +50,7 @@ export class ExecutionsService {
     await step('validate args', () => this.args.check(req.org_id, tool, req.args));
     const kind = await this.policy.kindOf(req.org_id, tool, req.agent_id);
     const draft = this.calls.draft(tool, req);
-    trace.getActiveSpan()?.setAttribute('toolplane.execution.id', draft.executionId);
+    trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': draft.executionId, ...endUser(req.user_id) });
     if (this.calls.answersFirst(kind, req)) return this.calls.runThenRecord(tool, req, draft, started);
     return this.calls.start(tool, req, kind, draft, started);
   }
@@ -69,6 +70,7 @@ export class ExecutionsService {
     }
     const started = performance.now();
     const batchId = `batch-${randomUUID()}`;
+    trace.getActiveSpan()?.setAttributes(endUser(req.user_id));
     const results: BatchCallResult[] = new Array(req.calls.length);
     const calls = req.calls.map((c) => ({
       call: c,
@@ -79,6 +81,7 @@ export class ExecutionsService {
         batch_id: batchId,
         call_id: c.call_id,
         ...(req.agent_id ? { agent_id: req.agent_id } : {}),
+        ...(req.user_id ? { user_id: req.user_id } : {}),
         ...(req.env ? { env: req.env } : {}),
         ...((c.timeout_ms ?? req.timeout_ms) ? { timeout_ms: c.timeout_ms ?? req.timeout_ms } : {}),
       } as CheckedCall,
@@ -118,7 +121,7 @@ export class ExecutionsService {
         const { call, checked: one } = calls[i]!;
         const tool = checked[i]!.tool;
         const draft = this.calls.draft(tool, one);
-        span.setAttributes({ 'toolplane.call_id': call.call_id, 'toolplane.tool.id': tool.id, 'toolplane.batch.index': i, 'toolplane.execution.id': draft.executionId });
+        span.setAttributes({ 'toolplane.call_id': call.call_id, 'toolplane.tool.id': tool.id, 'toolplane.batch.index': i, 'toolplane.execution.id': draft.executionId, ...endUser(req.user_id) });
         const t0 = performance.now();
         try {
           results[i] = { call_id: call.call_id, ...(await this.calls.runThenRecord(tool, one, draft, t0)) };

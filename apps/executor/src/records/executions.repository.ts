@@ -9,6 +9,8 @@ export interface ExecutionRow {
   execution_id: string;
   org_id: string;
   agent_id: string | null;
+  /** The end user the call was made for (the request's user_id). */
+  user_id: string | null;
   tool_id: string | null;
   tool_name: string | null;
   provider: string | null;
@@ -42,6 +44,7 @@ const INSERT_COLUMNS = [
   'execution_id',
   'org_id',
   'agent_id',
+  'user_id',
   'tool_id',
   'tool_name',
   'provider',
@@ -71,6 +74,7 @@ type Column = (typeof INSERT_COLUMNS)[number];
 export interface ListFilter {
   orgId: string;
   agentId?: string;
+  userId?: string;
   toolId?: string;
   status?: ExecutionState;
   /** Rows strictly older than this (created_at, execution_id), newest first. */
@@ -148,6 +152,7 @@ export class ExecutionsRepository {
       where.push(sql.replace('?', `$${values.length}`));
     };
     if (f.agentId) add('agent_id = ?', f.agentId);
+    if (f.userId) add('user_id = ?', f.userId);
     if (f.toolId) add('tool_id = ?', f.toolId);
     if (f.status) add('status = ?', f.status);
     if (f.before) {

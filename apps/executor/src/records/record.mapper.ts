@@ -20,6 +20,7 @@ export function toWireRecord(r: ExecutionRow): ExecutionRecord {
     execution_id: r.execution_id,
     org_id: r.org_id,
     agent_id: r.agent_id,
+    user_id: r.user_id ?? null,
     tool_id: r.tool_id,
     tool_name: r.tool_name,
     provider: r.provider,
@@ -50,6 +51,7 @@ export function executionEvent(kind: Kind, r: ExecutionRow, extra: Record<string
     org_id: r.org_id,
     execution_id: r.execution_id,
     agent_id: r.agent_id,
+    user_id: r.user_id ?? null,
     tool_id: r.tool_id,
     tool_name: r.tool_name,
     status: r.status,
@@ -61,6 +63,14 @@ export function executionEvent(kind: Kind, r: ExecutionRow, extra: Record<string
     ...extra,
   };
   return { descriptor: DESCRIPTORS[kind], eventId, orgId: r.org_id, payload };
+}
+
+/**
+ * An execution's end user as a span attribute, by OpenTelemetry's semantic conventions
+ * (`enduser.id`; none when the call named none). Spans only: an end user's id is never logged.
+ */
+export function endUser(userId: string | null | undefined): Record<string, string> {
+  return userId ? { 'enduser.id': userId } : {};
 }
 
 /** The event a record in a final state announces. */

@@ -1,12 +1,13 @@
 import { argsHashOf, newExecutionId, syntheticResult } from './records.service';
 import type { ExecutionRow } from './executions.repository';
-import { toWireRecord } from './record.mapper';
-import { ExecutionRecord } from '@toolplane/contracts';
+import { endUser, executionEvent, outcomeEvent, toWireRecord } from './record.mapper';
+import { ExecutionApproved, ExecutionFailed, ExecutionRecord } from '@toolplane/contracts';
 
 const row = (over: Partial<ExecutionRow> = {}): ExecutionRow => ({
   execution_id: newExecutionId(),
   org_id: 'acme',
   agent_id: null,
+  user_id: null,
   tool_id: 'tool-123e4567-e89b-12d3-a456-426614174000',
   tool_name: 'add',
   provider: null,
@@ -56,5 +57,22 @@ describe('execution records on the wire', () => {
     expect(ExecutionRecord.parse(sut)).toEqual(sut);
     expect(sut).toMatchObject({ status: 'failed', expires_at: null, created_at: '2026-11-25T10:00:00.000Z', duration_ms: 1500 });
     expect(toWireRecord(row({ status: 'pending_approval' })).expires_at).toBe('2026-11-26T10:00:00.000Z');
+  });
+
+  it("carries the record's end user on the wire record and in its events (null when it named none)", () => {
+    const mine = row({ user_id: 'user-42' });
+    expect(toWireRecord(mine).user_id).toBe('user-42');
+    expect(toWireRecord(row()).user_id).toBeNull();
+    const failed = outcomeEvent(mine);
+    expect(failed.descriptor).toBe(ExecutionFailed);
+    expect(ExecutionFailed.payload.parse(failed.payload)).toMatchObject({ execution_id: mine.execution_id, user_id: 'user-42' });
+    const approved = executionEvent('approved', row({ status: 'running' }), { args_corrected: false });
+    expect(ExecutionApproved.payload.parse(approved.payload).user_id).toBeNull();
+  });
+
+  it('names the end user on a span as enduser.id, and nothing when there is none', () => {
+    expect(endUser('user-42')).toEqual({ 'enduser.id': 'user-42' });
+    expect(endUser(null)).toEqual({});
+    expect(endUser(undefined)).toEqual({});
   });
 });

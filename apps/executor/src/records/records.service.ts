@@ -23,6 +23,8 @@ export interface RecordDraft {
   executionId: string;
   orgId: string;
   agentId: string | null;
+  /** The end user the call is made for (the request's user_id). */
+  userId: string | null;
   tool: Tool | null;
   toolName: string | null;
   mode: 'sync' | 'async';
@@ -118,7 +120,7 @@ export class ExecutionRecords {
    * Creates the record of a durable call in `state` — its call sealed when it must wait (`call`),
    * its idempotency key taken, its event or work staged — in one transaction, before the call runs
    * or is answered. With a live key held by another execution: that one's record, and whether the
-   * request is the same (tool and args).
+   * request is the same (tool, args and end user: another user's retry never gets this one's result).
    */
   async open(draft: RecordDraft, state: OpenState, call?: StoredCall): Promise<Opened> {
     const sealed = call ? await this.sealer.seal(draft.orgId, randomUUID(), call) : undefined;
@@ -154,7 +156,7 @@ export class ExecutionRecords {
       if (!(e instanceof KeyHeld)) throw e;
       const existing = await this.repo.get(draft.orgId, e.executionId);
       if (!existing) throw new ToolplaneError(ErrorCode.INTERNAL, 'The idempotency key names an execution that is gone');
-      return { created: false, row: existing, sameRequest: e.argsHash === draft.argsHash };
+      return { created: false, row: existing, sameRequest: e.argsHash === draft.argsHash && existing.user_id === draft.userId };
     }
     if (state === 'pending_approval' || state === 'queued') void this.outbox.drain(draft.orgId);
     return { created: true, row: row as ExecutionRow };
@@ -294,6 +296,7 @@ export class ExecutionRecords {
       org_id: d.orgId,
       status: 'running',
       agent_id: d.agentId,
+      user_id: d.userId,
       tool_id: d.tool?.id ?? null,
       tool_name: d.tool?.name ?? d.toolName,
       provider: null,
