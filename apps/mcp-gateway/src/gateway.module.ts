@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
-import { GatewayAuth } from './auth/gateway-auth';
+import { APP_CONFIG } from '@toolplane/platform';
+import { GatewayAuth, OIDC_VERIFIER } from './auth/gateway-auth';
 import { OidcMetadata } from './auth/oidc-metadata';
+import { OidcVerifier } from './auth/oidc-verifier';
 import { CallToolService } from './calls/call-tool.service';
 import { McpController } from './http/mcp.controller';
 import { McpHttpService } from './http/mcp-http.service';
@@ -8,9 +10,21 @@ import { McpServerFactory } from './mcp/mcp-server.factory';
 import { LiveSessions } from './sessions/live-sessions';
 import { SessionStore } from './sessions/session-store';
 import { EndpointToolsService } from './tools/endpoint-tools.service';
+import type { GatewayConfig } from './mcp-gateway.config';
 
 @Module({
   controllers: [McpController],
-  providers: [GatewayAuth, OidcMetadata, SessionStore, LiveSessions, EndpointToolsService, CallToolService, McpServerFactory, McpHttpService],
+  providers: [
+    // JWTs of the configured identity providers (GATEWAY_OIDC_ISSUERS); none configured: org tokens only.
+    { provide: OIDC_VERIFIER, inject: [APP_CONFIG], useFactory: (config: GatewayConfig) => OidcVerifier.fromConfig(config) },
+    GatewayAuth,
+    OidcMetadata,
+    SessionStore,
+    LiveSessions,
+    EndpointToolsService,
+    CallToolService,
+    McpServerFactory,
+    McpHttpService,
+  ],
 })
 export class GatewayModule {}

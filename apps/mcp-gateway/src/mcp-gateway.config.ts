@@ -1,10 +1,39 @@
 import { z } from 'zod';
-import { baseEnvShape, parseEnv } from '@toolplane/platform';
+import { OrgId, Scope } from '@toolplane/contracts';
+import { baseEnvShape, ConfigError, jsonEnv, parseEnv } from '@toolplane/platform';
 
 const list = z
   .string()
   .default('')
   .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+/** Asymmetric JWS algorithms only: never `none`, never a shared secret (HS*). */
+export const OIDC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+const claimName = z.string().min(1).max(256);
+
+/**
+ * One identity provider whose JWT access tokens the gateway accepts (the MCP authorization spec:
+ * Toolplane is the resource server, the IdP the authorization server). See oidc-verifier.ts.
+ */
+export const OidcIssuerConfig = z.strictObject({
+  /** Compared exactly with the token's `iss`; its `/.well-known/openid-configuration` names the keys. */
+  issuer: z.url({ protocol: /^https?$/ }),
+  /** Accepted `aud` values. Default: the endpoint's resource URI (RFC 8707) or the gateway's public base URL. */
+  audience: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(16)]).optional(),
+  /** The issuer's JWKS; default: the `jwks_uri` of its discovery document. */
+  jwks_uri: z.url({ protocol: /^https?$/ }).optional(),
+  /** The org the caller acts for: a claim of the token, or one org for every token of this issuer. */
+  org: z.union([z.strictObject({ claim: claimName }), z.strictObject({ value: OrgId })]),
+  /** The end user's id (recorded on executions). */
+  user_claim: claimName.default('sub'),
+  /** Space-separated scopes (an array is accepted too); with the default, `scp` is read when `scope` is absent. */
+  scope_claim: claimName.default('scope'),
+  /** IdP scope → Toolplane scopes. Absent: an IdP scope that is a Toolplane scope name counts as itself. Never `admin`. */
+  scope_map: z.record(z.string().min(1), z.array(Scope.exclude(['admin']))).optional(),
+  algorithms: z.array(z.enum(OIDC_ALGORITHMS)).min(1).default(['RS256', 'ES256', 'EdDSA', 'PS256']),
+});
+export type OidcIssuerConfig = z.infer<typeof OidcIssuerConfig>;
+const OIDC_EXAMPLE = '[{"issuer": "https://idp.example.com", "org": {"claim": "org_id"}, "scope_map": {"mcp:tools": ["tools:read", "tools:execute"]}}]';
 
 /**
  * The MCP gateway: the HTTP edge where any MCP client reaches an agent's tools. It holds no state
@@ -44,9 +73,40 @@ export const gatewayEnvShape = {
   GATEWAY_ELICITATION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
   /** tools/list page size. */
   GATEWAY_PAGE_SIZE: z.coerce.number().int().min(1).max(200).default(100),
+  /** Identity providers whose JWT access tokens are accepted besides org tokens (JSON array of OidcIssuerConfig). */
+  GATEWAY_OIDC_ISSUERS: jsonEnv(
+    z.array(OidcIssuerConfig).max(16).refine((a) => new Set(a.map((i) => i.issuer)).size === a.length, 'each issuer once'),
+    '[]',
+    OIDC_EXAMPLE,
+  ),
 };
 export type GatewayConfig = z.infer<z.ZodObject<typeof gatewayEnvShape>>;
 
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  return parseEnv('mcp-gateway', gatewayEnvShape, env);
+  const config = parseEnv('mcp-gateway', gatewayEnvShape, env);
+  const problems = oidcProblems(config);
+  if (problems.length) throw new ConfigError(`mcp-gateway: invalid configuration\n${problems.map((p) => `  GATEWAY_OIDC_ISSUERS: ${p}`).join('\n')}`);
+  return config;
+}
+
+/**
+ * What the per-variable schema cannot see. Plain http only for a loopback IdP in development. In
+ * production, an issuer without an explicit audience needs GATEWAY_PUBLIC_URL: else the resource
+ * a token must be issued for would come from the request's Host header, which the client chooses.
+ */
+function oidcProblems(config: GatewayConfig): string[] {
+  const problems: string[] = [];
+  const dev = config.TOOLPLANE_PROFILE === 'development';
+  for (const [i, issuer] of config.GATEWAY_OIDC_ISSUERS.entries()) {
+    for (const [field, url] of [['issuer', issuer.issuer], ['jwks_uri', issuer.jwks_uri]] as const) {
+      if (url && new URL(url).protocol === 'http:' && !(dev && isLoopback(url))) problems.push(`${i}.${field}: https only (http for 127.0.0.1/localhost in development)`);
+    }
+    if (!dev && !issuer.audience && !config.GATEWAY_PUBLIC_URL) problems.push(`${i}.audience: set it, or GATEWAY_PUBLIC_URL (the resource tokens are issued for)`);
+  }
+  return problems;
+}
+
+export function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 }

@@ -65,6 +65,7 @@ export class CallToolService {
           tool_id: found.tool.id,
           args,
           ...(ctx.endpoint.kind === 'agent' ? { agent_id: ctx.endpoint.id } : {}),
+          ...(ctx.caller.userId !== null ? { user_id: ctx.caller.userId } : {}),
         },
         { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal },
       );
