@@ -236,7 +236,7 @@ export class McpHttpService {
     if (origin === undefined) return;
     const allowed = new Set(this.config.GATEWAY_ALLOWED_ORIGINS);
     if (this.config.GATEWAY_PUBLIC_URL) allowed.add(new URL(this.config.GATEWAY_PUBLIC_URL).origin);
-    if (!allowed.has(origin)) throw new HttpRefusal(403, 'Forbidden: Origin not allowed');
+    if (!allowed.has(origin) && !(/^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(host ?? '') && origin === `http://${host}`)) throw new HttpRefusal(403, 'Forbidden: Origin not allowed'); // a loopback Host's own origin: no rebinding there
   }
 
   private baseUrl(req: IncomingMessage): string {

@@ -13,6 +13,7 @@ export interface RawTool {
   description?: unknown;
   title?: unknown;
   inputSchema?: unknown;
+  outputSchema?: unknown;
   annotations?: unknown;
 }
 

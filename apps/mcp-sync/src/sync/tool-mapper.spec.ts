@@ -16,6 +16,15 @@ describe('tool mapping', () => {
     expect(sut.input.metadata_.mcp).not.toHaveProperty('original_schema');
   });
 
+  it('keeps the title, output schema and annotations the server gave, for the gateway to serve', () => {
+    const outputSchema = { type: 'object', properties: { temperature: { type: 'number' } }, required: ['temperature'] };
+    const sut = mapTool(server, { name: 'weather', title: 'Weather', inputSchema: { type: 'object' }, outputSchema, annotations: { readOnlyHint: true } });
+    expect(sut.input.metadata_.mcp).toMatchObject({ title: 'Weather', output_schema: outputSchema, annotations: { readOnlyHint: true } });
+    const odd = mapTool(server, { name: 'plain', title: 7, inputSchema: { type: 'object' }, outputSchema: 'no' }).input.metadata_.mcp;
+    expect(odd).not.toHaveProperty('title');
+    expect(odd).not.toHaveProperty('output_schema');
+  });
+
   it('keeps an unusable tool as INVALID with its reasons and original schema', () => {
     const sut = mapTool({ ...server, toolPrefix: 'gh' }, { name: 'list', inputSchema: 42 });
     expect(sut.health).toBe('INVALID');

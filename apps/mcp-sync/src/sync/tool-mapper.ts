@@ -26,7 +26,8 @@ export function registryName(server: ServerRef, toolName: string): string {
 /**
  * An MCP tool → the registry's external_mcp tool: the input schema normalized by the schema
  * engine, the function schema's health and reasons in metadata_.mcp (with the original schema
- * when normalization changed it), tagged `mcp:<server name>`. A tool whose schema is unusable is
+ * when normalization changed it, and the tool's title, output schema and annotations as the
+ * server gave them), tagged `mcp:<server name>`. A tool whose schema is unusable is
  * still mapped, as INVALID.
  */
 export function mapTool(server: ServerRef, raw: RawTool): MappedTool {
@@ -57,6 +58,9 @@ export function mapTool(server: ServerRef, raw: RawTool): MappedTool {
     reasons,
     ...(changed || own.length ? { original_schema: raw.inputSchema ?? null } : {}),
     ...(isObject(raw.annotations) ? { annotations: raw.annotations } : {}),
+    // What an MCP client of the gateway is shown as the server gave it (its mapper reads these).
+    ...(typeof raw.title === 'string' ? { title: raw.title } : {}),
+    ...(isObject(raw.outputSchema) ? { output_schema: raw.outputSchema } : {}),
   };
   return { input: { name, description, json_schema: jsonSchema, tags: [`mcp:${server.name}`], metadata_: { mcp } }, health, reasons };
 }
