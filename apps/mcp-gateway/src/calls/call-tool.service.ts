@@ -6,6 +6,7 @@ import {
   McpError,
   type CallToolResult,
   type ClientCapabilities,
+  type CreateTaskResult,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +26,9 @@ import type { GatewayConfig } from '../mcp-gateway.config';
 import type { Endpoint } from '../sessions/session';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
 import { toCallToolResult } from '../tools/mcp-tool.mapper';
+import { TASK_POLL_MS } from './execution-tasks';
+
+const REQUEST_TIMEOUT_MS = 10_000;
 
 export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -54,25 +58,59 @@ export class CallToolService {
   ) {}
 
   async call(ctx: CallContext, name: string, args: Record<string, unknown>, extra: CallExtra): Promise<CallToolResult> {
-    const { tools, byName } = await this.endpointTools.of(ctx.caller.org, ctx.endpoint);
-    const found = byName.get(name);
-    if (!found) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${name} (this endpoint serves ${tools.length} tool(s))`);
+    const found = await this.find(ctx, name);
     try {
-      const reply = await this.messaging.request(
-        ToolsExecute,
-        {
-          org_id: ctx.caller.org,
-          tool_id: found.tool.id,
-          args,
-          ...(ctx.endpoint.kind === 'agent' ? { agent_id: ctx.endpoint.id } : {}),
-          ...(ctx.caller.userId !== null ? { user_id: ctx.caller.userId } : {}),
-        },
-        { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal },
-      );
+      const reply = await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal });
       return await this.answer(ctx, reply, extra);
     } catch (e) {
       return toolLevel(e) ?? Promise.reject(protocolError(e));
     }
+  }
+
+  /**
+   * A task-augmented tools/call (MCP 2025-11-25 tasks): the call runs as an async execution and the
+   * client gets its task at once — `working` while queued or running, `input_required` while it
+   * waits for an approver. tasks/get, tasks/result and tasks/cancel read the execution record.
+   */
+  async callAsTask(ctx: CallContext, name: string, args: Record<string, unknown>, ttl: number | null): Promise<CreateTaskResult> {
+    const found = await this.find(ctx, name);
+    try {
+      const reply = await this.messaging.request(ToolsExecute, { ...this.request(ctx, found.tool.id, args), mode: 'async' }, { timeoutMs: REQUEST_TIMEOUT_MS });
+      const now = new Date().toISOString();
+      const waiting = reply.status === 'pending_approval' || reply.status === 'awaiting_client';
+      const status = waiting ? 'input_required' : reply.status === 'queued' || reply.status === 'running' ? 'working' : reply.status === 'succeeded' ? 'completed' : 'failed';
+      const terminal = status === 'completed' || status === 'failed';
+      return {
+        task: {
+          taskId: reply.execution_id,
+          status,
+          ttl,
+          createdAt: now,
+          lastUpdatedAt: now,
+          ...(terminal ? {} : { pollInterval: TASK_POLL_MS }),
+          ...(reply.status === 'pending_approval' ? { statusMessage: `Waiting for an approver (toolplane.v1.executions.approve or deny) until ${reply.expires_at}` } : {}),
+        },
+      };
+    } catch (e) {
+      throw protocolError(e);
+    }
+  }
+
+  private async find(ctx: CallContext, name: string) {
+    const { tools, byName } = await this.endpointTools.of(ctx.caller.org, ctx.endpoint);
+    const found = byName.get(name);
+    if (!found) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${name} (this endpoint serves ${tools.length} tool(s))`);
+    return found;
+  }
+
+  private request(ctx: CallContext, toolId: string, args: Record<string, unknown>) {
+    return {
+      org_id: ctx.caller.org,
+      tool_id: toolId,
+      args,
+      ...(ctx.endpoint.kind === 'agent' ? { agent_id: ctx.endpoint.id } : {}),
+      ...(ctx.caller.userId ? { user_id: ctx.caller.userId } : {}),
+    };
   }
 
   private async answer(ctx: CallContext, reply: ExecuteReply, extra: CallExtra): Promise<CallToolResult> {

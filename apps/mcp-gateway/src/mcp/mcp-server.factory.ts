@@ -1,9 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type ClientCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
+import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { Caller } from '../auth/caller';
 import { CallToolService, protocolError } from '../calls/call-tool.service';
+import { ExecutionTaskStore } from '../calls/execution-tasks';
 import type { GatewayConfig } from '../mcp-gateway.config';
 import type { Endpoint, SessionRecord } from '../sessions/session';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
@@ -33,11 +35,17 @@ export class McpServerFactory {
   constructor(
     private readonly endpointTools: EndpointToolsService,
     private readonly calls: CallToolService,
+    private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   create(caller: Caller, endpoint: Endpoint, session?: SessionRecord, instructions?: string): Server {
-    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, ...(instructions ? { instructions } : {}) });
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      // MCP tasks are Toolplane executions: tasks/get, tasks/result, tasks/cancel and tasks/list read the records.
+      taskStore: new ExecutionTaskStore(this.messaging, caller, endpoint),
+      ...(instructions ? { instructions } : {}),
+    });
     if (session) restoreClient(server, session.capabilities, session.client_info);
     const capabilities = () => server.getClientCapabilities();
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
@@ -51,9 +59,11 @@ export class McpServerFactory {
         throw protocolError(e);
       }
     });
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      this.calls.call({ caller, endpoint, capabilities: capabilities() }, request.params.name, request.params.arguments ?? {}, extra),
-    );
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const ctx = { caller, endpoint, capabilities: capabilities() };
+      const args = request.params.arguments ?? {};
+      return request.params.task ? this.calls.callAsTask(ctx, request.params.name, args, request.params.task.ttl ?? null) : this.calls.call(ctx, request.params.name, args, extra);
+    });
     return server;
   }
 }

@@ -32,6 +32,8 @@ export function toMcpTool(t: Tool): McpTool {
     inputSchema,
     ...(isObject(output) && output.type === 'object' ? { outputSchema: output as McpTool['outputSchema'] } : {}),
     ...(annotations ? { annotations } : {}),
+    // Any call can run as an MCP task (an async execution): the client chooses.
+    execution: { taskSupport: 'optional' },
   };
 }
 
