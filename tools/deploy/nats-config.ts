@@ -9,7 +9,7 @@
  * Passwords are environment references ($NATS_PASSWORD_<APP>, $NATS_PASSWORD_AGENT_<NAME>) that
  * the nats-server process resolves at start, so the file itself holds no secret.
  */
-import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, PUBLIC_SUBJECTS, REQUESTS, WORK_QUEUES, type AppName } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, MAX_PROGRESS_MESSAGES, PUBLIC_SUBJECTS, REQUESTS, WORK_QUEUES, type AppName } from '@toolplane/contracts';
 import { writeFileSync } from 'node:fs';
 
 export interface NatsConfigOptions {
@@ -23,6 +23,17 @@ export interface NatsConfigOptions {
 
 /** Apps that own a JetStream stream (they create it and publish events with acks). */
 const STREAM_OWNERS: readonly AppName[] = ['registry', 'mcp-sync', 'executor'];
+
+/**
+ * Messages a service may send to one request's reply subject: its progress reports
+ * (MAX_PROGRESS_MESSAGES at most) and the reply. `expires` is nats-server's default, written out:
+ * a reply later than that is refused (as it was with `allow_responses: true`). Cost on the NATS
+ * server: with `max` above 1 an answered request keeps its entry in the responder connection's
+ * reply-permission map until `expires` (with max 1 the reply used it up), and past 4,096 entries
+ * nats-server scans that map on each new request: CPU on the NATS server grows with a replica's
+ * request rate × `expires`.
+ */
+export const ALLOW_RESPONSES = `{ max: ${MAX_PROGRESS_MESSAGES + 1}, expires: "2m" }`;
 
 export function agentUser(name: string): string {
   return `agent-${name}`;
@@ -53,11 +64,11 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
     ];
     const subscribe = [...serves, p(EVENTS_SUBJECTS), p(INTERNAL_EVENTS_SUBJECTS), `_INBOX.${app}.>`];
     lines.push(
-      `    # ${app}: serves ${serves.length} subject(s); replies go back on the caller's inbox (allow_responses)`,
+      `    # ${app}: serves ${serves.length} subject(s); replies (and progress) go back on the caller's inbox (allow_responses)`,
       `    { user: ${JSON.stringify(app)}, password: ${password(app)}, permissions: {`,
       `        publish: { allow: ${list(publish)} }`,
       `        subscribe: { allow: ${list(subscribe)} }`,
-      `        allow_responses: true`,
+      `        allow_responses: ${ALLOW_RESPONSES}`,
       `    } }`,
     );
   }

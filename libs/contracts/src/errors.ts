@@ -28,6 +28,8 @@ export enum ErrorCode {
   /** The service is shutting down (e.g. a rolling restart) and gave the request up unfinished: retry it. */
   SERVICE_RESTARTING = 'SERVICE_RESTARTING',
   REQUEST_TIMEOUT = 'REQUEST_TIMEOUT',
+  /** The caller cancelled the request (e.g. an MCP client's notifications/cancelled): the work for it was stopped. Not retried: the caller asked for it. */
+  REQUEST_CANCELLED = 'REQUEST_CANCELLED',
   // Credentials
   CREDENTIALS_UNAVAILABLE = 'CREDENTIALS_UNAVAILABLE',
   SECRET_NOT_FOUND = 'SECRET_NOT_FOUND',

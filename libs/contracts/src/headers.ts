@@ -12,4 +12,15 @@ export const Headers = {
    * to it are sealed the same way and carry the header too.
    */
   SERVICE_SEAL: 'toolplane-service',
+  /**
+   * A request its caller may cancel: the token its cancel names (a service sends its seal's nonce).
+   * A cancel is a sealed broadcast to the serving app (REQUEST_CANCELS), believed only from the
+   * service that sent the request.
+   */
+  CANCEL_TOKEN: 'toolplane-cancel',
+  /**
+   * On a request: `1`, the caller takes progress messages on its reply subject. On a message to a
+   * reply subject: its sequence number (1, 2, …): a progress report (RequestProgress), not the reply.
+   */
+  PROGRESS: 'toolplane-progress',
 } as const;

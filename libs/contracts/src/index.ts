@@ -12,6 +12,7 @@ export * from './headers';
 export * from './identity';
 export * from './json-schemas';
 export * from './mcp.contract';
+export * from './requests.contract';
 export * from './schemas.contract';
 export * from './tool';
 export * from './tools.contract';

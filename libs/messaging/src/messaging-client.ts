@@ -1,12 +1,15 @@
 import { Logger } from '@nestjs/common';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
   ErrorCode,
   ErrorEnvelope,
   Headers,
+  REQUEST_CANCELS,
+  RequestProgress,
   ToolplaneError,
+  type AppName,
   type EventDescriptor,
   type EventOf,
   type ReplyOf,
@@ -24,8 +27,23 @@ import { extractTraceContext, injectTraceContext } from './trace-context';
 
 export interface RequestOptions {
   timeoutMs: number;
-  /** Stop waiting when aborted (default: the signal of the request being served, if any). */
+  /**
+   * Stop waiting when aborted (default: the signal of the request being served, if any), and
+   * cancel the request: the serving replica's handler signal aborts with REQUEST_CANCELLED (and so
+   * does the work it does, its own requests included).
+   */
   signal?: AbortSignal;
+  /**
+   * Not bound to the request being served (its signal is not the default): work that must outlive
+   * its caller's cancel or deadline, e.g. recording the outcome of a call that was cancelled.
+   */
+  detached?: boolean;
+  /**
+   * Progress the handler reports (reportProgress), in order, before the reply; unsealed, forged or
+   * replayed reports are dropped. A handler forwards a next hop's progress to its own caller with
+   * `onProgress: currentProgressReporter()`. It does not extend `timeoutMs`.
+   */
+  onProgress?: (p: RequestProgress) => void;
   /** The code to throw when nobody serves the subject (default SERVICE_UNAVAILABLE). */
   unavailableCode?: ErrorCode;
   /**
@@ -76,9 +94,19 @@ export class MessagingClient {
         const subject = withPrefix(this.prefix, d.subject);
         const sealed = this.sealer.sealRequest(subject, d.servedBy, data);
         h.set(Headers.SERVICE_SEAL, sealed.header);
+        const signal = opts.signal ?? (opts.detached ? undefined : currentRequestSignal());
+        // A cancellable request is named by its seal's nonce (random, and only this service can seal a cancel naming it).
+        if (signal) h.set(Headers.CANCEL_TOKEN, sealed.nonce);
+        if (opts.onProgress) h.set(Headers.PROGRESS, '1');
         let msg;
         try {
-          msg = await this.mux.request(subject, sealed.data, { timeoutMs: opts.timeoutMs, headers: h, signal: opts.signal ?? currentRequestSignal() });
+          msg = await this.mux.request(subject, sealed.data, {
+            timeoutMs: opts.timeoutMs,
+            headers: h,
+            signal,
+            ...(signal ? { onCancel: () => this.cancel(d.servedBy, sealed.nonce) } : {}),
+            ...(opts.onProgress ? { onProgress: this.progressOpener(subject, d.servedBy, sealed.nonce, opts.onProgress) } : {}),
+          });
         } catch (e) {
           throw this.transportError(e, d.subject, opts);
         }
@@ -97,6 +125,41 @@ export class MessagingClient {
         span.end();
       }
     });
+  }
+
+  /** Tells the serving app that its request `token` is given up (a sealed broadcast only its replicas open). */
+  private cancel(servedBy: AppName, token: string): void {
+    try {
+      this.notify(REQUEST_CANCELS[servedBy], { token });
+    } catch (e) {
+      // The connection is closing: the serving side stops the work at the request's deadline.
+      eventLog.debug(`could not send the cancel of a request to ${servedBy}: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * The request's progress messages, opened: sealed by the serving app for this request and its
+   * sequence number, in order (a stale, replayed or forged one is dropped), matching RequestProgress.
+   */
+  private progressOpener(subject: string, servedBy: AppName, nonce: string, onProgress: (p: RequestProgress) => void): (m: Msg) => void {
+    let last = 0;
+    return (m) => {
+      const seq = Number(m.headers?.get(Headers.PROGRESS));
+      if (!Number.isSafeInteger(seq) || seq <= last) return;
+      let p: RequestProgress;
+      try {
+        const body = this.sealer.openProgress(subject, servedBy, nonce, seq, m.headers?.get(Headers.SERVICE_SEAL) ?? '', m.data);
+        p = RequestProgress.parse(decodeJson(body));
+      } catch {
+        return;
+      }
+      last = seq;
+      try {
+        onProgress(p);
+      } catch (e) {
+        eventLog.warn(`a progress handler of ${subject} failed: ${(e as Error).message}`);
+      }
+    };
   }
 
   /** Publish an event (or a work-queue message) to JetStream (waits for the stream's ack; msgID dedups retries). */
@@ -222,9 +285,9 @@ export class MessagingClient {
         timeout_ms: opts.timeoutMs,
       });
     }
-    // The caller gave up: its typed reason (its deadline passed, its service is shutting down), else abandoned.
+    // The caller gave up: its typed reason (its deadline passed, its service is shutting down, its own caller cancelled), else cancelled.
     if (e instanceof RequestFailed && e.reason === 'aborted') {
-      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.SERVICE_RESTARTING, 'The request was abandoned');
+      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The request to ${subject} was cancelled`, { subject });
     }
     return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error)?.message ?? String(e)}`, { subject });
   }

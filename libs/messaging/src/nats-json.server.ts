@@ -2,11 +2,22 @@ import { Catch, Logger, createParamDecorator, type ExceptionFilter, type Executi
 import { BaseRpcContext, MessagePattern, Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { ErrorCode, Headers, ToolplaneError, requestDescriptorFor, type Principal, type RequestDescriptor } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  Headers,
+  MAX_PROGRESS_MESSAGES,
+  PROGRESS_INTERVAL_MS,
+  REQUEST_CANCELS,
+  ToolplaneError,
+  requestDescriptorFor,
+  type Principal,
+  type RequestDescriptor,
+} from '@toolplane/contracts';
 import { lastValueFrom, throwError, type Observable } from 'rxjs';
 import { checkWireValue, decodeJson, encodeJson, parseContract } from './codec';
 import { EdgeAuth, sealedForOf, type Admitted } from './edge-auth';
 import { isDependencyDown, toErrorBody } from './error-body';
+import { ProgressSender } from './progress';
 import { requestContext } from './request-context';
 import { withPrefix } from './subjects';
 import { extractTraceContext } from './trace-context';
@@ -41,6 +52,8 @@ export interface NatsJsonServerOptions {
   drainTimeoutMs: number;
   /** Who may send what: service seals and org tokens, checked before any handler runs. */
   auth: EdgeAuth;
+  /** Progress bounds per request (default PROGRESS_INTERVAL_MS, MAX_PROGRESS_MESSAGES). */
+  progress?: { intervalMs?: number; max?: number };
 }
 
 const tracer = trace.getTracer('@toolplane/messaging');
@@ -52,6 +65,12 @@ interface InFlight {
   answered: boolean;
   sealedFor?: Admitted['sealedFor'];
   traceId?: string;
+  /** A request its caller may cancel: aborted by the caller's sealed cancel (REQUEST_CANCELLED). */
+  cancel?: AbortController;
+  /** Its key in `cancellable`: `<calling app> <token>`. */
+  cancelKey?: string;
+  /** Its progress reports, when the caller asked for them. */
+  progress?: ProgressSender;
 }
 
 /**
@@ -62,6 +81,9 @@ interface InFlight {
 export class NatsJsonServer extends Server implements CustomTransportStrategy {
   private readonly subs: Subscription[] = [];
   private readonly inFlight = new Map<Promise<void>, InFlight>();
+  /** Requests in flight that their caller may cancel, by `<calling app> <token>`. */
+  private readonly cancellable = new Map<string, InFlight>();
+  private cancelSub?: Subscription;
   /** Aborted when the service gives up the requests it still holds (shutdown past its grace). */
   private readonly abandon = new AbortController();
   private readonly log = new Logger('NatsJsonServer');
@@ -81,13 +103,63 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
         callback: (err, msg) => {
           if (err) return this.log.error(`Subscription to ${d.subject} failed: ${err.message}`);
           const call: InFlight = { d, msg, answered: false };
-          const p = this.onMessage(call, handler).finally(() => this.inFlight.delete(p));
+          // Registered at once: a cancel that arrives while the request is being admitted still finds it.
+          const token = msg.headers?.get(Headers.CANCEL_TOKEN);
+          if (token) this.register(call, token);
+          const p = this.onMessage(call, handler).finally(() => {
+            this.inFlight.delete(p);
+            if (call.cancelKey) this.cancellable.delete(call.cancelKey);
+          });
           this.inFlight.set(p, call);
         },
       });
       this.subs.push(sub);
     }
+    if (this.messageHandlers.size) {
+      // Every replica hears every cancel for its app; only the one holding the token acts on it.
+      const cancels = REQUEST_CANCELS[this.opts.auth.sealer.app];
+      this.cancelSub = this.opts.nc.subscribe(withPrefix(this.opts.prefix, cancels.subject), {
+        callback: (err, msg) => {
+          if (!err) this.onCancel(msg);
+        },
+      });
+    }
     callback();
+  }
+
+  /**
+   * Makes a service's request cancellable, under the app its seal names (a request whose seal does
+   * not open never reaches its handler, so a cancel is only ever believed from the real caller).
+   * Tenants' requests are not cancellable over the bus (they cannot seal a cancel).
+   */
+  private register(call: InFlight, token: string): void {
+    const seal = call.msg.headers?.get(Headers.SERVICE_SEAL);
+    if (!seal || token.length > 64) return;
+    const key = `${seal.split(' ')[1]} ${token}`;
+    if (this.cancellable.has(key)) return;
+    call.cancel = new AbortController();
+    call.cancelKey = key;
+    this.cancellable.set(key, call);
+  }
+
+  /** A cancel: opened only if sealed by a service, and acted on only for a request that same service sent with that token. */
+  private onCancel(msg: Msg): void {
+    const cancels = REQUEST_CANCELS[this.opts.auth.sealer.app];
+    let key: string;
+    try {
+      const opened = this.opts.auth.sealer.openRequest(msg.subject, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data);
+      const { token } = parseContract(cancels.payload, decodeJson(opened.body), `Event ${cancels.subject}`);
+      key = `${opened.from} ${token}`;
+    } catch {
+      return; // not sealed by a service, a replay, or malformed: ignored
+    }
+    const call = this.cancellable.get(key);
+    if (!call?.cancel || call.answered) return;
+    // The caller stopped waiting: no reply, no more progress, and the work for it stops.
+    call.answered = true;
+    call.progress?.close();
+    this.log.debug(`${call.d.subject}: cancelled by its caller`);
+    call.cancel.abort(new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The caller cancelled its ${call.d.subject} request: the work for it was stopped`));
   }
 
   get inFlightCount(): number {
@@ -103,6 +175,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     await Promise.all(this.subs.splice(0).map((s) => s.drain().catch(() => undefined)));
     const drained = Promise.all([...this.inFlight.keys()]);
     await Promise.race([drained, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref())]);
+    this.cancelSub?.unsubscribe();
     const abandoned = [...this.inFlight.values()].filter((c) => !c.answered);
     if (abandoned.length) this.log.warn(`shutting down: ${abandoned.length} request(s) still running after ${this.opts.drainTimeoutMs} ms are answered SERVICE_RESTARTING`);
     const err = new ToolplaneError(ErrorCode.SERVICE_RESTARTING, `The ${this.opts.queue} service is restarting and gave this request up: retry it`);
@@ -142,12 +215,17 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             if (admitted.principal.kind !== 'service') checkWireValue(d, json);
             const request = parseContract(d.request, json, `Request to ${d.subject}`);
             const principal = admitted.principal;
-            // The caller's deadline (toolplane-deadline) ends the work done for it, like a shutdown does.
+            // Cancelled while it was being admitted: never handled.
+            if (call.cancel?.signal.aborted) throw call.cancel.signal.reason;
+            // The caller's deadline (toolplane-deadline) and its cancel end the work done for it, like a shutdown does.
             const deadline = deadlineOf(msg.headers?.get(Headers.DEADLINE), d.subject);
-            const signal = deadline ? AbortSignal.any([this.abandon.signal, deadline.signal]) : this.abandon.signal;
+            const signal = deadline || call.cancel ? AbortSignal.any([this.abandon.signal, ...(deadline ? [deadline.signal] : []), ...(call.cancel ? [call.cancel.signal] : [])]) : this.abandon.signal;
+            const progress = msg.reply && msg.headers?.get(Headers.PROGRESS) === '1' ? this.progressOf(call) : undefined;
             let result: unknown;
             try {
-              result = await requestContext.run({ signal, ...(deadline ? { deadline: deadline.at } : {}) }, async () => lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))));
+              result = await requestContext.run({ signal, ...(deadline ? { deadline: deadline.at } : {}), ...(progress ? { progress } : {}) }, async () =>
+                lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))),
+              );
             } finally {
               deadline?.clear();
             }
@@ -177,8 +255,21 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     );
   }
 
-  /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. Once per request. */
+  /** The request's progress reporter (the caller asked for progress): bounded, sealed like the reply. */
+  private progressOf(call: InFlight): (p: Parameters<ProgressSender['report']>[0]) => void {
+    const sender = new ProgressSender(call.msg, {
+      intervalMs: this.opts.progress?.intervalMs ?? PROGRESS_INTERVAL_MS,
+      max: this.opts.progress?.max ?? MAX_PROGRESS_MESSAGES,
+      sealer: this.opts.auth.sealer,
+      ...(call.sealedFor ? { sealedFor: call.sealedFor } : {}),
+    });
+    call.progress = sender;
+    return (p) => sender.report(p);
+  }
+
+  /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. Once per request, after its last progress. */
   private respond(call: InFlight, body: Uint8Array): void {
+    call.progress?.close();
     if (call.answered || !call.msg.reply) return;
     call.answered = true;
     if (!call.sealedFor) return void call.msg.respond(body);

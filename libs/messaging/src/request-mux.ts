@@ -1,4 +1,5 @@
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { Headers } from '@toolplane/contracts';
 
 /** Why a request got no reply: the MessagingClient turns it into the typed error of its subject. */
 export class RequestFailed extends Error {
@@ -18,6 +19,17 @@ interface Pending {
   timer: NodeJS.Timeout;
   signal?: AbortSignal;
   onAbort?: () => void;
+  onProgress?: (m: Msg) => void;
+}
+
+export interface MuxRequestOptions {
+  timeoutMs: number;
+  headers?: MsgHdrs;
+  signal?: AbortSignal;
+  /** Told when `signal` aborts while the request is in flight (after it is settled): e.g. to tell the server. */
+  onCancel?: () => void;
+  /** Messages to the reply subject marked as progress (Headers.PROGRESS): handed here, the request keeps waiting. */
+  onProgress?: (m: Msg) => void;
 }
 
 /**
@@ -28,6 +40,10 @@ interface Pending {
  * noAsyncTraces, as services connect: a "cancelled" RequestError even for a request that got its
  * reply, a timeout promise and a deferred, plus our abort wrapper's promises): here a request is
  * one promise, one timer and one map entry.
+ *
+ * A request may also take progress messages before its reply (`onProgress`: messages to its reply
+ * subject that carry Headers.PROGRESS; its timer is not reset by them) and be told when its signal
+ * cancels it (`onCancel`). Only such requests pay for that (a field, a header read per message).
  */
 export class RequestMux {
   private readonly pending = new Map<string, Pending>();
@@ -47,7 +63,7 @@ export class RequestMux {
    * rejects with RequestFailed: timeout, no responders, connection closed, publish refused, or
    * `aborted` once `signal` aborts (its reason in `abortReason`).
    */
-  request(subject: string, data: Uint8Array, opts: { timeoutMs: number; headers?: MsgHdrs; signal?: AbortSignal }): Promise<Msg> {
+  request(subject: string, data: Uint8Array, opts: MuxRequestOptions): Promise<Msg> {
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(aborted(signal));
     try {
@@ -64,9 +80,16 @@ export class RequestMux {
       };
       if (signal) {
         p.signal = signal;
-        p.onAbort = () => this.settle(token, aborted(signal));
+        const { onCancel } = opts;
+        p.onAbort = onCancel
+          ? () => {
+              this.settle(token, aborted(signal));
+              onCancel();
+            }
+          : () => this.settle(token, aborted(signal));
         signal.addEventListener('abort', p.onAbort, { once: true });
       }
+      if (opts.onProgress) p.onProgress = opts.onProgress;
       this.pending.set(token, p);
       try {
         this.nc.publish(subject, data, { reply: this.base + token, ...(opts.headers ? { headers: opts.headers } : {}) });
@@ -85,8 +108,11 @@ export class RequestMux {
         if (err) return;
         const token = m.subject.slice(this.base.length);
         // The server's "no responders" status: an empty message with a 503 header.
-        if (m.data.length === 0 && m.headers?.code === 503) this.settle(token, new RequestFailed('no_responders', 'no responders'));
-        else this.settle(token, undefined, m);
+        if (m.data.length === 0 && m.headers?.code === 503) return this.settle(token, new RequestFailed('no_responders', 'no responders'));
+        const p = this.pending.get(token);
+        if (!p) return; // timed out, aborted or closed meanwhile: dropped
+        if (p.onProgress && m.headers?.has(Headers.PROGRESS)) return p.onProgress(m);
+        this.settle(token, undefined, m, p);
       },
     });
     this.sub = sub;
@@ -96,8 +122,7 @@ export class RequestMux {
     });
   }
 
-  private settle(token: string, error: unknown, reply?: Msg): void {
-    const p = this.pending.get(token);
+  private settle(token: string, error: unknown, reply?: Msg, p = this.pending.get(token)): void {
     if (!p) return;
     this.pending.delete(token);
     clearTimeout(p.timer);

@@ -22,6 +22,9 @@ export interface Opened {
   nonce: string;
 }
 
+/** A request, its reply, or a progress report on it. */
+type Kind = 'req' | 'rep' | 'prg';
+
 const unauthenticated = (why: string) => new ToolplaneError(ErrorCode.UNAUTHENTICATED, `Service credential refused: ${why}`, undefined, false);
 
 /**
@@ -67,7 +70,19 @@ export class ServiceSealer {
     return this.open('rep', subject, header, data, requestNonce, from).body;
   }
 
-  private seal(kind: 'req' | 'rep', subject: string, to: AppName, body: Uint8Array, requestNonce: string): Sealed {
+  /**
+   * Progress report `seq` on a request (sent to its reply subject): bound to the request and to its
+   * sequence number, and of its own kind, so it never opens as the reply nor the reply as it.
+   */
+  sealProgress(subject: string, to: AppName, requestNonce: string, seq: number, body: Uint8Array): Sealed {
+    return this.seal('prg', subject, to, body, `${requestNonce}/${seq}`);
+  }
+
+  openProgress(subject: string, from: AppName, requestNonce: string, seq: number, header: string, data: Uint8Array): Buffer {
+    return this.open('prg', subject, header, data, `${requestNonce}/${seq}`, from).body;
+  }
+
+  private seal(kind: Kind, subject: string, to: AppName, body: Uint8Array, requestNonce: string): Sealed {
     const iv = randomIv();
     const nonce = iv.toString('base64url');
     const ts = Date.now();
@@ -76,7 +91,7 @@ export class ServiceSealer {
     return { header: `${VERSION} ${this.app} ${ts} ${nonce}`, data, nonce };
   }
 
-  private open(kind: 'req' | 'rep', subject: string, header: string, data: Uint8Array, requestNonce: string, expected: AppName | undefined): Opened {
+  private open(kind: Kind, subject: string, header: string, data: Uint8Array, requestNonce: string, expected: AppName | undefined): Opened {
     const parts = header.split(' ');
     if (parts.length !== 4 || parts[0] !== VERSION) throw unauthenticated('malformed header');
     const [, from, tsText, nonce] = parts as [string, AppName, string, string];

@@ -16,7 +16,7 @@ import {
   type ToolExecutionResult,
   type ToolsExecute,
 } from '@toolplane/contracts';
-import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
+import { currentProgressReporter, currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import { builtinCall, isWebBuiltin, WEB_TOOLS_PROVIDER, WebToolsClient } from '../builtins/builtin-calls';
@@ -152,7 +152,10 @@ export class ToolRunner {
     }
   }
 
-  /** timeout_ms restarts on each progress notification, up to EXECUTE_MAX_TIMEOUT_MS: wait that long. */
+  /**
+   * timeout_ms restarts on each progress notification, up to EXECUTE_MAX_TIMEOUT_MS: wait that long.
+   * Cancelled with this call (the request's signal); its progress is forwarded to this call's caller.
+   */
   private dispatchMcp(tool: Tool, req: CallRequest, timeoutMs: number): Promise<ReplyOf<typeof McpToolsCall>> {
     const meta = McpToolMetadata.safeParse(tool.metadata_?.mcp);
     if (!meta.success) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `Tool ${tool.name} (external_mcp) has no MCP server in its metadata_.mcp`);
@@ -160,7 +163,8 @@ export class ToolRunner {
     return this.messaging.request(
       McpToolsCall,
       { org_id: req.org_id, tool_id: tool.id, mcp: meta.data, args: req.args, ...(req.agent_id ? { agent_id: req.agent_id } : {}), timeout_ms: timeoutMs, max_timeout_ms: maxTimeoutMs },
-      { timeoutMs: maxTimeoutMs + this.config.RUNNER_REPLY_MARGIN_MS },
+      // The MCP server's progress notifications go on to this call's caller, when it asked for progress.
+      { timeoutMs: maxTimeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, onProgress: currentProgressReporter() },
     );
   }
 

@@ -40,6 +40,8 @@ export class PayloadSealer {
   private opts(what: 'seal' | 'open') {
     return {
       timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
+      // A record outlives the request that writes it: the outcome of a cancelled call is sealed all the same.
+      detached: what === 'seal',
       down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: `The credentials service did not ${what} the execution's stored values` },
     };
   }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { trace } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError, type McpToolsCall, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { currentRequestSignal, reportProgress } from '@toolplane/messaging';
 import { z } from 'zod';
 import { ConnectionPool } from '../connections/connection-pool';
 import { ServerCache } from '../servers/server-cache';
@@ -14,8 +15,9 @@ const LooseCallResult = z.looseObject({ content: z.array(z.unknown()).default([]
 
 /**
  * One tools/call on a pooled session: bounded by the agent's timeout (connecting included), each
- * progress notification restarting it up to max_timeout_ms; when it expires the SDK sends
- * notifications/cancelled to the server. isError → status error with the server's text.
+ * progress notification restarting it up to max_timeout_ms (and forwarded to the caller that asked
+ * for progress); when it expires, or the request is cancelled, the SDK sends notifications/cancelled
+ * to the server. isError → status error with the server's text.
  */
 @Injectable()
 export class CallsService {
@@ -50,8 +52,12 @@ export class CallsService {
           timeout: Math.max(1, deadline - Date.now()),
           resetTimeoutOnProgress: true,
           maxTotalTimeout: Math.max(req.timeout_ms, req.max_timeout_ms),
-          onprogress: () => {
+          // This call's cancel (its caller's, a deadline, a shutdown) sends notifications/cancelled to the server.
+          signal: currentRequestSignal(),
+          onprogress: ({ progress, total, message }) => {
             progressEvents += 1;
+            // On to the caller, when it asked for progress (coalesced and capped by messaging).
+            reportProgress({ progress, ...(total !== undefined ? { total } : {}), ...(message !== undefined ? { message } : {}) });
           },
         }),
       );
