@@ -31,7 +31,7 @@ import { RawClient } from '../support/nats-client';
  * | server-sse-polling                          | applicable     | 2 WARNINGs, which the upstream alone gives too (EXPECTED_WARNINGS)  |
  * | dns-rebinding-protection                    | applicable     | Host/Origin checked before the token; a loopback Host's own origin  |
  * |                                             |                |   is accepted, any other origin not configured is refused (403)     |
- * | tools-call-with-progress                    | known gap      | the gateway does not forward progress yet (see GAPS)                |
+ * | tools-call-with-progress                    | applicable     | the upstream's progress, relayed mcp-sync → executor → gateway      |
  * | tools-call-with-logging                     | not applicable | needs logging/setLevel and an upstream's log notifications relayed  |
  * | tools-call-sampling, tools-call-elicitation | not applicable | an upstream's requests to the client are not relayed (an agent's    |
  * |   elicitation-sep1034-defaults,             |                |   tool calls have no user session; the gateway elicits only for     |
@@ -62,6 +62,7 @@ const APPLICABLE = [
   'server-sse-multiple-streams',
   'server-sse-polling',
   'dns-rebinding-protection',
+  'tools-call-with-progress',
 ];
 const NOT_APPLICABLE = [
   'tools-call-with-logging',
@@ -82,12 +83,6 @@ const NOT_APPLICABLE = [
  */
 const EXPECTED_WARNINGS: Record<string, string[]> = { 'server-sse-polling': ['server-sse-priming-event', 'server-sse-retry-field'] };
 
-/**
- * Scenarios the gateway fails today, with the failing checks: when one starts to pass, move it to
- * APPLICABLE. Progress: the upstream reports it, mcp-sync forwards it (RequestOptions.onProgress),
- * but the gateway's tools/call does not yet ask for it nor send notifications/progress.
- */
-const GAPS: Record<string, string[]> = { 'tools-call-with-progress': ['tools-call-with-progress'] };
 
 /** The tool scenarios run against server-everything directly and through the gateway. */
 const EVERYTHING_SCENARIOS = [
@@ -238,7 +233,7 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     await nats.close();
     process.stdout.write(
       `\nMCP gateway conformance (server scenarios): ${results.passed}/${results.applicable} applicable passed (${results.checks} checks), ` +
-        `${Object.keys(GAPS).length} known gap(s), ${NOT_APPLICABLE.length} not applicable; ` +
+        `${NOT_APPLICABLE.length} not applicable; ` +
         `server-everything direct vs through the gateway: ${results.sameAsDirect}/${results.compared} scenarios with the same outcome, ${Object.keys(DIFFERENCES).length} explained difference(s)\n`,
     );
   });
@@ -251,7 +246,7 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
       p.once('close', () => resolve(out));
     });
     const suite = [...listing.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]!).sort();
-    const ours = [...APPLICABLE, ...Object.keys(GAPS), ...NOT_APPLICABLE].sort();
+    const ours = [...APPLICABLE, ...NOT_APPLICABLE].sort();
     expect(suite).toHaveLength(32);
     expect(ours).toEqual(suite);
   });
@@ -294,15 +289,9 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
 
   it('the tool calls reached the upstream through Toolplane', () => {
     expect(new Set(upstream.calls)).toEqual(
-      new Set(['test_simple_text', 'test_image_content', 'test_audio_content', 'test_embedded_resource', 'test_multiple_content_types', 'test_error_handling', 'test_reconnection']),
+      new Set(['test_simple_text', 'test_image_content', 'test_audio_content', 'test_embedded_resource', 'test_multiple_content_types', 'test_error_handling', 'test_reconnection', 'test_tool_with_progress']),
     );
   });
-
-  it.each(Object.entries(GAPS))('%s: a known gap (fails with exactly these checks)', async (scenario, failed) => {
-    const o = await runScenario(gatewayAgentUrl, scenario);
-    const note = 'a gap closed: move the scenario from GAPS to APPLICABLE';
-    expect({ scenario, failed: o.failed, passed: o.passed, note }).toEqual({ scenario, failed, passed: [], note });
-  }, 60_000);
 
   it('serves server-everything’s tool definitions as the server gave them (title, description, annotations, output schema, parameters)', async () => {
     const direct = new Map((await listTools(everythingDirect)).map((t) => [t.name, t]));

@@ -4,7 +4,7 @@
  * forgers on the same open bus.
  */
 import { connect, headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { Headers, REQUEST_CANCELS, SealedValuesSeal, ToolplaneError, type RequestProgress } from '@toolplane/contracts';
+import { Headers, PROGRESS_BURST, REQUEST_CANCELS, SealedValuesSeal, ToolplaneError, type RequestProgress } from '@toolplane/contracts';
 import { currentProgressReporter, currentRequestSignal, EdgeAuth, MessagingClient, NatsJsonServer, reportProgress, TokenVerifier } from '@toolplane/messaging';
 import { deferred, expectEventually } from '@toolplane/testing';
 import { randomBytes } from 'node:crypto';
@@ -181,7 +181,7 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     expect(events).toEqual(['1/5 step 1', '2/5 step 2', '3/5 step 3', '4/5 step 4', '5/5 step 5', 'reply done']);
   });
 
-  it('coalesces a burst of reports (the latest wins) and caps the messages of a request', async () => {
+  it('paces a burst of reports (the first few at once, the rest coalesced: the latest wins) and caps the messages of a request', async () => {
     const prefix = newPrefix();
     const last = deferred<void>();
     await replica(prefix, 'replica-burst', async () => {
@@ -196,8 +196,8 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
         if (p.progress === 100) last.resolve();
       },
     });
-    // The first at once, the 98 in between coalesced into the latest one.
-    expect(burst).toEqual([1, 100]);
+    // The bucket's burst at once, the ones after it coalesced into the latest one.
+    expect(burst).toEqual([...Array.from({ length: PROGRESS_BURST }, (_, i) => i + 1), 100]);
 
     const capped = newPrefix();
     await replica(capped, 'replica-cap', async () => {

@@ -14,8 +14,12 @@ export const RequestProgress = z.object({
 });
 export type RequestProgress = z.infer<typeof RequestProgress>;
 
-/** At most one progress message per request in this many ms: reports in between are coalesced (the latest wins). */
+/**
+ * Progress messages of one request are paced by a token bucket: PROGRESS_BURST at once, then one
+ * per PROGRESS_INTERVAL_MS; reports past that are coalesced (the latest wins).
+ */
 export const PROGRESS_INTERVAL_MS = 50;
+export const PROGRESS_BURST = 8;
 /** Progress messages one request sends at most (later reports are dropped; the reply still goes). */
 export const MAX_PROGRESS_MESSAGES = 1000;
 

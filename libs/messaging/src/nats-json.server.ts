@@ -6,6 +6,7 @@ import {
   ErrorCode,
   Headers,
   MAX_PROGRESS_MESSAGES,
+  PROGRESS_BURST,
   PROGRESS_INTERVAL_MS,
   REQUEST_CANCELS,
   ToolplaneError,
@@ -53,7 +54,7 @@ export interface NatsJsonServerOptions {
   /** Who may send what: service seals and org tokens, checked before any handler runs. */
   auth: EdgeAuth;
   /** Progress bounds per request (default PROGRESS_INTERVAL_MS, MAX_PROGRESS_MESSAGES). */
-  progress?: { intervalMs?: number; max?: number };
+  progress?: { intervalMs?: number; max?: number; burst?: number };
 }
 
 const tracer = trace.getTracer('@toolplane/messaging');
@@ -260,6 +261,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     const sender = new ProgressSender(call.msg, {
       intervalMs: this.opts.progress?.intervalMs ?? PROGRESS_INTERVAL_MS,
       max: this.opts.progress?.max ?? MAX_PROGRESS_MESSAGES,
+      burst: this.opts.progress?.burst ?? PROGRESS_BURST,
       sealer: this.opts.auth.sealer,
       ...(call.sealedFor ? { sealedFor: call.sealedFor } : {}),
     });
@@ -269,7 +271,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
 
   /** Plain JSON to agent runtimes; sealed back to a service that sent a sealed request. Once per request, after its last progress. */
   private respond(call: InFlight, body: Uint8Array): void {
-    call.progress?.close();
+    call.progress?.close(true);
     if (call.answered || !call.msg.reply) return;
     call.answered = true;
     if (!call.sealedFor) return void call.msg.respond(body);

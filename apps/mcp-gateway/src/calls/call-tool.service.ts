@@ -17,6 +17,7 @@ import {
   ToolplaneError,
   ToolsExecute,
   type ExecuteReply,
+  type RequestProgress,
   type ToolExecutionResult,
 } from '@toolplane/contracts';
 import { currentTraceId, MessagingClient } from '@toolplane/messaging';
@@ -60,7 +61,12 @@ export class CallToolService {
   async call(ctx: CallContext, name: string, args: Record<string, unknown>, extra: CallExtra): Promise<CallToolResult> {
     const found = await this.find(ctx, name);
     try {
-      const reply = await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal });
+      // The client's notifications/cancelled aborts extra.signal: the cancel follows the call to the runner.
+      const reply = await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), {
+        timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS,
+        signal: extra.signal,
+        ...progressOf(extra),
+      });
       return await this.answer(ctx, reply, extra);
     } catch (e) {
       return toolLevel(e) ?? Promise.reject(protocolError(e));
@@ -152,6 +158,18 @@ export class CallToolService {
     }
     return errorResult(`The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`, held.execution_id, 'APPROVAL_REQUIRED');
   }
+}
+
+/** The tool's progress (an MCP upstream's, through executor and mcp-sync) as notifications/progress, when the client gave a progressToken. */
+function progressOf(extra: CallExtra): { onProgress?: (p: RequestProgress) => void } {
+  const progressToken = extra._meta?.progressToken;
+  if (progressToken === undefined) return {};
+  return {
+    onProgress: (p) =>
+      void extra
+        .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } })
+        .catch(() => undefined),
+  };
 }
 
 function errorResult(text: string, executionId: string, code?: string): CallToolResult {

@@ -1,14 +1,50 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, McpError, type ClientCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as McpErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type ClientCapabilities,
+  type CreateTaskResult,
+  type Implementation,
+} from '@modelcontextprotocol/sdk/types.js';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Caller } from '../auth/caller';
 import { CallToolService, protocolError } from '../calls/call-tool.service';
 import { ExecutionTaskStore } from '../calls/execution-tasks';
 import type { GatewayConfig } from '../mcp-gateway.config';
 import type { Endpoint, SessionRecord } from '../sessions/session';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
+
+const tracer = trace.getTracer('mcp-gateway');
+
+/**
+ * One span per MCP request, as OpenTelemetry's MCP semantic conventions name it
+ * (`{mcp.method.name} {target}`, SERVER): its method, JSON-RPC id, protocol version, and for
+ * tools/call the tool (`gen_ai.tool.name`, `gen_ai.operation.name` execute_tool). Everything the
+ * call does (the NATS requests to the services) is its child. A JSON-RPC error sets error.type and
+ * rpc.response.status_code; a tool error (isError) is not a span error.
+ */
+function mcpSpan<T>(method: string, target: string | undefined, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(target ? `${method} ${target}` : method, { kind: SpanKind.SERVER, attributes: { 'mcp.method.name': method, ...attributes } }, async (span) => {
+    try {
+      const result = await fn();
+      if ((result as { isError?: unknown } | undefined)?.isError === true) span.setAttribute('error.type', 'tool_error');
+      return result;
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      span.setAttributes({ 'error.type': typeof code === 'number' ? String(code) : '_OTHER', ...(typeof code === 'number' ? { 'rpc.response.status_code': String(code) } : {}) });
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw e;
+    } finally {
+      span.end();
+    }
+  });
+}
 
 export const SERVER_INFO: Implementation = { name: 'toolplane', title: 'Toolplane', version: '0.1.0' };
 
@@ -48,21 +84,26 @@ export class McpServerFactory {
     });
     if (session) restoreClient(server, session.capabilities, session.client_info);
     const capabilities = () => server.getClientCapabilities();
-    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-      try {
-        const { tools } = await this.endpointTools.of(caller.org, endpoint);
-        const offset = decodeCursor(request.params?.cursor);
-        const page = tools.slice(offset, offset + this.config.GATEWAY_PAGE_SIZE).map((t) => t.definition);
-        const next = offset + page.length;
-        return { tools: page, ...(next < tools.length ? { nextCursor: encodeCursor(next) } : {}) };
-      } catch (e) {
-        throw protocolError(e);
-      }
-    });
+    const common = (requestId: string | number) => ({ 'jsonrpc.request.id': String(requestId), ...(session ? { 'mcp.protocol.version': session.protocol_version } : {}) });
+    server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
+      mcpSpan('tools/list', undefined, common(extra.requestId), async () => {
+        try {
+          const { tools } = await this.endpointTools.of(caller.org, endpoint);
+          const offset = decodeCursor(request.params?.cursor);
+          const page = tools.slice(offset, offset + this.config.GATEWAY_PAGE_SIZE).map((t) => t.definition);
+          const next = offset + page.length;
+          return { tools: page, ...(next < tools.length ? { nextCursor: encodeCursor(next) } : {}) };
+        } catch (e) {
+          throw protocolError(e);
+        }
+      }),
+    );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const ctx = { caller, endpoint, capabilities: capabilities() };
-      const args = request.params.arguments ?? {};
-      return request.params.task ? this.calls.callAsTask(ctx, request.params.name, args, request.params.task.ttl ?? null) : this.calls.call(ctx, request.params.name, args, extra);
+      const { name, arguments: args = {}, task } = request.params;
+      return mcpSpan<CallToolResult | CreateTaskResult>('tools/call', name, { ...common(extra.requestId), 'gen_ai.tool.name': name, 'gen_ai.operation.name': 'execute_tool' }, () =>
+        task ? this.calls.callAsTask(ctx, name, args, task.ttl ?? null) : this.calls.call(ctx, name, args, extra),
+      );
     });
     return server;
   }
