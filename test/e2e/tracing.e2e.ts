@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { randomBytes } from 'node:crypto';
 import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
@@ -103,6 +105,38 @@ describe('one execution is one trace across the services', () => {
       expect(JSON.stringify(spans)).not.toContain('"hop"');
     } finally {
       await mcp.stop();
+    }
+  });
+
+  it('continues an MCP client’s traceparent through the gateway, executor and runner, with MCP-convention spans', async () => {
+    const gateway = stack.apps.get('mcp-gateway')!;
+    const base = `http://127.0.0.1:${gateway.httpPort}`;
+    await client.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: 'traced-agent', tool_names: ['roll_d20'] });
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
+    // The SDK client sends the header on every HTTP request of its session.
+    const token = await client.tokenFor(org);
+    const mcp = new Client({ name: 'traced', version: '1' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp/agents/traced-agent`), { requestInit: { headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-${callerSpan}-01` } } }));
+    try {
+      const r = await mcp.callTool({ name: 'roll_d20', arguments: {} });
+      expect(r.isError).toBeFalsy();
+      expect((r._meta as Record<string, string>)['toolplane/trace_id']).toBe(traceId);
+      const want = ['tools/call roll_d20', 'send toolplane.v1.tools.execute', 'process toolplane.v1.tools.execute', 'run sandbox'];
+      const spans = await receiver.waitFor(traceId, (s) => want.every((n) => s.some((x) => x.name === n)) && s.some((x) => x.name === 'POST /mcp/agents/{agent_id}' && x.attributes['mcp.method.name'] === 'tools/call'));
+      const http = spans.find((s) => s.name === 'POST /mcp/agents/{agent_id}' && s.attributes['mcp.method.name'] === 'tools/call')!;
+      expect(http).toMatchObject({ service: 'mcp-gateway', parentSpanId: callerSpan });
+      const call = spans.find((s) => s.name === 'tools/call roll_d20')!;
+      expect(call).toMatchObject({ service: 'mcp-gateway', parentSpanId: http.spanId });
+      expect(call.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'roll_d20', 'gen_ai.operation.name': 'execute_tool' });
+      const out = spans.find((s) => s.name === 'send toolplane.v1.tools.execute' && s.service === 'mcp-gateway')!;
+      expect(out.parentSpanId).toBe(call.spanId);
+      const executorIn = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
+      expect(executorIn).toMatchObject({ service: 'executor', parentSpanId: out.spanId });
+      expect(spans.find((s) => s.name === 'run sandbox')?.service).toBe('runner-local');
+      expect(JSON.stringify(spans)).not.toContain(token);
+    } finally {
+      await mcp.close();
     }
   });
 
