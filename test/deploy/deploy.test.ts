@@ -391,6 +391,77 @@ describe('runner-local isolation', () => {
   });
 });
 
+describe('mcp-gateway, the HTTP edge', () => {
+  const d = deployment('mcp-gateway');
+  const c = containerOf(d, 'mcp-gateway');
+  const labels = d.spec.template.metadata?.labels;
+  const env = effectiveEnv(c);
+  const svc = find('Service', 'mcp-gateway');
+
+  it('listens on GATEWAY_PORT 8090, behind Service mcp-gateway port 80, with 2 replicas', () => {
+    expect(resolvePort(c, 'http')).toBe(8090);
+    expect(env.GATEWAY_PORT).toBe('8090');
+    expect(d.spec.replicas).toBe(2);
+    expect(selects(svc?.spec.selector, labels)).toBe(true);
+    const http = svc!.spec.ports.find((p: Obj) => p.port === 80);
+    expect(http?.name).toBe('http');
+    expect(resolvePort(c, http?.targetPort)).toBe(8090);
+  });
+
+  it('runs under a ServiceAccount of its own, which mounts no token', () => {
+    const sa = podOf(d).serviceAccountName;
+    expect(sa).toBe('toolplane-mcp-gateway');
+    expect(APPS.filter((a) => a !== 'mcp-gateway' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa)).toEqual([]);
+    expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
+  });
+
+  it('a NetworkPolicy takes MCP from anywhere, health only from the cluster, and allows egress only to NATS and DNS', () => {
+    const np = baseObjects.find((o) => o.kind === 'NetworkPolicy' && selects(o.spec?.podSelector?.matchLabels, labels));
+    expect(np).toBeDefined();
+    expect(np!.spec.policyTypes).toEqual(expect.arrayContaining(['Ingress', 'Egress']));
+    const egress: Obj[] = np!.spec.egress ?? [];
+    expect(egress.filter((r) => !(r.ports ?? []).length)).toEqual([]);
+    expect([...new Set(egress.flatMap((r) => r.ports.map((p: Obj) => `${p.protocol ?? 'TCP'}/${p.port}`)))].sort()).toEqual(['TCP/4222', 'TCP/53', 'UDP/53']);
+    for (const r of egress) if (r.ports.some((p: Obj) => p.port === 53)) expect(r.to?.length).toBeGreaterThan(0);
+    const ingress: Obj[] = np!.spec.ingress ?? [];
+    expect(ingress.filter((r) => !(r.ports ?? []).length)).toEqual([]);
+    const rule = (port: number) => ingress.filter((r) => r.ports.some((p: Obj) => p.port === port));
+    expect(ingress.flatMap((r) => r.ports.map((p: Obj) => p.port)).sort()).toEqual([8090, 8091]);
+    expect(rule(8091).every((r) => r.from?.length && r.from.every((f: Obj) => f.namespaceSelector && !f.ipBlock))).toBe(true);
+  });
+
+  it('ships an Ingress example, not applied: TLS from a Secret, long unbuffered responses (SSE), both path prefixes to the Service', () => {
+    expect(baseKustomization.resources).not.toContain('mcp-gateway-ingress.example.yaml');
+    const ing = parseYamlFile(join(BASE, 'mcp-gateway-ingress.example.yaml'))
+      .map((x) => x.object)
+      .find((o) => o.kind === 'Ingress')!;
+    const hosts = ing.spec.rules.map((r: Obj) => r.host);
+    expect(ing.spec.tls).toEqual([{ hosts, secretName: expect.any(String) }]);
+    const a = ing.metadata.annotations;
+    expect(a['nginx.ingress.kubernetes.io/proxy-buffering']).toBe('off');
+    // Longer than a call, or an approval asked by elicitation, may keep a response open.
+    const longest = Math.max(Number(env.GATEWAY_CALL_TIMEOUT_MS), Number(env.GATEWAY_ELICITATION_TIMEOUT_MS)) / 1000;
+    expect(longest).toBeGreaterThan(0);
+    for (const k of ['proxy-read-timeout', 'proxy-send-timeout']) expect(Number(a[`nginx.ingress.kubernetes.io/${k}`])).toBeGreaterThan(longest);
+    // Above the gateway's own body limit, so that the gateway answers 413 itself.
+    expect(quantity('memory', String(a['nginx.ingress.kubernetes.io/proxy-body-size']).replace(/m$/, 'Mi'))).toBeGreaterThan(Number(env.GATEWAY_MAX_BODY_BYTES));
+    const paths: Obj[] = ing.spec.rules.flatMap((r: Obj) => r.http.paths);
+    expect(paths.map((p) => `${p.pathType} ${p.path}`).sort()).toEqual(['Prefix /.well-known/oauth-protected-resource', 'Prefix /mcp']);
+    for (const p of paths) expect(p.backend.service).toEqual({ name: svc!.metadata.name, port: { name: 'http' } });
+  });
+
+  it('its README documents every variable of its config, and the configmap sets none it does not know', () => {
+    const source = readFileSync(join(ROOT, 'apps', 'mcp-gateway', 'src', 'mcp-gateway.config.ts'), 'utf8');
+    const shape = /export const gatewayEnvShape = \{([\s\S]*?)\n\};/.exec(source)?.[1] ?? '';
+    const variables = [...shape.matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map((m) => m[1]!);
+    expect(variables).toEqual(expect.arrayContaining(['GATEWAY_PORT', 'HEALTH_PORT', 'GATEWAY_PUBLIC_URL']));
+    const readme = readFileSync(join(ROOT, 'apps', 'mcp-gateway', 'README.md'), 'utf8');
+    const documented = new Set([...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!));
+    expect(variables.filter((v) => !documented.has(v))).toEqual([]);
+    expect(Object.keys(configMap('toolplane-config')).filter((k) => k.startsWith('GATEWAY_') && !variables.includes(k))).toEqual([]);
+  });
+});
+
 describe('NATS users and permissions (deploy/nats)', () => {
   it('ships the authorization generated from the contracts (run `npm run nats:config` after a contract change)', () => {
     const { natsServerConfig } = require('../../tools/deploy/nats-config') as typeof import('../../tools/deploy/nats-config');

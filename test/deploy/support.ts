@@ -11,7 +11,7 @@ export const DEPLOY = join(ROOT, 'deploy');
 export const BASE = join(DEPLOY, 'base');
 
 /** Health ports fixed by the apps' own config defaults. */
-export const KNOWN_HEALTH_PORTS: Record<string, number> = { registry: 8081, schema: 8082, executor: 8083, 'runner-local': 8084, 'runner-e2b': 8087, 'runner-modal': 8088, 'web-tools': 8089 };
+export const KNOWN_HEALTH_PORTS: Record<string, number> = { registry: 8081, schema: 8082, executor: 8083, 'runner-local': 8084, 'runner-e2b': 8087, 'runner-modal': 8088, 'web-tools': 8089, 'mcp-gateway': 8091 };
 
 /** Every deployable: the directories under apps/, and at least the four known apps. */
 export function appNames(): string[] {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { natsUrl, ROOT } from '../support/env';
 import { operatorToken } from '../support/identity';
+import { gatewayUrl, mcpClient } from '../support/gateway';
 import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
@@ -251,6 +252,50 @@ describe('toolplane CLI', () => {
       expect((await cli(['--json', 'mcp', 'rm', 'cli-paged'], { env })).code).toBe(0);
     } finally {
       await fake.stop();
+    }
+  });
+
+  it('prints an MCP endpoint that a client connects to, and client configs to paste, never with the token', async () => {
+    const token = env.TOOLPLANE_TOKEN!;
+    await raw.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: tool('cli_mcp') } }, 30_000);
+    await raw.call('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: 'cli agent', tool_names: ['cli_mcp'] }, 30_000);
+    const json = await cli(['--json', 'mcp-url', '--agent', 'cli agent'], { env: { ...env, TOOLPLANE_GATEWAY_URL: gatewayUrl() } });
+    expect(json.code).toBe(0);
+    const r = JSON.parse(json.stdout);
+    expect(r.url).toBe(`${gatewayUrl()}/mcp/agents/cli%20agent`);
+    // The URL printed is the one that works: the SDK's client lists the agent's tools there with the org token.
+    const { client } = await mcpClient(r.url, token);
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['cli_mcp']);
+    } finally {
+      await client.close();
+    }
+    expect(Object.keys(r.configs).sort()).toEqual(['claude_code', 'claude_desktop', 'cursor', 'mcp_json', 'openai_agents_python', 'openai_agents_typescript']);
+    expect(r.configs.claude_code).toBe(`claude mcp add --transport http toolplane-cli-agent ${r.url} --header "Authorization: Bearer $TOOLPLANE_TOKEN"`);
+    expect(r.configs.mcp_json).toEqual({ mcpServers: { 'toolplane-cli-agent': { type: 'http', url: r.url, headers: { Authorization: 'Bearer ${TOOLPLANE_TOKEN}' } } } });
+    expect(r.configs.cursor).toEqual({ mcpServers: { 'toolplane-cli-agent': { url: r.url, headers: { Authorization: 'Bearer ${env:TOOLPLANE_TOKEN}' } } } });
+    expect(r.configs.claude_desktop.mcpServers['toolplane-cli-agent'].args).toEqual(['-y', 'mcp-remote', r.url, '--header', 'Authorization:${TOOLPLANE_AUTH_HEADER}']);
+    expect(r.configs.openai_agents_python).toContain(`params={"url": "${r.url}", "headers": {"Authorization": f"Bearer {os.environ['TOOLPLANE_TOKEN']}"}},`);
+    expect(r.configs.openai_agents_typescript).toContain('requestInit: { headers: { Authorization: `Bearer ${process.env.TOOLPLANE_TOKEN}` } },');
+
+    // People: the URL first, then each client's form; the base from the environment, the token from another variable.
+    const human = await cli(['mcp-url', '--toolset', 'support', '--token-env', 'ACME_MCP_TOKEN'], { env: { ...env, TOOLPLANE_GATEWAY_URL: 'https://mcp.example.com/' } });
+    expect(human.code).toBe(0);
+    expect(human.stdout.split('\n')[0]).toBe('https://mcp.example.com/mcp/toolsets/support');
+    expect(human.stdout).toContain('claude mcp add --transport http toolplane-support https://mcp.example.com/mcp/toolsets/support --header "Authorization: Bearer $ACME_MCP_TOKEN"');
+    expect(human.stdout).toContain('"Authorization": "Bearer ${env:ACME_MCP_TOKEN}"');
+    expect(human.stdout.match(/^# .+$/gm)).toHaveLength(6);
+    expect(human.stdout).not.toContain('TOOLPLANE_TOKEN');
+    // --gateway over the environment; with no base at all, the local gateway.
+    const flag = await cli(['--json', 'mcp-url', '--agent', 'a', '--gateway', 'http://gw.internal:9000'], { env: { ...env, TOOLPLANE_GATEWAY_URL: 'https://mcp.example.com' } });
+    expect(JSON.parse(flag.stdout).url).toBe('http://gw.internal:9000/mcp/agents/a');
+    const local = await cli(['--json', 'mcp-url', '--agent', 'a'], { env });
+    expect(JSON.parse(local.stdout).url).toBe('http://127.0.0.1:8090/mcp/agents/a');
+    // The token is never printed, even given in the environment and on the command line.
+    const withFlag = await cli(['--token', token, 'mcp-url', '--agent', 'a'], { env });
+    for (const run of [json, human, flag, local, withFlag]) expect(run.stdout + run.stderr).not.toContain(token);
+    for (const args of [['mcp-url'], ['mcp-url', '--agent', 'a', '--toolset', 'b'], ['mcp-url', '--agent', 'a', '--gateway', 'ftp://x'], ['mcp-url', '--agent', 'a', '--token-env', 'not a name']]) {
+      expect([args, (await cli(args, { env })).code]).toEqual([args, 2]);
     }
   });
 

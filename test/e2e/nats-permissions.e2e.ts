@@ -1,18 +1,24 @@
 /**
  * The NATS layer of the trust boundary: a nats-server running the authorization Toolplane ships
  * (generated from the contracts), the services on it with their own users, and an agent runtime
- * that may send public requests and read its own replies — nothing else.
+ * that may send public requests and read its own replies — nothing else. The MCP gateway, the
+ * HTTP edge, serves MCP with its own user and gets nothing it does not use.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APP_NAMES } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_STREAM, Headers, MCP_SESSIONS_BUCKET } from '@toolplane/contracts';
+import { streamName } from '@toolplane/messaging';
 import { expectEventually } from '@toolplane/testing';
 import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { agentEndpoint, mcpClient } from '../support/gateway';
+import { sealerOf } from '../support/identity';
 import { RawClient } from '../support/nats-client';
 import { freePort, startStack, stopProcess, type Stack } from '../support/stack';
 import { ADD } from '../support/tools';
@@ -47,7 +53,7 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     server = spawn(NATS_SERVER, ['-c', join(dir, 'nats-server.conf')], { stdio: 'ignore' });
     await expectEventually(async () => (await as(agentUser('acme'))).close(), { timeoutMs: 20_000, intervalMs: 100 });
     const appEnv = Object.fromEntries(APP_NAMES.map((app) => [app, { NATS_URL: url, NATS_USER: app, NATS_PASSWORD: passwords[app]! }]));
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'], env: { LOG_LEVEL: 'warn' }, appEnv });
+    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-gateway'], env: { LOG_LEVEL: 'warn' }, appEnv });
     acme = await RawClient.connect(prefix, { nats: { servers: url, user: agentUser('acme'), pass: passwords[agentUser('acme')], inboxPrefix: `_INBOX.${agentUser('acme')}` } });
   });
   afterAll(async () => {
@@ -98,7 +104,7 @@ describe('NATS users and permissions (the shipped authorization)', () => {
   });
 
   it('lets only runner-local take runner calls, and no service read another app’s replies', async () => {
-    for (const app of ['executor', 'registry', 'credentials'] as const) {
+    for (const app of ['executor', 'registry', 'credentials', 'mcp-gateway'] as const) {
       const nc = await as(app);
       try {
         expect(await subscriptionRefused(nc, `${prefix}.toolplane.internal.v1.runners.local.run`)).toMatch(/Permissions Violation for Subscription/);
@@ -109,5 +115,67 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     }
     // And a wrong password gets no connection at all.
     await expect(connect({ servers: url, user: 'runner-local', pass: 'guess' })).rejects.toThrow(/Authorization Violation/i);
+  });
+
+  it('lets the MCP gateway serve with its own user: its session bucket (written, read by another replica, deleted) and the public requests it sends', async () => {
+    await acme.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
+    await acme.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: 'np-agent', tool_names: ['add'] });
+    const token = await acme.tokenFor(org);
+    const base = (port?: number) => `http://127.0.0.1:${port}`;
+    const first = stack.apps.get('mcp-gateway')!;
+    const second = await stack.addReplica('mcp-gateway');
+    // initialize on the first replica: the session is put in the bucket before the client gets its id.
+    const { client, transport } = await mcpClient(agentEndpoint('np-agent', base(first.httpPort)), token);
+    const other = new Client({ name: 'np-other', version: '1.0.0' });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['add']);
+      expect((await client.callTool({ name: 'add', arguments: { a: 40 } })).content).toEqual([{ type: 'text', text: '42' }]);
+      // The same session on the second replica, which has never seen it: it reads it from the bucket.
+      const sessionId = transport.sessionId!;
+      await other.connect(new StreamableHTTPClientTransport(new URL(agentEndpoint('np-agent', base(second.httpPort))), { sessionId, requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      expect((await other.listTools()).tools.map((t) => t.name)).toEqual(['add']);
+      // Ended there (a delete in the bucket and a sealed broadcast): the first replica forgets it too.
+      const end = await fetch(agentEndpoint('np-agent', base(second.httpPort)), { method: 'DELETE', headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId } });
+      expect(end.status).toBe(200);
+      await expectEventually(async () => {
+        const res = await fetch(agentEndpoint('np-agent', base(first.httpPort)), {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }),
+        });
+        expect(res.status).toBe(404);
+      }, { timeoutMs: 10_000, intervalMs: 100 });
+    } finally {
+      await other.close().catch(() => undefined);
+      await client.close().catch(() => undefined);
+    }
+  });
+
+  it('keeps the MCP gateway to what it uses: no runner subject, no other inbox, no forged event, no JetStream but its bucket', async () => {
+    const nc = await as('mcp-gateway');
+    const bucket = streamName(prefix, MCP_SESSIONS_BUCKET);
+    try {
+      for (const subject of [`${prefix}.toolplane.internal.v1.runners.local.run`, `${prefix}.toolplane.v1.tools.execute`, '_INBOX.executor.>', '_INBOX.>', `$KV.${bucket}.>`]) {
+        expect([subject, await subscriptionRefused(nc, subject)]).toEqual([subject, expect.stringMatching(/Permissions Violation for Subscription/)]);
+      }
+      // A runner request sealed with the gateway's own key: NATS refuses it before any runner could.
+      const run = `${prefix}.toolplane.internal.v1.runners.local.run`;
+      const sealed = sealerOf('mcp-gateway').sealRequest(run, 'runner-local', new TextEncoder().encode('{}'));
+      const h = headers();
+      h.set(Headers.SERVICE_SEAL, sealed.header);
+      const refusedPublish = (subject: string, data: Uint8Array | string = '{}', opts: { headers?: typeof h } = {}) =>
+        nc.request(subject, data, { timeout: 5000, ...opts }).then(() => 'answered', (e: Error) => e.message);
+      expect(await refusedPublish(run, sealed.data, { headers: h })).toMatch(/Permissions Violation for Publish/);
+      expect(await refusedPublish(`${prefix}.toolplane.v1.events.tool.deleted`)).toMatch(/Permissions Violation for Publish/);
+      const events = streamName(prefix, EVENTS_STREAM);
+      for (const subject of [`$JS.API.STREAM.DELETE.${events}`, `$JS.API.STREAM.INFO.${events}`, '$JS.API.STREAM.NAMES', `$JS.API.STREAM.DELETE.KV_${bucket}`, `$JS.API.STREAM.PURGE.KV_${bucket}`, `$JS.API.CONSUMER.CREATE.KV_${bucket}`, `$KV.${bucket}_OTHER.key`]) {
+        expect([subject, await refusedPublish(subject)]).toEqual([subject, expect.stringMatching(/Permissions Violation for Publish/)]);
+      }
+      // Its own bucket's state it may read (the gateway's readiness check).
+      const info = (await nc.request(`$JS.API.STREAM.INFO.KV_${bucket}`, '', { timeout: 5000 })).json<any>();
+      expect(info.config?.name).toBe(`KV_${bucket}`);
+    } finally {
+      await nc.close();
+    }
   });
 });

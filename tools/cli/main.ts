@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `toolplane`: the operator CLI, on @toolplane/client. Config from flags, env (TOOLPLANE_NATS_URL,
- * TOOLPLANE_TOKEN, TOOLPLANE_ORG, TOOLPLANE_PREFIX) or a profile file; `--json` for scripts.
+ * TOOLPLANE_TOKEN, TOOLPLANE_ORG, TOOLPLANE_PREFIX; TOOLPLANE_GATEWAY_URL for `mcp-url`) or a
+ * profile file; `--json` for scripts.
  * Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 auth, 5 unavailable.
  */
 import { Command, CommanderError } from 'commander';
@@ -14,6 +15,7 @@ import { printError, printJson } from './cli.output';
 import { registerDoctorCommand } from './doctor.command';
 import { registerEventsCommand } from './events.command';
 import { registerMcpCommands } from './mcp.command';
+import { registerMcpUrlCommand } from './mcp-url.command';
 import { registerSchemaCommands } from './schema.command';
 import { registerToolCommands } from './tools.command';
 import { registerToolsetCommands } from './toolsets.command';
@@ -35,6 +37,7 @@ async function main(argv: string[]): Promise<number> {
   registerSchemaCommands(program, ctx);
   registerAdminCommands(program, ctx);
   registerMcpCommands(program, ctx);
+  registerMcpUrlCommand(program, ctx);
   registerToolsetCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerEventsCommand(program, ctx);

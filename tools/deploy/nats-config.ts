@@ -9,7 +9,18 @@
  * Passwords are environment references ($NATS_PASSWORD_<APP>, $NATS_PASSWORD_AGENT_<NAME>) that
  * the nats-server process resolves at start, so the file itself holds no secret.
  */
-import { APP_NAMES, EVENTS_SUBJECTS, INTERNAL_EVENTS_SUBJECTS, MAX_PROGRESS_MESSAGES, PUBLIC_SUBJECTS, REQUESTS, WORK_QUEUES, type AppName } from '@toolplane/contracts';
+import {
+  APP_NAMES,
+  EVENTS_SUBJECTS,
+  INTERNAL_EVENTS_SUBJECTS,
+  MAX_PROGRESS_MESSAGES,
+  MCP_SESSIONS_BUCKET,
+  PUBLIC_SUBJECTS,
+  REQUESTS,
+  WORK_QUEUES,
+  type AppName,
+} from '@toolplane/contracts';
+import { streamName } from '@toolplane/messaging';
 import { writeFileSync } from 'node:fs';
 
 export interface NatsConfigOptions {
@@ -23,6 +34,36 @@ export interface NatsConfigOptions {
 
 /** Apps that own a JetStream stream (they create it and publish events with acks). */
 const STREAM_OWNERS: readonly AppName[] = ['registry', 'mcp-sync', 'executor'];
+
+/**
+ * Apps that keep NATS KV buckets of their own (they create them), without the stream owners'
+ * `$JS.API.>`: the JetStream API of each bucket's stream only — create it if missing
+ * (STREAM.CREATE), read its state (STREAM.INFO, the readiness check), read a key (DIRECT.GET, or
+ * STREAM.MSG.GET where direct gets are off), and `$JS.API.INFO` (the client checks JetStream is
+ * there) — and its keys (`$KV.<bucket>.>`: a put or delete is a publish there, acknowledged on the
+ * app's inbox). Not granted: deleting, purging or updating any stream, consumers, other buckets.
+ */
+const KV_BUCKETS: Partial<Record<AppName, readonly string[]>> = { 'mcp-gateway': [MCP_SESSIONS_BUCKET] };
+
+/**
+ * Apps that never publish a public event: publishing one is refused, as for agent runtimes, so a
+ * compromise of the HTTP edge cannot forge an event other services act on.
+ */
+const NO_PUBLIC_EVENTS: readonly AppName[] = ['mcp-gateway'];
+
+function kvPublish(prefix: string, bucket: string): string[] {
+  const name = streamName(prefix, bucket);
+  const stream = `KV_${name}`;
+  return [
+    '$JS.API.INFO',
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.CREATE.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    `$KV.${name}.>`,
+  ];
+}
 
 /**
  * Messages a service may send to one request's reply subject: its progress reports
@@ -61,14 +102,18 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
       ...(STREAM_OWNERS.includes(app) ? ['$JS.API.>'] : []),
       ...work.map((w) => p(w.subject)),
       ...(work.length ? ['$JS.ACK.>'] : []),
+      ...(KV_BUCKETS[app] ?? []).flatMap((b) => kvPublish(o.prefix ?? '', b)),
     ];
+    const deny = NO_PUBLIC_EVENTS.includes(app) ? [p(EVENTS_SUBJECTS)] : [];
     const subscribe = [...serves, p(EVENTS_SUBJECTS), p(INTERNAL_EVENTS_SUBJECTS), `_INBOX.${app}.>`];
     lines.push(
-      `    # ${app}: serves ${serves.length} subject(s); replies (and progress) go back on the caller's inbox (allow_responses)`,
+      serves.length
+        ? `    # ${app}: serves ${serves.length} subject(s); replies (and progress) go back on the caller's inbox (allow_responses)`
+        : `    # ${app}: serves no subject (no allow_responses)${KV_BUCKETS[app] ? `; its KV bucket(s) ${KV_BUCKETS[app]!.join(', ')} and no other JetStream` : ''}${deny.length ? '; publishes no public event' : ''}`,
       `    { user: ${JSON.stringify(app)}, password: ${password(app)}, permissions: {`,
-      `        publish: { allow: ${list(publish)} }`,
+      `        publish: { allow: ${list(publish)}${deny.length ? `, deny: ${list(deny)}` : ''} }`,
       `        subscribe: { allow: ${list(subscribe)} }`,
-      `        allow_responses: ${ALLOW_RESPONSES}`,
+      ...(serves.length ? [`        allow_responses: ${ALLOW_RESPONSES}`] : []),
       `    } }`,
     );
   }

@@ -12,6 +12,7 @@
  *   (tools/fakes/modal, the real `modal` SDK's gRPC protocol, sandboxes under bubblewrap), and says so.
  * - web-tools: with EXA_API_KEY set, web_search and fetch_webpage use Exa itself; without one, the
  *   Exa fake (tools/fakes/exa, canned results) with a development key, and says so.
+ * - mcp-gateway: MCP clients on http://127.0.0.1:GATEWAY_PORT (default 8090), printed with the rest.
  * - Every app from dist/, migrations applied at start, pretty logs; an app that exits is restarted
  *   with back-off (tools/dev/supervisor.ts); one that crash-loops stops the stack, named.
  */
@@ -40,7 +41,10 @@ const APPS = [
   { name: 'runner-e2b', port: 8087 },
   { name: 'runner-modal', port: 8088 },
   { name: 'web-tools', port: 8089 },
+  { name: 'mcp-gateway', port: 8091 },
 ] as const;
+/** Where MCP clients connect (the gateway's GATEWAY_PORT, 8090 unless set). */
+const GATEWAY_PORT = Number(process.env.GATEWAY_PORT) || 8090;
 const children: ChildProcess[] = [];
 const say = (line: string): void => void process.stdout.write(`[toolplane] ${line}\n`);
 
@@ -306,7 +310,8 @@ async function main(): Promise<void> {
   const e2b = await e2bEnv();
   const modal = await modalEnv();
   const exa = await exaEnv();
-  const envOf: Partial<Record<(typeof APPS)[number]['name'], NodeJS.ProcessEnv>> = { 'runner-e2b': e2b, 'runner-modal': modal, 'web-tools': exa };
+  const gateway = { GATEWAY_PORT: String(GATEWAY_PORT), GATEWAY_HOST: process.env.GATEWAY_HOST ?? '127.0.0.1' };
+  const envOf: Partial<Record<(typeof APPS)[number]['name'], NodeJS.ProcessEnv>> = { 'runner-e2b': e2b, 'runner-modal': modal, 'web-tools': exa, 'mcp-gateway': gateway };
   for (const app of APPS) {
     startApp(app.name, app.port, { ...env, ...envOf[app.name] });
     if (!(await waitReady(app.port))) {
@@ -318,6 +323,7 @@ async function main(): Promise<void> {
   say('Toolplane is up:');
   for (const app of APPS) say(`  ${app.name.padEnd(13)} health http://127.0.0.1:${app.port}/readyz`);
   say(`  public API    NATS ${natsUrl}  subjects toolplane.v1.*  (try: npm run example)`);
+  say(`  MCP gateway   http://127.0.0.1:${GATEWAY_PORT}/mcp/agents/<agent_id>  or  /mcp/toolsets/<name>  (bearer: an org token; \`npm run toolplane -- mcp-url --agent <agent_id>\` prints client configs)`);
   say(`  admin token   ${ADMIN_TOKEN_FILE} (development operator token: mints org tokens; \`npm run token -- --org acme\` prints one)`);
   say('Press Ctrl+C to stop.');
 }

@@ -11,6 +11,12 @@ import { defineEvent } from './descriptor';
  * answer or cancel a session's requests.
  */
 
+/**
+ * The NATS KV bucket of MCP sessions, which the gateway creates (prefixed per deployment like every
+ * stream; its stream is `KV_<bucket>`). The gateway's NATS user may use this bucket and no other.
+ */
+export const MCP_SESSIONS_BUCKET = 'TOOLPLANE_MCP_SESSIONS';
+
 /** An MCP session id: what the gateway hands out in Mcp-Session-Id. */
 export const McpSessionId = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'an MCP session id');
 
