@@ -88,6 +88,18 @@ describe('contracts', () => {
     expect(ExecutionsList.request.safeParse({ org_id: 'a', user_id: 'a\tb' }).success).toBe(false);
   });
 
+  it('takes a toolset name on execute (not with agent_id) and on executions.list; execute-batch has none', () => {
+    const sut = (extra: Record<string, unknown>) => ToolsExecute.request.safeParse({ org_id: 'a', tool_name: 'x', ...extra });
+    expect(sut({ toolset: 'support-1' }).data?.toolset).toBe('support-1');
+    expect(sut({ agent_id: 'agent-1' }).success).toBe(true);
+    const both = sut({ toolset: 'support', agent_id: 'agent-1' });
+    expect(both.success).toBe(false);
+    expect(both.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['toolset', 'give at most one of agent_id or toolset']]);
+    for (const bad of ['', 'Support', '-x', 'x'.repeat(65), 'a b']) expect([bad, sut({ toolset: bad }).success]).toEqual([bad, false]);
+    expect(ToolsExecuteBatch.request.safeParse({ org_id: 'a', toolset: 'support', calls: [{ call_id: 'c', tool_name: 'x' }] }).success).toBe(false);
+    expect(ExecutionsList.request.safeParse({ org_id: 'a', toolset: 'support' }).data?.toolset).toBe('support');
+  });
+
   it('reads a record or an execution event from before user_id as having none (null)', () => {
     const record = {
       execution_id: 'exec-123e4567-e89b-12d3-a456-426614174000',
@@ -110,9 +122,11 @@ describe('contracts', () => {
       expires_at: null,
     };
     expect(ExecutionRecord.parse(record).user_id).toBeNull();
+    expect(ExecutionRecord.parse(record).toolset).toBeNull();
     const { execution_id, org_id, agent_id, tool_id, tool_name, status, mode, error_code, batch_id, call_id } = record;
     const event = { event_id: 'e', occurred_at: record.created_at, execution_id, org_id, agent_id, tool_id, tool_name, status, mode, error_code, batch_id, call_id };
     expect(ExecutionCompleted.payload.parse(event).user_id).toBeNull();
+    expect(ExecutionCompleted.payload.parse(event).toolset).toBeNull();
     expect(ExecutionCompleted.payload.parse({ ...event, user_id: 'u' }).user_id).toBe('u');
   });
 

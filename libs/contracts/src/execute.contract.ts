@@ -4,6 +4,7 @@ import { Provider } from './credentials.contract';
 import { defineEvent, defineRequest } from './descriptor';
 import type { AppName } from './identity';
 import { NpmRequirement, PipRequirement, ToolId } from './tool';
+import { ToolsetName } from './toolsets.contract';
 
 const EnvVars = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env names: letters, digits, _'), z.string().max(32_768))
@@ -74,8 +75,8 @@ export const ExecutionAccepted = z.object({
 });
 
 /**
- * The call needs a human's approval first (the agent's setting for the tool, else the tool's
- * default_requires_approval): nothing ran. toolplane.v1.executions.approve runs it (the approver
+ * The call needs a human's approval first (through a tool set: the set's requires_approval; else
+ * the agent's setting for the tool; else the tool's default_requires_approval): nothing ran. toolplane.v1.executions.approve runs it (the approver
  * may correct the args), .deny gives the agent a tool error instead; past expires_at it expires.
  */
 export const ApprovalRequired = z.object({
@@ -117,16 +118,26 @@ export const ToolsExecute = defineRequest({
       tool_name: z.string().min(1).max(64).optional(),
       args: JsonObject.default({}),
       agent_id: z.string().min(1).max(128).optional(),
+      /**
+       * The published tool set the call is made through (its name; not with agent_id), as the MCP
+       * gateway's /mcp/toolsets/<name> does. The tool must be a member of the set now (by id, name
+       * or tag): any other is TOOL_NOT_FOUND naming the set, whether or not the org has such a
+       * tool; an unknown set is TOOLSET_NOT_FOUND. The call needs approval when the member's
+       * requires_approval in toolsets.tools.list says so (the set's requires_approval, else the
+       * tool's default). Recorded on its execution (executions.list filters by it) and in its events.
+       */
+      toolset: ToolsetName.optional(),
       /** The end user the call is made for: recorded on its execution (executions.list filters by it) and in its events. */
       user_id: EndUserId.optional(),
       env: EnvVars.optional(),
       timeout_ms: z.number().int().min(1).optional(),
       /**
        * Per org, for EXECUTION_IDEMPOTENCY_WINDOW_MS (default 24 h): a retry with the same key, tool,
-       * args and user_id answers the recorded outcome without running again (a duplicate arriving
-       * while the first runs waits for it); the same key with another tool, other args or another
-       * user_id (or one where the first had none, or none where it had one) is IDEMPOTENCY_CONFLICT:
-       * one end user never gets another's result.
+       * args, user_id and toolset answers the recorded outcome without running again (a duplicate
+       * arriving while the first runs waits for it); the same key with another tool, other args,
+       * another user_id or another toolset (or one where the first had none, or none where it had
+       * one) is IDEMPOTENCY_CONFLICT: one end user never gets another's result, and a call through
+       * a set never gets the outcome of a call its policy would have held.
        */
       idempotency_key: z.string().min(1).max(256).optional(),
       /** sync: answer with the result. async: answer `{execution_id, status: "queued"}` at once; the call runs from a work queue. */
@@ -134,7 +145,8 @@ export const ToolsExecute = defineRequest({
     })
     .refine((r) => (r.tool_id === undefined) !== (r.tool_name === undefined), {
       message: 'give exactly one of tool_id or tool_name',
-    }),
+    })
+    .refine((r) => r.agent_id === undefined || r.toolset === undefined, { message: 'give at most one of agent_id or toolset', path: ['toolset'] }),
   reply: ExecuteReply,
 });
 

@@ -3,6 +3,7 @@ import { JsonObject, OrgId } from './common';
 import { defineEvent, defineRequest, defineWorkQueue } from './descriptor';
 import { EndUserId, ExecuteReply, ExecutionId, ExecutionStatus, ToolExecutionResult } from './execute.contract';
 import { ToolId } from './tool';
+import { ToolsetName } from './toolsets.contract';
 
 /**
  * Execution records: every call of tools.execute / execute-batch has one, owned by the executor —
@@ -26,6 +27,8 @@ export const ExecutionRecord = z.object({
   agent_id: z.string().nullable(),
   /** The end user the call was made for (the request's user_id); null when it named none (absent from older executors: read as null). */
   user_id: z.string().nullable().default(null),
+  /** The tool set the call was made through (the request's toolset); null when none (absent from older executors: read as null). */
+  toolset: z.string().nullable().default(null),
   /** null only for a batch call whose tool was not found. */
   tool_id: ToolId.nullable(),
   tool_name: z.string().nullable(),
@@ -67,12 +70,14 @@ export const ExecutionsList = defineRequest({
   visibility: 'public',
   servedBy: 'executor',
   scope: 'tools:read',
-  summary: "The org's executions, newest first, filtered by agent, end user, tool and state, a page at a time (records only: no args, no results).",
+  summary: "The org's executions, newest first, filtered by agent, end user, tool set, tool and state, a page at a time (records only: no args, no results).",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: z.string().min(1).max(128).optional(),
     /** Only the executions made for this end user (the user_id of their request). */
     user_id: EndUserId.optional(),
+    /** Only the executions of calls made through this tool set (the toolset of their request). */
+    toolset: ToolsetName.optional(),
     tool_id: ToolId.optional(),
     status: ExecutionState.optional(),
     limit: z.number().int().min(1).max(200).default(50),
@@ -129,6 +134,8 @@ const ExecutionEventPayload = z.object({
   agent_id: z.string().nullable(),
   /** The end user the call was made for; null when its request named none (absent from older events: read as null). */
   user_id: z.string().nullable().default(null),
+  /** The tool set the call was made through; null when none (absent from older events: read as null). */
+  toolset: z.string().nullable().default(null),
   tool_id: ToolId.nullable(),
   tool_name: z.string().nullable(),
   status: ExecutionState,

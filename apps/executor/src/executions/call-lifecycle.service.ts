@@ -17,6 +17,8 @@ export interface CheckedCall extends CallRequest {
   mode: 'sync' | 'async';
   /** The end user the call is made for: recorded, not (yet) used to resolve its env. */
   user_id?: string;
+  /** The tool set the call is made through (its membership and approval already decided): recorded. */
+  toolset?: string;
   idempotency_key?: string;
   batch_id?: string;
   call_id?: string;
@@ -51,6 +53,7 @@ export class CallLifecycle implements OnModuleDestroy {
       orgId: call.org_id,
       agentId: call.agent_id ?? null,
       userId: call.user_id ?? null,
+      toolset: call.toolset ?? null,
       tool,
       toolName: toolName ?? null,
       mode: call.mode,
@@ -93,7 +96,7 @@ export class CallLifecycle implements OnModuleDestroy {
     });
     if (!opened.created) {
       if (!opened.sameRequest) {
-        throw new ToolplaneError(ErrorCode.IDEMPOTENCY_CONFLICT, 'This idempotency key was used for another tool, other arguments or another user_id: nothing ran', {
+        throw new ToolplaneError(ErrorCode.IDEMPOTENCY_CONFLICT, 'This idempotency key was used for another tool, other arguments, another user_id or another toolset: nothing ran', {
           execution_id: opened.row.execution_id,
         });
       }

@@ -22,6 +22,7 @@ export class ExecutionQueries {
       orgId: req.org_id,
       agentId: req.agent_id,
       userId: req.user_id,
+      toolset: req.toolset,
       toolId: req.tool_id,
       status: req.status,
       before: req.cursor ? decodeCursor(req.cursor) : undefined,

@@ -1,4 +1,4 @@
-import { ErrorCode, ToolplaneError, ToolsGet, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, ToolsetsToolsList, ToolsGet, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { aTool, deferred, FakeMessaging, newTestService, type TestService } from '@toolplane/testing';
 import { loadExecutorConfig } from '../executor.config';
@@ -55,8 +55,9 @@ class Runs {
   }
 }
 
-describe('ExecutionsService.executeBatch (alone: runs, records and the registry are fakes)', () => {
+describe('ExecutionsService.executeBatch and execute (alone: runs, records and the registry are fakes)', () => {
   let runs: Runs;
+  let bus: FakeMessaging;
   let recorded: string[];
   let t: TestService<ExecutionsService>;
   const tools = [toolOf(1, 'par_a', { parallel: true }), toolOf(2, 'par_b', { parallel: true }), toolOf(3, 'seq_a'), toolOf(4, 'seq_b'), toolOf(5, 'held', { approval: true }), toolOf(6, 'broken')];
@@ -64,11 +65,17 @@ describe('ExecutionsService.executeBatch (alone: runs, records and the registry 
   beforeEach(async () => {
     runs = new Runs();
     recorded = [];
-    const bus = new FakeMessaging().handle(ToolsGet, (r) => {
-      const tool = tools.find((x) => x.name === r.name || x.id === r.id);
-      if (!tool) throw new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, `No tool ${r.name ?? r.id}`);
-      return { tool };
-    });
+    bus = new FakeMessaging()
+      .handle(ToolsGet, (r) => {
+        const tool = tools.find((x) => x.name === r.name || x.id === r.id);
+        if (!tool) throw new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, `No tool ${r.name ?? r.id}`);
+        return { tool };
+      })
+      // The set "ops": seq_a (held through it) and held (runs through it, though its default holds it).
+      .handle(ToolsetsToolsList, (r) => {
+        if (r.name !== 'ops') throw new ToolplaneError(ErrorCode.TOOLSET_NOT_FOUND, `No toolset ${r.name}`);
+        return { tools: [{ tool: tools[2]!, requires_approval: true }, { tool: tools[4]!, requires_approval: false }], next_cursor: null };
+      });
     const records: Partial<ExecutionRecords> = { recordAfter: async (draft) => void recorded.push(draft.executionId) };
     t = await newTestService(ExecutionsService, {
       config: loadExecutorConfig({ EXECUTE_BATCH_MAX_CALLS: '8' }),
@@ -139,5 +146,24 @@ describe('ExecutionsService.executeBatch (alone: runs, records and the registry 
     runs.drafted.length = 0;
     await batch([call('seq_a')]);
     expect(runs.drafted.map((c) => c.user_id)).toEqual([undefined]);
+  });
+
+  it("runs a call through a tool set by the set's setting, and records the set; a tool outside it is TOOL_NOT_FOUND before anything else", async () => {
+    const execute = (body: Record<string, unknown>) => t.service.execute({ org_id: ORG, args: {}, mode: 'sync', toolset: 'ops', ...body } as never);
+    expect(await execute({ tool_name: 'seq_a', args: { x: 1 } })).toMatchObject({ status: 'pending_approval' });
+    runs.gate('held').resolve();
+    expect(await execute({ tool_name: 'held', args: { x: 2 } })).toMatchObject({ status: 'success', func_return: 2 });
+    expect(runs.drafted.map((c) => [c.toolset, c.args.x])).toEqual([
+      ['ops', 1],
+      ['ops', 2],
+    ]);
+    // seq_b is a tool of the org, with arguments it would refuse: neither is revealed, nothing is drafted.
+    const lookups = bus.requestsTo(ToolsGet).length;
+    await expect(execute({ tool_name: 'seq_b', args: { x: 'not an int' } })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set ops has no tool seq_b' });
+    await expect(execute({ tool_name: 'nope' })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set ops has no tool nope' });
+    await expect(execute({ tool_name: 'seq_a', toolset: 'elsewhere' })).rejects.toMatchObject({ code: 'TOOLSET_NOT_FOUND' });
+    expect(bus.requestsTo(ToolsGet)).toHaveLength(lookups);
+    expect(runs.drafted).toHaveLength(2);
+    expect(runs.log).toEqual(['start held', 'end held']);
   });
 });

@@ -46,11 +46,13 @@ export class ExecutionsService {
 
   async execute(req: RequestOf<typeof ToolsExecute>): Promise<ExecuteReply> {
     const started = performance.now();
-    const tool = await this.lookup(req.org_id, req);
+    // Through a tool set: only its members, found in it first (a tool outside it is not looked up, nor its args checked).
+    const ref = req.toolset ? { tool_id: await step('resolve toolset member', () => this.policy.memberOf(req.org_id, req.toolset!, req)) } : req;
+    const tool = await this.lookup(req.org_id, ref);
     await step('validate args', () => this.args.check(req.org_id, tool, req.args));
-    const kind = await this.policy.kindOf(req.org_id, tool, req.agent_id);
+    const kind = await this.policy.kindOf(req.org_id, tool, { agentId: req.agent_id, toolset: req.toolset });
     const draft = this.calls.draft(tool, req);
-    trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': draft.executionId, ...endUser(req.user_id) });
+    trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': draft.executionId, ...(req.toolset ? { 'toolplane.toolset': req.toolset } : {}), ...endUser(req.user_id) });
     if (this.calls.answersFirst(kind, req)) return this.calls.runThenRecord(tool, req, draft, started);
     return this.calls.start(tool, req, kind, draft, started);
   }
@@ -93,7 +95,7 @@ export class ExecutionsService {
           try {
             const tool = await this.catalog.find(req.org_id, { id: call.tool_id, name: call.tool_name }).then((f) => f.tool);
             await this.args.check(req.org_id, tool, one.args);
-            return { tool, kind: await this.policy.kindOf(req.org_id, tool, req.agent_id) };
+            return { tool, kind: await this.policy.kindOf(req.org_id, tool, { agentId: req.agent_id }) };
           } catch (e) {
             results[i] = await this.failedCall(call.call_id, one, call.tool_name ?? call.tool_id, e, started);
             return undefined;

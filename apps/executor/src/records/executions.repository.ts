@@ -11,6 +11,8 @@ export interface ExecutionRow {
   agent_id: string | null;
   /** The end user the call was made for (the request's user_id). */
   user_id: string | null;
+  /** The tool set the call was made through (the request's toolset). */
+  toolset: string | null;
   tool_id: string | null;
   tool_name: string | null;
   provider: string | null;
@@ -45,6 +47,7 @@ const INSERT_COLUMNS = [
   'org_id',
   'agent_id',
   'user_id',
+  'toolset',
   'tool_id',
   'tool_name',
   'provider',
@@ -75,6 +78,7 @@ export interface ListFilter {
   orgId: string;
   agentId?: string;
   userId?: string;
+  toolset?: string;
   toolId?: string;
   status?: ExecutionState;
   /** Rows strictly older than this (created_at, execution_id), newest first. */
@@ -153,6 +157,7 @@ export class ExecutionsRepository {
     };
     if (f.agentId) add('agent_id = ?', f.agentId);
     if (f.userId) add('user_id = ?', f.userId);
+    if (f.toolset) add('toolset = ?', f.toolset);
     if (f.toolId) add('tool_id = ?', f.toolId);
     if (f.status) add('status = ?', f.status);
     if (f.before) {

@@ -8,6 +8,7 @@ const row = (over: Partial<ExecutionRow> = {}): ExecutionRow => ({
   org_id: 'acme',
   agent_id: null,
   user_id: null,
+  toolset: null,
   tool_id: 'tool-123e4567-e89b-12d3-a456-426614174000',
   tool_name: 'add',
   provider: null,
@@ -68,6 +69,14 @@ describe('execution records on the wire', () => {
     expect(ExecutionFailed.payload.parse(failed.payload)).toMatchObject({ execution_id: mine.execution_id, user_id: 'user-42' });
     const approved = executionEvent('approved', row({ status: 'running' }), { args_corrected: false });
     expect(ExecutionApproved.payload.parse(approved.payload).user_id).toBeNull();
+  });
+
+  it('carries the tool set a call was made through on the wire record and in its events (null when none)', () => {
+    const through = row({ toolset: 'support' });
+    expect(toWireRecord(through).toolset).toBe('support');
+    expect(toWireRecord(row()).toolset).toBeNull();
+    expect(ExecutionFailed.payload.parse(outcomeEvent(through).payload)).toMatchObject({ execution_id: through.execution_id, toolset: 'support' });
+    expect(ExecutionApproved.payload.parse(executionEvent('approved', row({ status: 'running' }), { args_corrected: false }).payload).toolset).toBeNull();
   });
 
   it('names the end user on a span as enduser.id, and nothing when there is none', () => {

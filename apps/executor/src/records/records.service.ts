@@ -25,6 +25,8 @@ export interface RecordDraft {
   agentId: string | null;
   /** The end user the call is made for (the request's user_id). */
   userId: string | null;
+  /** The tool set the call was made through (the request's toolset). */
+  toolset: string | null;
   tool: Tool | null;
   toolName: string | null;
   mode: 'sync' | 'async';
@@ -120,7 +122,8 @@ export class ExecutionRecords {
    * Creates the record of a durable call in `state` — its call sealed when it must wait (`call`),
    * its idempotency key taken, its event or work staged — in one transaction, before the call runs
    * or is answered. With a live key held by another execution: that one's record, and whether the
-   * request is the same (tool, args and end user: another user's retry never gets this one's result).
+   * request is the same (tool, args, end user and tool set: another user's retry never gets this
+   * one's result, nor a call through a set the outcome of a call its policy would have held).
    */
   async open(draft: RecordDraft, state: OpenState, call?: StoredCall): Promise<Opened> {
     const sealed = call ? await this.sealer.seal(draft.orgId, randomUUID(), call) : undefined;
@@ -156,7 +159,7 @@ export class ExecutionRecords {
       if (!(e instanceof KeyHeld)) throw e;
       const existing = await this.repo.get(draft.orgId, e.executionId);
       if (!existing) throw new ToolplaneError(ErrorCode.INTERNAL, 'The idempotency key names an execution that is gone');
-      return { created: false, row: existing, sameRequest: e.argsHash === draft.argsHash && existing.user_id === draft.userId };
+      return { created: false, row: existing, sameRequest: e.argsHash === draft.argsHash && existing.user_id === draft.userId && (existing.toolset ?? null) === draft.toolset };
     }
     if (state === 'pending_approval' || state === 'queued') void this.outbox.drain(draft.orgId);
     return { created: true, row: row as ExecutionRow };
@@ -297,6 +300,7 @@ export class ExecutionRecords {
       status: 'running',
       agent_id: d.agentId,
       user_id: d.userId,
+      toolset: d.toolset,
       tool_id: d.tool?.id ?? null,
       tool_name: d.tool?.name ?? d.toolName,
       provider: null,

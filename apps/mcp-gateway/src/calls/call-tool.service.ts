@@ -115,6 +115,7 @@ export class CallToolService {
       tool_id: toolId,
       args,
       ...(ctx.endpoint.kind === 'agent' ? { agent_id: ctx.endpoint.id } : {}),
+      ...(ctx.endpoint.kind === 'toolset' ? { toolset: ctx.endpoint.id } : {}),
       ...(ctx.caller.userId ? { user_id: ctx.caller.userId } : {}),
     };
   }
