@@ -6,13 +6,14 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APP_NAMES, EVENTS_STREAM, Headers, MCP_SESSIONS_BUCKET } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_STREAM, Headers, MCP_EVENTS_STREAM, MCP_SESSIONS_BUCKET, mcpStreamSubject } from '@toolplane/contracts';
 import { streamName } from '@toolplane/messaging';
 import { expectEventually } from '@toolplane/testing';
 import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
@@ -151,7 +152,7 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     }
   });
 
-  it('keeps the MCP gateway to what it uses: no runner subject, no other inbox, no forged event, no JetStream but its bucket', async () => {
+  it('keeps the MCP gateway to what it uses: no runner subject, no other inbox, no forged event, no JetStream but its bucket and its SSE event stream', async () => {
     const nc = await as('mcp-gateway');
     const bucket = streamName(prefix, MCP_SESSIONS_BUCKET);
     try {
@@ -174,6 +175,18 @@ describe('NATS users and permissions (the shipped authorization)', () => {
       // Its own bucket's state it may read (the gateway's readiness check).
       const info = (await nc.request(`$JS.API.STREAM.INFO.KV_${bucket}`, '', { timeout: 5000 })).json<any>();
       expect(info.config?.name).toBe(`KV_${bucket}`);
+      // Its SSE event stream (created by the gateways at start): appended to and read back as a resume does, never deleted or purged.
+      const mcpEvents = streamName(prefix, MCP_EVENTS_STREAM);
+      for (const subject of [`$JS.API.STREAM.DELETE.${mcpEvents}`, `$JS.API.STREAM.PURGE.${mcpEvents}`, `$JS.API.CONSUMER.DURABLE.CREATE.${mcpEvents}.x`]) {
+        expect([subject, await refusedPublish(subject)]).toEqual([subject, expect.stringMatching(/Permissions Violation for Publish/)]);
+      }
+      const subject = `${prefix}.${mcpStreamSubject('np-digest', '0b6c1f7e-3d2a-4c5b-9e8f-1a2b3c4d5e6f')}`;
+      nc.publish(subject, JSON.stringify({ n: 1, requests: [1] }));
+      await nc.flush();
+      await expectEventually(async () => (await (await jetstreamManager(nc)).streams.getMessage(mcpEvents, { last_by_subj: subject }))?.seq !== undefined, { timeoutMs: 5000 });
+      const consumer = await jetstream(nc).consumers.get(mcpEvents, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
+      const read = await consumer.next({ expires: 5000 });
+      expect(read?.json<any>()).toEqual({ n: 1, requests: [1] });
     } finally {
       await nc.close();
     }

@@ -5,10 +5,12 @@ import type { AddressInfo } from 'node:net';
  * An HTTP reverse proxy on loopback that sends each request to the next backend in turn, as a
  * Kubernetes Service without session affinity does: no stickiness, so a session's requests land
  * on every replica. A backend that refuses the connection (killed) is skipped for that request.
- * Bodies and SSE responses are streamed through unbuffered. Counts the requests each backend took.
+ * Bodies and SSE responses are streamed through unbuffered. Counts the requests each backend took,
+ * and notes which backend took each (its HTTP method and JSON-RPC method, if any).
  */
 export class RoundRobinProxy {
   readonly hits: number[];
+  readonly taken: Array<{ backend: number; method: string; rpc?: string }> = [];
   private next = 0;
   private server?: Server;
 
@@ -37,9 +39,14 @@ export class RoundRobinProxy {
       const ok = await new Promise<boolean>((resolve) => {
         const up = request({ host: '127.0.0.1', port: this.backends[i], method: req.method, path: req.url, headers: req.headers }, (upRes) => {
           this.hits[i]! += 1;
+          this.taken.push({ backend: i, method: req.method ?? '', ...rpcMethod(body) });
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           upRes.pipe(res);
           res.once('close', () => upRes.destroy());
+          // A backend that dies mid-response breaks the client's connection too, as a load balancer does.
+          upRes.once('close', () => {
+            if (!upRes.complete) res.destroy();
+          });
           resolve(true);
         });
         up.once('error', (e: NodeJS.ErrnoException) => {
@@ -52,5 +59,14 @@ export class RoundRobinProxy {
       if (ok) return;
     }
     res.writeHead(502).end();
+  }
+}
+
+function rpcMethod(body: Buffer): { rpc?: string } {
+  try {
+    const m = (JSON.parse(body.toString('utf8')) as { method?: unknown }).method;
+    return typeof m === 'string' ? { rpc: m } : {};
+  } catch {
+    return {};
   }
 }

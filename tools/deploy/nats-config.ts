@@ -14,6 +14,8 @@ import {
   EVENTS_SUBJECTS,
   INTERNAL_EVENTS_SUBJECTS,
   MAX_PROGRESS_MESSAGES,
+  MCP_EVENTS_STREAM,
+  MCP_EVENTS_SUBJECTS,
   MCP_SESSIONS_BUCKET,
   PUBLIC_SUBJECTS,
   REQUESTS,
@@ -46,6 +48,17 @@ const STREAM_OWNERS: readonly AppName[] = ['registry', 'mcp-sync', 'executor'];
 const KV_BUCKETS: Partial<Record<AppName, readonly string[]>> = { 'mcp-gateway': [MCP_SESSIONS_BUCKET] };
 
 /**
+ * Apps that keep a JetStream stream of their own without the stream owners' `$JS.API.>`: its
+ * subjects (to append), and the API of that stream only — create it if missing, read its state,
+ * read the last message of a subject (STREAM.MSG.GET), and ordered consumers on it (create, pull,
+ * read, delete an ephemeral consumer). Not granted: deleting, purging or updating the stream,
+ * durable consumers, any other stream.
+ */
+const OWN_STREAMS: Partial<Record<AppName, ReadonlyArray<{ stream: string; subjects: string }>>> = {
+  'mcp-gateway': [{ stream: MCP_EVENTS_STREAM, subjects: MCP_EVENTS_SUBJECTS }],
+};
+
+/**
  * Apps that never publish a public event: publishing one is refused, as for agent runtimes, so a
  * compromise of the HTTP edge cannot forge an event other services act on.
  */
@@ -62,6 +75,22 @@ function kvPublish(prefix: string, bucket: string): string[] {
     `$JS.API.DIRECT.GET.${stream}`,
     `$JS.API.DIRECT.GET.${stream}.>`,
     `$KV.${name}.>`,
+  ];
+}
+
+function streamPublish(prefix: string, own: { stream: string; subjects: string }): string[] {
+  const name = streamName(prefix, own.stream);
+  return [
+    prefix ? `${prefix}.${own.subjects}` : own.subjects,
+    '$JS.API.INFO',
+    `$JS.API.STREAM.INFO.${name}`,
+    `$JS.API.STREAM.CREATE.${name}`,
+    `$JS.API.STREAM.MSG.GET.${name}`,
+    `$JS.API.CONSUMER.CREATE.${name}`,
+    `$JS.API.CONSUMER.CREATE.${name}.>`,
+    `$JS.API.CONSUMER.INFO.${name}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${name}.>`,
+    `$JS.API.CONSUMER.DELETE.${name}.>`,
   ];
 }
 
@@ -103,13 +132,14 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
       ...work.map((w) => p(w.subject)),
       ...(work.length ? ['$JS.ACK.>'] : []),
       ...(KV_BUCKETS[app] ?? []).flatMap((b) => kvPublish(o.prefix ?? '', b)),
+      ...(OWN_STREAMS[app] ?? []).flatMap((s) => streamPublish(o.prefix ?? '', s)),
     ];
     const deny = NO_PUBLIC_EVENTS.includes(app) ? [p(EVENTS_SUBJECTS)] : [];
     const subscribe = [...serves, p(EVENTS_SUBJECTS), p(INTERNAL_EVENTS_SUBJECTS), `_INBOX.${app}.>`];
     lines.push(
       serves.length
         ? `    # ${app}: serves ${serves.length} subject(s); replies (and progress) go back on the caller's inbox (allow_responses)`
-        : `    # ${app}: serves no subject (no allow_responses)${KV_BUCKETS[app] ? `; its KV bucket(s) ${KV_BUCKETS[app]!.join(', ')} and no other JetStream` : ''}${deny.length ? '; publishes no public event' : ''}`,
+        : `    # ${app}: serves no subject (no allow_responses)${KV_BUCKETS[app] ? `; its KV bucket(s) ${KV_BUCKETS[app]!.join(', ')}${OWN_STREAMS[app] ? ` and stream(s) ${OWN_STREAMS[app]!.map((s) => s.stream).join(', ')}` : ''} and no other JetStream` : ''}${deny.length ? '; publishes no public event' : ''}`,
       `    { user: ${JSON.stringify(app)}, password: ${password(app)}, permissions: {`,
       `        publish: { allow: ${list(publish)}${deny.length ? `, deny: ${list(deny)}` : ''} }`,
       `        subscribe: { allow: ${list(subscribe)} }`,

@@ -9,6 +9,8 @@ import { McpHttpService } from './http/mcp-http.service';
 import { McpServerFactory } from './mcp/mcp-server.factory';
 import { LiveSessions } from './sessions/live-sessions';
 import { SessionStore } from './sessions/session-store';
+import { StreamEventsRepository } from './streams/stream-events.repository';
+import { StreamResumeService } from './streams/stream-resume.service';
 import { EndpointToolsService } from './tools/endpoint-tools.service';
 import type { GatewayConfig } from './mcp-gateway.config';
 
@@ -24,6 +26,8 @@ import type { GatewayConfig } from './mcp-gateway.config';
     EndpointToolsService,
     CallToolService,
     McpServerFactory,
+    StreamEventsRepository,
+    StreamResumeService,
     McpHttpService,
   ],
 })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { OrgId, Scope } from '@toolplane/contracts';
-import { baseEnvShape, ConfigError, jsonEnv, parseEnv } from '@toolplane/platform';
+import { baseEnvShape, boolEnv, ConfigError, jsonEnv, parseEnv } from '@toolplane/platform';
 
 const list = z
   .string()
@@ -73,6 +73,20 @@ export const gatewayEnvShape = {
   GATEWAY_ELICITATION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
   /** tools/list page size. */
   GATEWAY_PAGE_SIZE: z.coerce.number().int().min(1).max(200).default(100),
+  /**
+   * Resumable SSE streams (MCP "Resumability and Redelivery"): every event sent on a POST's SSE
+   * stream is stored in JetStream, and a client whose connection broke resumes it (GET with
+   * Last-Event-ID) on any replica. Off: no event is stored, and a dropped connection cancels its call.
+   */
+  GATEWAY_RESUMABLE_STREAMS: boolEnv.default(true),
+  /** How long stored SSE events are kept (the stream's max age): longer than a call may last plus the client's reconnection. */
+  GATEWAY_STREAM_RETENTION_MS: z.coerce.number().int().min(60_000).default(900_000),
+  /** The stream's size bound in bytes; past it the oldest events go first. */
+  GATEWAY_STREAM_MAX_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  /** A replica serving a stream stores a heartbeat this often; a resume that sees none for 3 intervals answers that the replica is gone. */
+  GATEWAY_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  /** The SSE `retry` field of a stream's priming event: how long a client waits before it reconnects. */
+  GATEWAY_SSE_RETRY_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   /** Identity providers whose JWT access tokens are accepted besides org tokens (JSON array of OidcIssuerConfig). */
   GATEWAY_OIDC_ISSUERS: jsonEnv(
     z.array(OidcIssuerConfig).max(16).refine((a) => new Set(a.map((i) => i.issuer)).size === a.length, 'each issuer once'),

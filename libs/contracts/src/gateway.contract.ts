@@ -33,3 +33,38 @@ export const McpSessionClosed = defineEvent({
   payload: z.object({ session_id: McpSessionId }),
   sealed: { from: ['mcp-gateway'], to: 'mcp-gateway' },
 });
+
+/**
+ * Resumable SSE streams of the MCP gateway (MCP Streamable HTTP, "Resumability and Redelivery"):
+ * every event a replica sends on the SSE stream of a POST is also stored in this JetStream stream
+ * (prefixed per deployment like every stream), one subject per SSE stream, so that a client whose
+ * connection broke resumes it — GET with Last-Event-ID — on any replica. Internal: only the
+ * gateway's NATS user may publish or read here. See apps/mcp-gateway/src/streams/.
+ */
+export const MCP_EVENTS_STREAM = 'TOOLPLANE_MCP_EVENTS';
+/** Every subject of MCP_EVENTS_STREAM. */
+export const MCP_EVENTS_SUBJECTS = 'toolplane.internal.v1.mcp-streams.>';
+/** A subject token the gateway makes itself: a session digest or an SSE stream id (no dot, no wildcard). */
+const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The subject of one SSE stream of one session: `toolplane.internal.v1.mcp-streams.<session digest>.<stream id>`. */
+export function mcpStreamSubject(sessionDigest: string, streamId: string): string {
+  if (!SUBJECT_TOKEN.test(sessionDigest) || !SUBJECT_TOKEN.test(streamId)) throw new Error('Bad MCP stream subject token');
+  return `toolplane.internal.v1.mcp-streams.${sessionDigest}.${streamId}`;
+}
+
+const JsonRpcId = z.union([z.string(), z.number()]);
+
+/**
+ * One stored event of an SSE stream: its number in the stream (the SSE id is `<stream id>_<n>`),
+ * the JSON-RPC ids of the requests the stream answers (on every event, so a resume that starts
+ * anywhere knows when the stream is complete), and the message sent — none for the priming event
+ * and for a heartbeat (`beat`: the replica serving the stream is alive; never sent to a client).
+ */
+export const McpStreamEvent = z.object({
+  n: z.number().int().min(0),
+  requests: z.array(JsonRpcId).max(1000),
+  message: z.record(z.string(), z.unknown()).optional(),
+  beat: z.literal(true).optional(),
+});
+export type McpStreamEvent = z.infer<typeof McpStreamEvent>;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest, LATEST_PROTOCOL_VERSION, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, isJSONRPCRequest, LATEST_PROTOCOL_VERSION, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { ToolplaneError, ToolsetsGet } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
@@ -13,6 +13,9 @@ import type { GatewayConfig } from '../mcp-gateway.config';
 import { LiveSessions } from '../sessions/live-sessions';
 import { endpointKey, endpointPath, type Endpoint, type SessionRecord } from '../sessions/session';
 import { SessionStore } from '../sessions/session-store';
+import { parseEventId, RequestEventStore } from '../streams/request-event-store';
+import { StreamEventsRepository } from '../streams/stream-events.repository';
+import { StreamResumeService } from '../streams/stream-resume.service';
 import { RateLimiter } from './rate-limiter';
 
 const tracer = trace.getTracer('mcp-gateway');
@@ -38,6 +41,12 @@ class HttpRefusal extends Error {
  * Mcp-Session-Id names, refused to any other identity. Requests run on the SDK's Streamable HTTP
  * transport and Server, built for this request only; the client's answers to a request another
  * replica serves are relayed to it. Errors never carry a stack or an internal address.
+ *
+ * Resumable streams (GATEWAY_RESUMABLE_STREAMS, see streams/): a POST's SSE events are stored in
+ * JetStream as they are sent. A connection that drops is not a cancellation (the spec: the client
+ * sends notifications/cancelled for that): the request goes on, its transport stays registered in
+ * LiveSessions for the client's answers and cancellation, and its Server closes once every
+ * request of the POST is answered. The client resumes with GET and Last-Event-ID on any replica.
  */
 @Injectable()
 export class McpHttpService {
@@ -50,6 +59,8 @@ export class McpHttpService {
     private readonly live: LiveSessions,
     private readonly servers: McpServerFactory,
     private readonly messaging: MessagingClient,
+    private readonly streamEvents: StreamEventsRepository,
+    private readonly resumes: StreamResumeService,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {
     this.limiter = new RateLimiter(config.GATEWAY_RATE_PER_SECOND, config.GATEWAY_RATE_BURST);
@@ -132,11 +143,22 @@ export class McpHttpService {
       return;
     }
     const server = this.servers.create(caller, endpoint, session);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const requests = messages.filter(isJSONRPCRequest).map((m: JSONRPCRequest) => m.id);
+    const events = this.config.GATEWAY_RESUMABLE_STREAMS ? new RequestEventStore(this.streamEvents, identityDigest(sessionId), requests, this.config.GATEWAY_STREAM_HEARTBEAT_MS) : undefined;
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, ...(events ? { eventStore: events, retryInterval: this.config.GATEWAY_SSE_RETRY_MS } : {}) });
     const release = this.live.serve(sessionId, transport);
-    res.once('close', () => {
+    let guard: NodeJS.Timeout | undefined;
+    const end = () => {
+      clearTimeout(guard);
+      events?.dispose();
       release();
       void server.close().catch(() => undefined);
+    };
+    res.once('close', () => {
+      if (!events) return end();
+      // The connection is gone, maybe not the client: serve on until answered (bounded by the longest a call and an approval may take).
+      guard = setTimeout(end, this.config.GATEWAY_CALL_TIMEOUT_MS + this.config.GATEWAY_ELICITATION_TIMEOUT_MS + 60_000).unref();
+      void events.answered.then(end);
     });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
@@ -171,6 +193,16 @@ export class McpHttpService {
   }
 
   private async stream(req: IncomingMessage, res: ServerResponse, caller: Caller, endpoint: Endpoint, sessionId: string, session: SessionRecord): Promise<void> {
+    const lastEventId = req.headers['last-event-id'];
+    const from = this.config.GATEWAY_RESUMABLE_STREAMS && typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
+    if (from) {
+      // A POST's stream, resumed here whichever replica serves (or served) it; any other id opens a new GET stream below.
+      if (!req.headers.accept?.includes('text/event-stream')) throw new HttpRefusal(406, 'Not Acceptable: Client must accept text/event-stream');
+      trace.getActiveSpan()?.setAttribute('toolplane.mcp.stream.resumed', true);
+      const outcome = await this.resumes.resume(res, identityDigest(sessionId), sessionId, from);
+      trace.getActiveSpan()?.setAttribute('toolplane.mcp.stream.resume_outcome', outcome);
+      return;
+    }
     const server = this.servers.create(caller, endpoint, session);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     const release = this.live.openStream(sessionId, { org: caller.org, endpoint: endpointKey(endpoint), server });
