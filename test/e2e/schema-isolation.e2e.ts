@@ -77,13 +77,17 @@ describe('schema service: a pathological request costs only itself', () => {
       victim_upsert: client.req('toolplane.v1.tools.upsert', { org_id: victim, tool: { source_code: ADD } }),
     });
     // The attacker holds at most all workers but one: the victim's requests never wait for its limit.
-    expect(order.indexOf('victim')).toBeLessThan(order.indexOf('first'));
-    expect(order.indexOf('victim_upsert')).toBeLessThan(order.indexOf('first'));
+    // (Which of the attacker's two takes the worker first is the service's choice, not the send order.)
+    const attackerFirst = Math.min(order.indexOf('first'), order.indexOf('second'));
+    expect(order.indexOf('victim')).toBeLessThan(attackerFirst);
+    expect(order.indexOf('victim_upsert')).toBeLessThan(attackerFirst);
     expect(replies.victim.json_schema.name).toBe('add');
     expect(replies.victim_upsert.tool.json_schema.name).toBe('add');
-    expect(replies.first.error.details.reason).toBe('TIME_LIMIT_EXCEEDED');
-    // The attacker's second waits behind its first: it gets a worker when that one ends, or gives up waiting at the limit.
-    expect([replies.second.error.details?.reason ?? replies.second.error.code]).toEqual([expect.stringMatching(/^(TIME_LIMIT_EXCEEDED|SERVICE_UNAVAILABLE)$/)]);
+    // One of them ran into its limit; the other waited behind it: it got the worker when that one
+    // ended (its own limit), or gave up waiting at the limit.
+    const reasons = [replies.first, replies.second].map((r) => r.error?.details?.reason ?? r.error?.code ?? JSON.stringify(r));
+    expect(reasons).toContain('TIME_LIMIT_EXCEEDED');
+    for (const reason of reasons) expect(reason).toMatch(/^(TIME_LIMIT_EXCEEDED|SERVICE_UNAVAILABLE)$/);
   });
 
   it("answers the fuzz run's pathological Args entries with a typed error, and their in-limit versions with a schema", async () => {

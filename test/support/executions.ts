@@ -1,4 +1,4 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { RawClient } from './nats-client';
 
 /** Polls `read` until `done` holds for its value (never a fixed sleep); throws with the last value after `timeoutMs`. */
@@ -25,21 +25,63 @@ export function recordOf(client: RawClient, org: string, executionId: string, do
   );
 }
 
-/** The execution events of the run's stream for these executions (subject tail and payload), in stream order. */
+const KINDS = ['completed', 'failed', 'held', 'approved', 'denied', 'expired'] as const;
+
+/** A connection's running read of a prefix's execution events: everything delivered so far, in stream order. */
+interface Feed {
+  events: Array<{ kind: string; payload: any; seq: number }>;
+  /** The stream sequence of the last event delivered (0: none yet). */
+  seq: number;
+  ready: Promise<void>;
+}
+const feeds = new WeakMap<object, Map<string, Feed>>();
+
+/**
+ * One ordered JetStream consumer per connection and prefix, reading the execution events from the
+ * start of the run in batches and then as they come. (Reading them a message per request from
+ * sequence 1 on every poll grew with the run: thousands of requests per poll late in a full run.)
+ */
+function feedOf(client: RawClient, prefix: string): Feed {
+  let byPrefix = feeds.get(client.nc);
+  if (!byPrefix) feeds.set(client.nc, (byPrefix = new Map()));
+  let feed = byPrefix.get(prefix);
+  if (feed) return feed;
+  const f: Feed = { events: [], seq: 0, ready: Promise.resolve() };
+  f.ready = (async () => {
+    const consumer = await jetstream(client.nc).consumers.get(`${prefix}_TOOLPLANE_EVENTS`, { filter_subjects: `${prefix}.toolplane.v1.events.execution.*` });
+    const messages = await consumer.consume({ max_messages: 1000 });
+    void (async () => {
+      for await (const m of messages) {
+        let payload: unknown;
+        try {
+          payload = m.json();
+        } catch {
+          payload = null;
+        }
+        f.events.push({ kind: m.subject.split('.').pop()!, payload, seq: m.seq });
+        f.seq = m.seq;
+      }
+    })().catch(() => undefined);
+  })();
+  byPrefix.set(prefix, f);
+  return f;
+}
+
+/**
+ * The execution events of the run's stream for these executions (subject tail and payload), in
+ * stream order: every one stored when it is called (it waits until its read has reached the last
+ * stored execution event).
+ */
 export async function executionEvents(client: RawClient, prefix: string, executionIds: readonly string[]): Promise<Array<{ kind: string; payload: any }>> {
+  const feed = feedOf(client, prefix);
+  await feed.ready;
   const jsm = await jetstreamManager(client.nc);
   const stream = `${prefix}_TOOLPLANE_EVENTS`;
-  const subject = `${prefix}.toolplane.v1.events.execution.*`;
+  const lasts = await Promise.all(KINDS.map((k) => jsm.streams.getMessage(stream, { last_by_subj: `${prefix}.toolplane.v1.events.execution.${k}` }).then((m) => m?.seq ?? 0, () => 0)));
+  const target = Math.max(0, ...lasts);
+  await eventually(async () => feed.seq, (seq) => seq >= target, 30_000, 10);
   const wanted = new Set(executionIds);
-  const out: Array<{ kind: string; payload: any }> = [];
-  // Only the execution events: each read jumps to the next message on their subjects.
-  for (let seq = 1; ; ) {
-    const m = await jsm.streams.getMessage(stream, { seq, next_by_subj: subject } as unknown as { seq: number }).catch(() => null);
-    if (!m) return out;
-    const p = m.json<{ execution_id: string }>();
-    if (wanted.has(p.execution_id)) out.push({ kind: m.subject.split('.').pop()!, payload: p });
-    seq = m.seq + 1;
-  }
+  return feed.events.filter((e) => wanted.has((e.payload as { execution_id?: string } | null)?.execution_id ?? '')).map(({ kind, payload }) => ({ kind, payload }));
 }
 
 /** Polls the events stream until each execution has an event of one of `kinds`. */
