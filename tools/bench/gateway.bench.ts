@@ -23,6 +23,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
+import { MCP_SESSIONS_BUCKET } from '@toolplane/contracts';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
@@ -40,7 +41,6 @@ const CONCURRENCY = 16;
 /** Sessions opened (and closed) at once in phase 4. */
 const OPENING = 25;
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_MS ?? 20 * 60_000);
-const SESSIONS_BUCKET = 'TOOLPLANE_MCP_SESSIONS';
 const AGENT = 'bench-agent';
 const TRIVIAL = `def ping(x: int) -> int:
     """Return x.
@@ -357,7 +357,7 @@ async function main(): Promise<void> {
     // 4. Sessions held: SESSIONS SDK clients, each initialized with its GET stream open.
     await Promise.all(open.splice(0).map(closeSession));
     const gwPid = gateway.proc.pid!;
-    const bucket = `${prefix}_${SESSIONS_BUCKET}`;
+    const bucket = `${prefix}_${MCP_SESSIONS_BUCKET}`;
     let streams = 0;
     let streamRefused = 0;
     const counting: FetchLike = async (input, init) => {
@@ -445,7 +445,7 @@ async function main(): Promise<void> {
     await stack?.stop();
     await dropDatabase(db).catch(() => undefined);
     await deleteStreams(prefix).catch(() => undefined);
-    await deleteKvStream(`KV_${prefix}_${SESSIONS_BUCKET}`);
+    await deleteKvStream(`KV_${prefix}_${MCP_SESSIONS_BUCKET}`);
   }
 }
 

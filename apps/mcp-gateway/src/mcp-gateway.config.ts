@@ -63,8 +63,8 @@ export const gatewayEnvShape = {
   /** A POST body larger than this is refused with 413 before it is parsed. */
   GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
   /** Requests per second per token (a token bucket of GATEWAY_RATE_BURST), past which 429 with Retry-After. */
-  GATEWAY_RATE_PER_SECOND: z.coerce.number().min(0.1).default(50),
-  GATEWAY_RATE_BURST: z.coerce.number().int().min(1).default(200),
+  GATEWAY_RATE_PER_SECOND: z.coerce.number().min(0.1).default(200),
+  GATEWAY_RATE_BURST: z.coerce.number().int().min(1).default(400),
   /** An idle session is forgotten after this long (its KV entry expires); the client then gets 404 and initializes again. */
   GATEWAY_SESSION_TTL_MS: z.coerce.number().int().min(10_000).default(3_600_000),
   /** tools/call waits at most this long for a result (the client's own timeout is usually shorter: it cancels first). */

@@ -1,14 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { Kvm, type KV } from '@nats-io/kv';
-import { McpSessionClosed, type EventOf } from '@toolplane/contracts';
+import { MCP_SESSIONS_BUCKET, McpSessionClosed, type EventOf } from '@toolplane/contracts';
 import { MessagingClient, streamName } from '@toolplane/messaging';
 import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
 import { randomBytes } from 'node:crypto';
 import type { GatewayConfig } from '../mcp-gateway.config';
 import type { SessionRecord } from './session';
 
-/** The KV bucket of MCP sessions (prefixed per deployment like every stream). */
-export const SESSIONS_BUCKET = 'TOOLPLANE_MCP_SESSIONS';
 /** Records kept per replica (a hit saves a KV read per request). */
 const LOCAL_MAX = 50_000;
 
@@ -88,7 +86,7 @@ export class SessionStore implements OnModuleInit {
 
   private bucket(): Promise<KV> {
     this.kv ??= new Kvm(this.messaging.nc)
-      .create(streamName(this.messaging.prefix, SESSIONS_BUCKET), { ttl: this.config.GATEWAY_SESSION_TTL_MS, history: 1 })
+      .create(streamName(this.messaging.prefix, MCP_SESSIONS_BUCKET), { ttl: this.config.GATEWAY_SESSION_TTL_MS, history: 1 })
       .catch((e: unknown) => {
         this.kv = undefined;
         throw e;
