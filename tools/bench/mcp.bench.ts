@@ -9,56 +9,20 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createDatabase, dropDatabase } from '../../test/support/database';
 import { databaseUrlFor } from '../../test/support/env';
 import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
 import { RawClient } from '../../test/support/nats-client';
 import { startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { HEADER, measure, measureInterleaved, row, type Summary } from './stats';
+import { cpuMs, HEADER, measure, measureInterleaved, pidsOf, row, writesOf, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const TOOLS = 1000;
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 300);
 const say = (line: string) => process.stdout.write(`${line}\n`);
-
-/** CPU time (user + system, ms) of each process so far, from /proc (Linux); {} elsewhere. */
-function cpuMs(pids: Record<string, number[]>): Record<string, number> {
-  if (!existsSync('/proc/self/stat')) return {};
-  const ticks = (pid: number) => {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return Number(f[11]) + Number(f[12]);
-    } catch {
-      return 0;
-    }
-  };
-  // Clock ticks are 10 ms on Linux (USER_HZ 100).
-  return Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((a, p) => a + ticks(p) * 10, 0)]));
-}
-
-/** Write syscalls of each process so far (/proc/<pid>/io syscw; Linux, same user): each NATS flush is one. */
-function writesOf(pids: Record<string, number[]>): Record<string, number> {
-  const writes = (pid: number) => {
-    try {
-      return Number(/syscw: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
-    } catch {
-      return 0;
-    }
-  };
-  return Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((a, p) => a + writes(p), 0)]));
-}
-
-function pidsOf(name: string): number[] {
-  try {
-    return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 async function countTools(client: RawClient, org: string, tag: string): Promise<number> {
   let n = 0;
