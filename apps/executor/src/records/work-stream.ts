@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ExecutionWork } from '@toolplane/contracts';
-import { streamName, withPrefix } from '@toolplane/messaging';
+import { ensureStream, streamName, withPrefix } from '@toolplane/messaging';
 import type { ExecutorConfig } from '../executor.config';
 
 /** The async work stream of this deployment (prefix) and its one durable consumer, shared by every executor. */
@@ -20,24 +20,14 @@ type WorkConfig = Pick<ExecutorConfig, 'EXECUTION_ACK_WAIT_MS' | 'EXECUTION_MAX_
 export async function ensureWorkStream(nc: NatsConnection, prefix: string, c: WorkConfig): Promise<void> {
   const jsm = await jetstreamManager(nc);
   const { stream, consumer, subject } = workStreamNames(prefix);
-  try {
-    await jsm.streams.info(stream);
-  } catch {
-    try {
-      await jsm.streams.add({
-        name: stream,
-        subjects: [subject],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        max_age: 7 * 24 * 3600 * 1e9,
-        duplicate_window: 120 * 1e9,
-      });
-    } catch (e) {
-      await jsm.streams.info(stream).catch(() => {
-        throw e;
-      });
-    }
-  }
+  await ensureStream(nc, {
+    name: stream,
+    subjects: [subject],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    max_age: 7 * 24 * 3600 * 1e9,
+    duplicate_window: 120 * 1e9,
+  });
   const config = {
     durable_name: consumer,
     ack_policy: AckPolicy.Explicit,

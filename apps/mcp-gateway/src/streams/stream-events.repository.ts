@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { MCP_EVENTS_STREAM, MCP_EVENTS_SUBJECTS, McpStreamEvent } from '@toolplane/contracts';
-import { decodeJson, encodeJson, MessagingClient, parseContract, streamName, withPrefix } from '@toolplane/messaging';
+import { decodeJson, encodeJson, ensureStream, MessagingClient, parseContract, streamName, withPrefix } from '@toolplane/messaging';
 import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
 import type { GatewayConfig } from '../mcp-gateway.config';
 
@@ -115,30 +115,17 @@ export class StreamEventsRepository implements OnModuleInit {
     return this.created;
   }
 
-  private async create(): Promise<string> {
-    const jsm = await jetstreamManager(this.messaging.nc);
-    const name = streamName(this.messaging.prefix, MCP_EVENTS_STREAM);
-    try {
-      await jsm.streams.info(name);
-    } catch {
-      try {
-        await jsm.streams.add({
-          name,
-          subjects: [withPrefix(this.messaging.prefix, MCP_EVENTS_SUBJECTS)],
-          retention: RetentionPolicy.Limits,
-          storage: StorageType.File,
-          discard: DiscardPolicy.Old,
-          max_age: this.config.GATEWAY_STREAM_RETENTION_MS * 1e6,
-          max_bytes: this.config.GATEWAY_STREAM_MAX_BYTES,
-          max_msg_size: 1024 * 1024,
-          duplicate_window: 30 * 1e9,
-        });
-      } catch (e) {
-        await jsm.streams.info(name).catch(() => {
-          throw e;
-        });
-      }
-    }
-    return name;
+  private create(): Promise<string> {
+    return ensureStream(this.messaging.nc, {
+      name: streamName(this.messaging.prefix, MCP_EVENTS_STREAM),
+      subjects: [withPrefix(this.messaging.prefix, MCP_EVENTS_SUBJECTS)],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      discard: DiscardPolicy.Old,
+      max_age: this.config.GATEWAY_STREAM_RETENTION_MS * 1e6,
+      max_bytes: this.config.GATEWAY_STREAM_MAX_BYTES,
+      max_msg_size: 1024 * 1024,
+      duplicate_window: 30 * 1e9,
+    });
   }
 }
