@@ -44,7 +44,7 @@ const feeds = new WeakMap<object, Map<string, Feed>>();
 function feedOf(client: RawClient, prefix: string): Feed {
   let byPrefix = feeds.get(client.nc);
   if (!byPrefix) feeds.set(client.nc, (byPrefix = new Map()));
-  let feed = byPrefix.get(prefix);
+  const feed = byPrefix.get(prefix);
   if (feed) return feed;
   const f: Feed = { events: [], seq: 0, ready: Promise.resolve() };
   f.ready = (async () => {
