@@ -8,11 +8,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONFORMANCE_TOOLS, ConformanceUpstream } from '../support/conformance-upstream';
-import { testPrefix, uniqueOrg } from '../support/context';
+import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { ROOT } from '../support/env';
 import { agentEndpoint, gatewayUrl } from '../support/gateway';
 import { startEverythingHttp } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
+import { startApp, stopProcess, type RunningApp } from '../support/stack';
 
 /**
  * The official MCP conformance suite (@modelcontextprotocol/conformance) in `server` mode against
@@ -28,7 +29,10 @@ import { RawClient } from '../support/nats-client';
  * | tools-call-simple-text/-image/-audio/       | applicable     | an MCP upstream's content comes back as it sent it                  |
  * |   -embedded-resource/-mixed-content/-error  |                |                                                                     |
  * | server-sse-multiple-streams                 | applicable     | concurrent POSTs of one session                                     |
- * | server-sse-polling                          | applicable     | 2 WARNINGs, which the upstream alone gives too (EXPECTED_WARNINGS)  |
+ * | server-sse-polling                          | applicable     | the gateway answers a call with no progress token as JSON (the      |
+ * |                                             |                |   scenario's SSE checks then do not apply); run again against a     |
+ * |                                             |                |   gateway that always streams: 2 WARNINGs, which the upstream alone |
+ * |                                             |                |   gives too (STREAMING_WARNINGS)                                    |
  * | dns-rebinding-protection                    | applicable     | Host/Origin checked before the token; a loopback Host's own origin  |
  * |                                             |                |   is accepted, any other origin not configured is refused (403)     |
  * | tools-call-with-progress                    | applicable     | the upstream's progress, relayed mcp-sync → executor → gateway      |
@@ -76,12 +80,15 @@ const NOT_APPLICABLE = [
   ...['prompts-list', 'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource', 'prompts-get-with-image'],
 ];
 
+/** Scenarios about SSE streams: run again against a gateway that answers every call on a stream (GATEWAY_JSON_RESPONSES=false). */
+const SSE_SCENARIOS = ['server-sse-polling', 'server-sse-multiple-streams'];
+
 /**
- * WARNINGs an applicable scenario gives whatever the server: server-sse-polling POSTs with
- * `mcp-protocol-version: 2025-03-26`, and the SDK's transport sends the priming event (and its
- * retry field) only to clients of 2025-11-25 or later — the upstream alone gives the same two.
+ * WARNINGs a scenario gives on a streaming gateway whatever the server: server-sse-polling POSTs
+ * with `mcp-protocol-version: 2025-03-26`, and the SDK's transport sends the priming event (and
+ * its retry field) only to clients of 2025-11-25 or later — the upstream alone gives the same two.
  */
-const EXPECTED_WARNINGS: Record<string, string[]> = { 'server-sse-polling': ['server-sse-priming-event', 'server-sse-retry-field'] };
+const STREAMING_WARNINGS: Record<string, string[]> = { 'server-sse-polling': ['server-sse-priming-event', 'server-sse-retry-field'] };
 
 
 /** The tool scenarios run against server-everything directly and through the gateway. */
@@ -195,6 +202,8 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
   const stops: Array<() => Promise<void>> = [];
   const agent = 'conformance-agent';
   let gatewayAgentUrl: string;
+  let streamingAgentUrl: string;
+  let streamingGateway: RunningApp | undefined;
   let everythingDirect: string;
   let everythingViaGateway: string;
   const results = { applicable: 0, passed: 0, checks: 0, sameAsDirect: 0, compared: 0 };
@@ -204,15 +213,19 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     return r;
   };
   /** Syncs `url` into a new org, attaches every tool it gave to the agent, and proxies the agent's endpoint with the org's token. */
-  const serveThroughGateway = async (label: string, url: string): Promise<{ endpoint: string; tools: string[] }> => {
+  const serveThroughGateway = async (label: string, url: string, gateways: string[] = [gatewayUrl()]): Promise<{ endpoint: string; tools: string[]; endpoints: string[] }> => {
     const org = uniqueOrg(label);
     const added = ok(await nats.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: label, transport: 'streamable_http', url } }, { timeoutMs: 30_000 }));
     expect(added.sync).toMatchObject({ complete: true, errors: [], invalid: 0 });
     const tools: string[] = ok(await nats.req('toolplane.v1.tools.list', { org_id: org, tags: [`mcp:${label}`], limit: 200 })).tools.map((t: any) => t.name);
     ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: tools }));
-    const proxy = await bearerProxy(gatewayUrl(), await nats.tokenFor(org));
-    stops.push(proxy.stop);
-    return { endpoint: agentEndpoint(agent, proxy.url), tools };
+    const endpoints: string[] = [];
+    for (const gateway of gateways) {
+      const proxy = await bearerProxy(gateway, await nats.tokenFor(org));
+      stops.push(proxy.stop);
+      endpoints.push(agentEndpoint(agent, proxy.url));
+    }
+    return { endpoint: endpoints[0]!, tools, endpoints };
   };
 
   beforeAll(async () => {
@@ -222,9 +235,13 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     const everything = await startEverythingHttp('streamableHttp');
     stops.push(everything.stop);
     everythingDirect = everything.url;
-    const served = await serveThroughGateway('conformance', upstream.url);
+    // A second gateway of the run's stack that answers every call on an SSE stream.
+    streamingGateway = await startApp('mcp-gateway', { prefix: testPrefix(), databaseUrl: testDatabaseUrl(), appEnv: { 'mcp-gateway': { GATEWAY_JSON_RESPONSES: 'false' } } });
+    stops.push(() => stopProcess(streamingGateway!.proc).then(() => undefined));
+    const served = await serveThroughGateway('conformance', upstream.url, [gatewayUrl(), `http://127.0.0.1:${streamingGateway.httpPort}`]);
     expect(served.tools.sort()).toEqual(CONFORMANCE_TOOLS.map((t) => t.def.name).sort());
     gatewayAgentUrl = served.endpoint;
+    streamingAgentUrl = served.endpoints[1]!;
     everythingViaGateway = (await serveThroughGateway('everything', everything.url)).endpoint;
   }, 120_000);
 
@@ -258,14 +275,27 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
       scenario,
       exit: 0,
       failed: [],
-      warnings: EXPECTED_WARNINGS[scenario] ?? [],
+      warnings: [],
       report: '',
     });
-    // Something was checked (server-sse-polling's verdicts are warnings and infos: the tool's answer must be among them).
-    if (scenario === 'server-sse-polling') expect(o.checks.some((c) => c.description === 'Received tool response on POST stream')).toBe(true);
+    // Something was checked (server-sse-polling's verdicts are infos here: the JSON answer is one).
+    if (scenario === 'server-sse-polling') expect(o.checks.some((c) => c.id === 'server-sse-content-type')).toBe(true);
     else expect(o.passed.length).toBeGreaterThan(0);
     results.passed += 1;
     results.checks += o.passed.length;
+  }, 60_000);
+
+  it.each(SSE_SCENARIOS)('%s passes through a gateway that answers every call on an SSE stream', async (scenario) => {
+    const o = await runScenario(streamingAgentUrl, scenario);
+    expect({ scenario, exit: o.code, failed: o.failed, warnings: o.warnings, report: o.failed.length || o.code ? report(o) : '' }).toEqual({
+      scenario,
+      exit: 0,
+      failed: [],
+      warnings: STREAMING_WARNINGS[scenario] ?? [],
+      report: '',
+    });
+    if (scenario === 'server-sse-polling') expect(o.checks.some((c) => c.description === 'Received tool response on POST stream')).toBe(true);
+    else expect(o.passed.length).toBeGreaterThan(0);
   }, 60_000);
 
   it('by default accepts only a loopback Host’s own origin: another port or another name is refused', async () => {

@@ -74,6 +74,12 @@ export const gatewayEnvShape = {
   /** tools/list page size. */
   GATEWAY_PAGE_SIZE: z.coerce.number().int().min(1).max(200).default(100),
   /**
+   * Answer a POST as plain JSON when nothing can come before its answers (no progress token, no
+   * approval to ask for by elicitation, no waiting tasks/result): no SSE stream and nothing stored
+   * for it. Off: every request that carries a call is answered on an SSE stream.
+   */
+  GATEWAY_JSON_RESPONSES: boolEnv.default(true),
+  /**
    * Resumable SSE streams (MCP "Resumability and Redelivery"): every event sent on a POST's SSE
    * stream is stored in JetStream, and a client whose connection broke resumes it (GET with
    * Last-Event-ID) on any replica. Off: no event is stored, and a dropped connection cancels its call.

@@ -1,6 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, isJSONRPCRequest, LATEST_PROTOCOL_VERSION, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  LATEST_PROTOCOL_VERSION,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { ToolplaneError, ToolsetsGet } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
@@ -16,6 +25,7 @@ import { SessionStore } from '../sessions/session-store';
 import { parseEventId, RequestEventStore } from '../streams/request-event-store';
 import { StreamEventsRepository } from '../streams/stream-events.repository';
 import { StreamResumeService } from '../streams/stream-resume.service';
+import { EndpointToolsService } from '../tools/endpoint-tools.service';
 import { RateLimiter } from './rate-limiter';
 
 const tracer = trace.getTracer('mcp-gateway');
@@ -61,6 +71,7 @@ export class McpHttpService {
     private readonly messaging: MessagingClient,
     private readonly streamEvents: StreamEventsRepository,
     private readonly resumes: StreamResumeService,
+    private readonly endpointTools: EndpointToolsService,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {
     this.limiter = new RateLimiter(config.GATEWAY_RATE_PER_SECOND, config.GATEWAY_RATE_BURST);
@@ -142,10 +153,20 @@ export class McpHttpService {
       res.writeHead(202).end();
       return;
     }
-    const server = this.servers.create(caller, endpoint, session);
-    const requests = messages.filter(isJSONRPCRequest).map((m: JSONRPCRequest) => m.id);
-    const events = this.config.GATEWAY_RESUMABLE_STREAMS ? new RequestEventStore(this.streamEvents, identityDigest(sessionId), requests, this.config.GATEWAY_STREAM_HEARTBEAT_MS) : undefined;
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, ...(events ? { eventStore: events, retryInterval: this.config.GATEWAY_SSE_RETRY_MS } : {}) });
+    const requests = messages.filter(isJSONRPCRequest);
+    // A stream only where the server may speak before it answers (progress, an approval asked by
+    // elicitation, a long tasks/result): the rest is answered as plain JSON — no SSE framing, no
+    // stored events (the common tools/call costs two JetStream publishes less).
+    const streaming = !this.config.GATEWAY_JSON_RESPONSES || (await this.needsStream(caller, endpoint, session, requests));
+    const server = this.servers.create(caller, endpoint, session, undefined, !streaming);
+    const ids = requests.map((m: JSONRPCRequest) => m.id);
+    const events = streaming && this.config.GATEWAY_RESUMABLE_STREAMS ? new RequestEventStore(this.streamEvents, identityDigest(sessionId), ids, this.config.GATEWAY_STREAM_HEARTBEAT_MS) : undefined;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      ...(streaming ? {} : { enableJsonResponse: true }),
+      ...(events ? { eventStore: events, retryInterval: this.config.GATEWAY_SSE_RETRY_MS } : {}),
+    });
+    const answered = events?.answered ?? answeredBy(transport, ids);
     const release = this.live.serve(sessionId, transport);
     let guard: NodeJS.Timeout | undefined;
     const end = () => {
@@ -155,13 +176,27 @@ export class McpHttpService {
       void server.close().catch(() => undefined);
     };
     res.once('close', () => {
-      if (!events) return end();
-      // The connection is gone, maybe not the client: serve on until answered (bounded by the longest a call and an approval may take).
+      if (streaming && !events) return end();
+      // The connection is gone, maybe not the client: a disconnection is no cancellation (MCP
+      // transports); serve on until answered (bounded by the longest a call and an approval may take).
       guard = setTimeout(end, this.config.GATEWAY_CALL_TIMEOUT_MS + this.config.GATEWAY_ELICITATION_TIMEOUT_MS + 60_000).unref();
-      void events.answered.then(end);
+      void answered.then(end);
     });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
+  }
+
+  /** Whether the server may send anything before its answers: a progress token, an approval it may ask for, a tasks/result that waits. */
+  private async needsStream(caller: Caller, endpoint: Endpoint, session: SessionRecord, requests: JSONRPCRequest[]): Promise<boolean> {
+    for (const r of requests) {
+      const params = (r.params ?? {}) as { name?: unknown; task?: unknown; _meta?: { progressToken?: unknown } };
+      if (r.method === 'tools/list' || r.method === 'ping' || r.method === 'tasks/get' || r.method === 'tasks/list' || r.method === 'tasks/cancel') continue;
+      if (r.method !== 'tools/call' || params._meta?.progressToken !== undefined) return true;
+      if (params.task !== undefined || !session.capabilities.elicitation) continue;
+      const tool = typeof params.name === 'string' ? (await this.endpointTools.of(caller.org, endpoint)).byName.get(params.name) : undefined;
+      if (tool?.requiresApproval !== false) return true;
+    }
+    return false;
   }
 
   private async initialize(req: IncomingMessage, res: ServerResponse, caller: Caller, endpoint: Endpoint, init: JSONRPCMessage & { params: Record<string, unknown> }, span: Span): Promise<void> {
@@ -294,6 +329,21 @@ export class McpHttpService {
     this.log.error(`request failed: ${(e as Error)?.message ?? String(e)}`);
     json(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
   }
+}
+
+/** Settles once the transport has sent (or failed to send: the connection is gone) a response to each of `ids`. */
+function answeredBy(transport: StreamableHTTPServerTransport, ids: RequestId[]): Promise<void> {
+  const unanswered = new Set(ids);
+  return new Promise<void>((resolve) => {
+    const send = transport.send.bind(transport);
+    transport.send = async (message, options) => {
+      try {
+        return await send(message, options);
+      } finally {
+        if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && unanswered.delete(message.id) && !unanswered.size) resolve();
+      }
+    };
+  });
 }
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

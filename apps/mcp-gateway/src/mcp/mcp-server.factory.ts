@@ -84,7 +84,11 @@ export class McpServerFactory {
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
-  create(caller: Caller, endpoint: Endpoint, session?: SessionRecord, instructions?: string): Server {
+  /**
+   * `answersAsJson`: the request is answered as plain JSON (nothing can reach the client before the
+   * answer), so no approval is asked by elicitation on it: a held call answers its tool error.
+   */
+  create(caller: Caller, endpoint: Endpoint, session?: SessionRecord, instructions?: string, answersAsJson = false): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       // MCP tasks are Toolplane executions: tasks/get, tasks/result, tasks/cancel and tasks/list read the records.
@@ -109,7 +113,8 @@ export class McpServerFactory {
       }),
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-      const ctx = { caller, endpoint, capabilities: capabilities() };
+      const caps = capabilities();
+      const ctx = { caller, endpoint, capabilities: answersAsJson && caps ? { ...caps, elicitation: undefined } : caps };
       const { name, arguments: args = {}, task } = request.params;
       return mcpSpan<CallToolResult | CreateTaskResult>('tools/call', name, { ...common(extra.requestId), 'gen_ai.tool.name': name, 'gen_ai.operation.name': 'execute_tool' }, () =>
         task ? this.calls.callAsTask(ctx, name, args, task.ttl ?? null) : this.calls.call(ctx, name, args, extra),
