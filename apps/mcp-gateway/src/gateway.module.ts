@@ -4,6 +4,7 @@ import { GatewayAuth, OIDC_VERIFIER } from './auth/gateway-auth';
 import { OidcMetadata } from './auth/oidc-metadata';
 import { OidcVerifier } from './auth/oidc-verifier';
 import { CallToolService } from './calls/call-tool.service';
+import { ConnectionWaits } from './calls/connection-waits';
 import { McpController } from './http/mcp.controller';
 import { McpHttpService } from './http/mcp-http.service';
 import { McpServerFactory } from './mcp/mcp-server.factory';
@@ -24,6 +25,7 @@ import type { GatewayConfig } from './mcp-gateway.config';
     SessionStore,
     LiveSessions,
     EndpointToolsService,
+    ConnectionWaits,
     CallToolService,
     McpServerFactory,
     StreamEventsRepository,

@@ -27,6 +27,7 @@ import type { GatewayConfig } from '../mcp-gateway.config';
 import type { Endpoint } from '../sessions/session';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
 import { toCallToolResult } from '../tools/mcp-tool.mapper';
+import { ConnectionWaits } from './connection-waits';
 import { TASK_POLL_MS } from './execution-tasks';
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -56,21 +57,57 @@ export class CallToolService {
     private readonly messaging: MessagingClient,
     private readonly endpointTools: EndpointToolsService,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+    private readonly connections: ConnectionWaits,
   ) {}
 
   async call(ctx: CallContext, name: string, args: Record<string, unknown>, extra: CallExtra): Promise<CallToolResult> {
     const found = await this.find(ctx, name);
+    // The client's notifications/cancelled aborts extra.signal: the cancel follows the call to the runner.
+    const run = async () =>
+      this.answer(
+        ctx,
+        await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal, ...progressOf(extra) }),
+        extra,
+      );
     try {
-      // The client's notifications/cancelled aborts extra.signal: the cancel follows the call to the runner.
-      const reply = await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), {
-        timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS,
-        signal: extra.signal,
-        ...progressOf(extra),
-      });
-      return await this.answer(ctx, reply, extra);
+      return await run();
     } catch (e) {
+      if (e instanceof ToolplaneError && e.code === ErrorCode.MCP_AUTHORIZATION_REQUIRED) return this.authorization(ctx, e, extra, run);
       return toolLevel(e) ?? Promise.reject(protocolError(e));
     }
+  }
+
+  /**
+   * The MCP server behind the tool needs an authorization (the caller's own account, or the org's):
+   * a client that takes URL-mode elicitation is asked to open the authorization URL, and once the
+   * account is connected the call runs again; any other client gets a tool error with the URL in
+   * its text (and in _meta), so the person at the client can open it.
+   */
+  private async authorization(ctx: CallContext, e: ToolplaneError, extra: CallExtra, retry: () => Promise<CallToolResult>): Promise<CallToolResult> {
+    const d = (e.details ?? {}) as { authorization_url?: string; state?: string; expires_at?: string; server_id?: string; server_name?: string };
+    const url = d.authorization_url;
+    if (url && d.state && d.server_id && ctx.capabilities?.elicitation?.url) {
+      const connected = this.connections.next(ctx.caller.org, ctx.caller.userId, d.server_id);
+      try {
+        const answer = await extra.sendRequest(
+          { method: 'elicitation/create', params: { mode: 'url', elicitationId: d.state, url, message: `Connect your account of ${d.server_name ?? 'the MCP server'} to run this tool` } },
+          ElicitResultSchema,
+          { timeout: this.config.GATEWAY_ELICITATION_TIMEOUT_MS },
+        );
+        if (answer.action === 'accept' && (await connected.wait(this.config.GATEWAY_ELICITATION_TIMEOUT_MS, extra.signal))) {
+          await extra.sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId: d.state } }).catch(() => undefined);
+          return await retry();
+        }
+      } finally {
+        connected.cancel();
+      }
+    }
+    const text = `${e.message}${url ? `: ${url}` : ''}${d.expires_at ? ` (before ${d.expires_at})` : ''}`;
+    return {
+      content: [{ type: 'text', text }],
+      isError: true,
+      _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.remoteTraceId ?? currentTraceId(), ...(url ? { 'toolplane/authorization_url': url, 'toolplane/state': d.state ?? null, 'toolplane/expires_at': d.expires_at ?? null } : {}) },
+    };
   }
 
   /**

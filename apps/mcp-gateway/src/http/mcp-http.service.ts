@@ -186,7 +186,7 @@ export class McpHttpService {
     await transport.handleRequest(req, res, body);
   }
 
-  /** Whether the server may send anything before its answers: a progress token, an approval it may ask for, a tasks/result that waits. */
+  /** Whether the server may send anything before its answers: a progress token, an approval or an account connection it may ask for, a tasks/result that waits. */
   private async needsStream(caller: Caller, endpoint: Endpoint, session: SessionRecord, requests: JSONRPCRequest[]): Promise<boolean> {
     for (const r of requests) {
       const params = (r.params ?? {}) as { name?: unknown; task?: unknown; _meta?: { progressToken?: unknown } };
@@ -194,7 +194,8 @@ export class McpHttpService {
       if (r.method !== 'tools/call' || params._meta?.progressToken !== undefined) return true;
       if (params.task !== undefined || !session.capabilities.elicitation) continue;
       const tool = typeof params.name === 'string' ? (await this.endpointTools.of(caller.org, endpoint)).byName.get(params.name) : undefined;
-      if (tool?.requiresApproval !== false) return true;
+      // An approval to ask for, or an MCP server that may want the caller's account connected (URL elicitation).
+      if (tool?.requiresApproval !== false || (tool.tool.tool_type === 'external_mcp' && session.capabilities.elicitation?.url)) return true;
     }
     return false;
   }
