@@ -4,19 +4,26 @@ import { jsonFile } from './cli.input';
 import { printLine, printRecord, printTable } from './cli.output';
 import { readSecret } from './cli.secret-input';
 
-type Scope = 'sandbox' | 'agent';
-const scopeOf = (o: { agent?: string }): { scope: Scope; agent_id?: string } => (o.agent ? { scope: 'agent', agent_id: o.agent } : { scope: 'sandbox' });
+type Scope = 'sandbox' | 'agent' | 'user';
+type Owner = { agent?: string; user?: string };
+/** --agent: an agent secret; --user: an end user's secret; neither: the org's sandbox env. */
+const scopeOf = (o: Owner): { scope: Scope; agent_id?: string; user_id?: string } => {
+  if (o.agent && o.user) throw new Error('--agent and --user: one or the other (a secret belongs to an agent or to an end user)');
+  if (o.user) return { scope: 'user', user_id: o.user };
+  return o.agent ? { scope: 'agent', agent_id: o.agent } : { scope: 'sandbox' };
+};
 
 /** Secrets, webhook, sandbox configs and org tokens. */
 export function registerAdminCommands(program: Command, ctx: CliContext): void {
-  const secrets = program.command('secrets').description('encrypted sandbox env vars (default) or agent secrets (--agent)');
+  const secrets = program.command('secrets').description("encrypted sandbox env vars (default), agent secrets (--agent) or an end user's secrets (--user)");
   secrets
     .command('set <key>')
     .description('store a secret; its value is read from stdin or a prompt, never from the command line')
     .option('--agent <agent_id>', 'an agent secret instead of a sandbox env var')
+    .option('--user <user_id>', "an end user's secret (wins over the agent's and the org's in that user's calls)")
     .option('--description <text>')
     .allowExcessArguments(false)
-    .action(async (key: string, o: { agent?: string; description?: string }) => {
+    .action(async (key: string, o: Owner & { description?: string }) => {
       const value = await readSecret(`value of ${key}`);
       const client = await ctx.client();
       const { secret } = await client.secrets.set({ org_id: ctx.org, key, value, description: o.description, ...scopeOf(o) });
@@ -25,15 +32,17 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
   secrets
     .command('ls')
     .option('--agent <agent_id>')
-    .action(async (o: { agent?: string }) => {
+    .option('--user <user_id>')
+    .action(async (o: Owner) => {
       const client = await ctx.client();
-      const { secrets: list } = await client.secrets.list({ org_id: ctx.org, ...(o.agent ? scopeOf(o) : {}) });
-      ctx.out({ secrets: list }, () => printTable(list, ['key', 'scope', 'agent_id', 'description', 'updated_at']));
+      const { secrets: list } = await client.secrets.list({ org_id: ctx.org, ...(o.agent || o.user ? scopeOf(o) : {}) });
+      ctx.out({ secrets: list }, () => printTable(list, ['key', 'scope', 'agent_id', 'user_id', 'description', 'updated_at']));
     });
   secrets
     .command('rm <key>')
     .option('--agent <agent_id>')
-    .action(async (key: string, o: { agent?: string }) => {
+    .option('--user <user_id>')
+    .action(async (key: string, o: Owner) => {
       const client = await ctx.client();
       const r = await client.secrets.delete({ org_id: ctx.org, key, ...scopeOf(o) });
       ctx.out(r, () => printLine(`deleted ${key}`));
@@ -88,15 +97,16 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .option('--name <name>', 'what the token is for', 'cli')
     .option('--scopes <scope...>', 'scopes (default: all but admin)')
     .option('--ttl-s <seconds>', 'lifetime', (v) => Number(v))
-    .action(async (o: { name: string; scopes?: string[]; ttlS?: number }) => {
-      const r = await (await ctx.client()).auth.tokens.create({ org_id: ctx.org, name: o.name, scopes: o.scopes, ttl_s: o.ttlS } as never);
+    .option('--user <user_id>', 'bind the token to this end user (its calls are that user\'s; it cannot act as another)')
+    .action(async (o: { name: string; scopes?: string[]; ttlS?: number; user?: string }) => {
+      const r = await (await ctx.client()).auth.tokens.create({ org_id: ctx.org, name: o.name, scopes: o.scopes, ttl_s: o.ttlS, ...(o.user ? { user_id: o.user } : {}) } as never);
       ctx.out(r, () => printRecord(r));
     });
   token.command('ls').action(async () => {
     const client = await ctx.client();
     const all: Array<Record<string, unknown>> = [];
     for await (const t of client.paginate(client.auth.tokens.list, { org_id: ctx.org, limit: 200 }, 'tokens')) all.push(t as Record<string, unknown>);
-    ctx.out({ tokens: all }, () => printTable(all, ['token_id', 'name', 'scopes', 'expires_at', 'revoked_at']));
+    ctx.out({ tokens: all }, () => printTable(all, ['token_id', 'name', 'scopes', 'user_id', 'expires_at', 'revoked_at']));
   });
   token.command('revoke <token_id>').action(async (id: string) => {
     const r = await (await ctx.client()).auth.tokens.revoke({ org_id: ctx.org, token_id: id } as never);

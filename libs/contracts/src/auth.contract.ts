@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OrgId } from './common';
+import { EndUserId, OrgId } from './common';
 import { defineEvent, defineRequest } from './descriptor';
 import { APP_NAMES, Scope } from './identity';
 
@@ -15,6 +15,8 @@ export const TokenMetadata = z.object({
   org_id: z.string().nullable(),
   name: z.string(),
   scopes: z.array(Scope),
+  /** The end user the token is bound to (its calls are that user's); null: it acts for the org. */
+  user_id: z.string().nullable().default(null),
   /** The signing key (a credentials key-ring id): the token stops working when that key leaves the ring. */
   key_id: z.string(),
   created_at: z.string(),
@@ -28,14 +30,17 @@ export const AuthTokensCreate = defineRequest({
   visibility: 'public',
   servedBy: 'credentials',
   scope: 'admin',
-  summary: "Mint a token for the org (shown once, never stored). An org admin can grant only scopes it holds; a platform operator any.",
+  summary:
+    "Mint a token for the org (shown once, never stored). An org admin can grant only scopes it holds; a platform operator any. With user_id the token is bound to that end user: every request it sends that takes a user_id is that user's (filled in when absent), and naming another is FORBIDDEN.",
   request: z.strictObject({
     org_id: OrgId,
     name: z.string().min(1).max(128),
     ttl_s: z.number().int().min(60).max(MAX_TOKEN_TTL_S).default(DEFAULT_TOKEN_TTL_S),
     scopes: z.array(Scope).min(1).max(16).optional(),
+    /** Bind the token to this end user (signed into it as the `uid` claim). */
+    user_id: EndUserId.optional(),
   }),
-  reply: z.object({ token: z.string(), token_id: TokenId, scopes: z.array(Scope), expires_at: z.string() }),
+  reply: z.object({ token: z.string(), token_id: TokenId, scopes: z.array(Scope), expires_at: z.string(), user_id: z.string().nullable().default(null) }),
 });
 
 export const AuthTokensList = defineRequest({

@@ -1,6 +1,18 @@
 import { z } from 'zod';
 
 export const OrgId = z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'org_id: letters, digits, . _ : -');
+/**
+ * The end user a call is made for (org → agent → end user), e.g. the `sub` of the JWT the MCP
+ * gateway verified: an opaque id, recorded on the call's execution and its events, the key of the
+ * user's secrets (`scope: "user"`), and what a token may be bound to. Trimmed; 1–256 characters;
+ * no control characters.
+ */
+export const EndUserId = z
+  .string()
+  .trim()
+  .min(1)
+  .max(256)
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'user_id: no control characters');
 export const JsonObject = z.record(z.string(), z.unknown());
 /** Python/TypeScript identifiers as OpenAI accepts them for function names. */
 export const ToolName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/, 'a function name of 1-64 letters, digits or _');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OrgId } from './common';
+import { EndUserId, OrgId } from './common';
 import { defineEvent, defineRequest } from './descriptor';
 import { PipRequirement, ToolId } from './tool';
 
@@ -18,7 +18,11 @@ export const PROVIDER_CREDENTIAL_KEYS: Readonly<Record<Provider, readonly string
   modal: ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET'],
 };
 
-export const SecretScope = z.enum(['sandbox', 'agent']);
+/**
+ * Whose a secret is: the org's sandbox env (`sandbox`), one agent's (`agent`, with agent_id) or one
+ * end user's (`user`, with user_id). A call's env takes user over agent over org (ExecutionEnvResolve).
+ */
+export const SecretScope = z.enum(['sandbox', 'agent', 'user']);
 export type SecretScope = z.infer<typeof SecretScope>;
 
 /** Variables Toolplane sets on every call; nothing stored or passed can override them. */
@@ -31,13 +35,18 @@ export const AgentId = z.string().min(1).max(128);
 const SecretKey = EnvName.refine((k) => !(RESERVED_ENV_NAMES as readonly string[]).includes(k), { message: 'reserved name (TOOLPLANE_ORG_ID, TOOLPLANE_AGENT_ID, TOOLPLANE_TOOL_ID)' });
 const agentMatchesScope = (r: { scope?: SecretScope; agent_id?: string }): boolean =>
   r.scope === undefined || (r.scope === 'agent') === (r.agent_id !== undefined);
-const agentRule = { message: 'agent_id is required with scope "agent" and not allowed with scope "sandbox"', path: ['agent_id'] };
+const agentRule = { message: 'agent_id is required with scope "agent" and not allowed with the other scopes', path: ['agent_id'] };
+const userMatchesScope = (r: { scope?: SecretScope; user_id?: string }): boolean =>
+  r.scope === undefined || (r.scope === 'user') === (r.user_id !== undefined);
+const userRule = { message: 'user_id is required with scope "user" and not allowed with the other scopes', path: ['user_id'] };
 
 /** A secret as the API shows it: metadata only, never the value. */
 export const SecretMetadata = z.object({
   key: z.string(),
   scope: SecretScope,
   agent_id: z.string().nullable(),
+  /** The end user of a `scope: "user"` secret; null for the others. */
+  user_id: z.string().nullable().default(null),
   provider: Provider.nullable(),
   description: z.string().nullable(),
   /** false: the value is not masked in the tool's output. */
@@ -52,19 +61,22 @@ export const SecretsSet = defineRequest({
   visibility: 'public',
   servedBy: 'credentials',
   scope: 'secrets:write',
-  summary: 'Store (or replace) an encrypted secret: a sandbox-config env var (scope sandbox) or an agent secret (scope agent). The reply never holds the value.',
+  summary:
+    "Store (or replace) an encrypted secret: a sandbox-config env var (scope sandbox), an agent secret (scope agent, agent_id) or an end user's secret (scope user, user_id). The reply never holds the value.",
   request: z
     .strictObject({
       org_id: OrgId,
       scope: SecretScope,
       agent_id: AgentId.optional(),
+      user_id: EndUserId.optional(),
       provider: Provider.optional(),
       key: SecretKey,
       value: EnvValue,
       description: z.string().max(1024).optional(),
       mask: z.boolean().default(true),
     })
-    .refine(agentMatchesScope, agentRule),
+    .refine(agentMatchesScope, agentRule)
+    .refine(userMatchesScope, userRule),
   reply: z.object({ secret: SecretMetadata }),
 });
 
@@ -73,8 +85,8 @@ export const SecretsList = defineRequest({
   visibility: 'public',
   servedBy: 'credentials',
   scope: 'secrets:read',
-  summary: "The org's secrets (keys and metadata, never values), optionally of one scope or one agent.",
-  request: z.strictObject({ org_id: OrgId, scope: SecretScope.optional(), agent_id: AgentId.optional() }),
+  summary: "The org's secrets (keys and metadata, never values), optionally of one scope, one agent or one end user.",
+  request: z.strictObject({ org_id: OrgId, scope: SecretScope.optional(), agent_id: AgentId.optional(), user_id: EndUserId.optional() }),
   reply: z.object({ secrets: z.array(SecretMetadata) }),
 });
 
@@ -85,8 +97,9 @@ export const SecretsDelete = defineRequest({
   scope: 'secrets:write',
   summary: 'Delete one secret of the org.',
   request: z
-    .strictObject({ org_id: OrgId, scope: SecretScope, agent_id: AgentId.optional(), provider: Provider.optional(), key: EnvName })
-    .refine(agentMatchesScope, agentRule),
+    .strictObject({ org_id: OrgId, scope: SecretScope, agent_id: AgentId.optional(), user_id: EndUserId.optional(), provider: Provider.optional(), key: EnvName })
+    .refine(agentMatchesScope, agentRule)
+    .refine(userMatchesScope, userRule),
   reply: z.object({ deleted: z.literal(true) }),
 });
 
@@ -207,10 +220,12 @@ export const ExecutionEnvResolve = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['executor'],
-  summary: 'Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < per-call env < reserved ids.',
+  summary: "Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < the end user's secrets < per-call env < reserved ids.",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: AgentId.optional(),
+    /** The end user the call is made for: their `scope: "user"` secrets win over the agent's and the org's. */
+    user_id: EndUserId.optional(),
     tool_id: ToolId,
     tool_name: z.string().nullable(),
     project_id: z.string().nullable(),
@@ -269,6 +284,8 @@ export const WEBHOOK_REPLAY_WINDOW_S = 300;
 export const WebhookRequestBody = z.object({
   organization_id: z.string(),
   agent_id: z.string().nullable(),
+  /** The end user the call is made for (its execution's user_id); null when it names none. */
+  user_id: z.string().nullable(),
   tool_id: z.string(),
   tool_name: z.string().nullable(),
   project_id: z.string().nullable(),
@@ -280,18 +297,21 @@ export const WebhookReplyBody = z.object({
 });
 
 /**
- * Internal: the values of the org's secrets named in `{{VAR}}` templates (MCP server env, headers,
+ * Internal: the values of the secrets named in `{{VAR}}` templates (MCP server env, headers,
  * tokens). An "org secret" is a `scope: "sandbox"` secret with no agent and no provider — the
- * org-wide value set with `toolplane.v1.secrets.set {scope: "sandbox", key}`; agent secrets and
- * provider-specific values never resolve here.
+ * org-wide value set with `toolplane.v1.secrets.set {scope: "sandbox", key}`. With `agent_id` and
+ * `user_id` the same precedence as a call's env applies: the user's secret (scope user) over the
+ * agent's (scope agent) over the org's, provider-less values only; provider-specific values never
+ * resolve here, and one user's value never answers another user's request.
  */
 export const OrgSecretsResolve = defineRequest({
   subject: 'toolplane.internal.v1.org-secrets.resolve',
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['mcp-sync'],
-  summary: "Decrypt the org-wide secrets (scope sandbox, no agent, no provider) of these names, for MCP server templates; names the org lacks come back in missing.",
-  request: z.strictObject({ org_id: OrgId, names: z.array(EnvName).min(1).max(256) }),
+  summary:
+    "Decrypt the secrets of these names for MCP server templates: the end user's (user_id) over the agent's (agent_id) over the org-wide ones (scope sandbox, no agent, no provider); names none of them has come back in missing.",
+  request: z.strictObject({ org_id: OrgId, agent_id: AgentId.optional(), user_id: EndUserId.optional(), names: z.array(EnvName).min(1).max(256) }),
   reply: z.object({ values: z.record(z.string(), z.string()), missing: z.array(z.string()) }),
 });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, OrgId } from './common';
+import { EndUserId, JsonObject, OrgId } from './common';
 import { Provider } from './credentials.contract';
 import { defineEvent, defineRequest } from './descriptor';
 import type { AppName } from './identity';
@@ -12,17 +12,8 @@ const EnvVars = z
 
 export const ExecutionStatus = z.enum(['success', 'error']);
 
-/**
- * The end user a call is made for (org → agent → end user), e.g. the `sub` of the JWT the MCP
- * gateway verified: an opaque id, recorded on the call's execution and its events. Trimmed; 1–256
- * characters; no control characters.
- */
-export const EndUserId = z
-  .string()
-  .trim()
-  .min(1)
-  .max(256)
-  .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'user_id: no control characters');
+/** The end user a call is made for (defined with the other identifiers: credentials and auth take it too). */
+export { EndUserId } from './common';
 
 /** What a provider (runner-local, mcp-sync) answers the executor for one call; the executor masks, truncates and times it. */
 export const ProviderRunReply = z.object({

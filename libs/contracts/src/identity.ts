@@ -23,9 +23,15 @@ export const TOKEN_ALGORITHM = 'EdDSA';
 /** `sub` of a platform operator token. Org tokens have `sub: "org:<org_id>"` and an `org` claim. */
 export const OPERATOR_SUBJECT = 'operator';
 export const MAX_TOKEN_BYTES = 4096;
+/**
+ * The JWT claim of an org token bound to one end user (`auth.tokens.create {user_id}`): signed with
+ * the rest, so the token's calls are that user's and it cannot act as another (EdgeAuth.bindEndUser).
+ */
+export const TOKEN_USER_CLAIM = 'uid';
 
 /** Who sent a request, as the edge verified it. Handlers read this, never headers. */
 export type Principal =
-  | { kind: 'tenant'; org: string; scopes: ReadonlySet<Scope>; tokenId: string }
+  /** `userId`: the end user the token is bound to (its `uid` claim); absent: the token acts for the org. */
+  | { kind: 'tenant'; org: string; scopes: ReadonlySet<Scope>; tokenId: string; userId?: string }
   | { kind: 'operator'; tokenId: string }
   | { kind: 'service'; app: AppName };

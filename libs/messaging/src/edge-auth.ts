@@ -1,4 +1,5 @@
 import type { Msg } from '@nats-io/transport-node';
+import type { z } from 'zod';
 import { ErrorCode, Headers, ToolplaneError, type AppName, type Principal, type RequestDescriptor } from '@toolplane/contracts';
 import type { ServiceSealer } from './service-seal';
 import type { TokenVerifier } from './token-verifier';
@@ -50,6 +51,61 @@ export class EdgeAuth {
     if (principal.kind !== 'tenant' || typeof request !== 'object' || request === null || !('org_id' in request)) return;
     const orgId = (request as { org_id: unknown }).org_id;
     if (orgId !== principal.org) throw forbidden(`The token is for org ${principal.org}; the request names another org`);
+  }
+
+  /**
+   * A token bound to an end user acts as that user, on every subject whose request takes a
+   * `user_id` (tools.execute, execute-batch, executions.list, secrets.*, auth.tokens.create…): a
+   * request naming another user is FORBIDDEN, one naming none gets the token's user filled in here,
+   * before the contract is checked, so the handler, the records and the events all see it. (A bound
+   * token thus manages only its user's secrets and mints only tokens bound to the same user.) Run
+   * after checkOrg on the decoded body; tokens without a user and services pass untouched.
+   */
+  static bindEndUser(principal: Principal, d: RequestDescriptor, request: unknown): void {
+    if (principal.kind !== 'tenant' || principal.userId === undefined || !requestTakesUserId(d.request)) return;
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return;
+    const body = request as { user_id?: unknown };
+    if (body.user_id === undefined) {
+      body.user_id = principal.userId;
+      return;
+    }
+    // Compared as the contract reads it (trimmed): " alice " is alice, not another user.
+    if (typeof body.user_id !== 'string' || body.user_id.trim() !== principal.userId) {
+      throw forbidden(`The token is bound to end user ${principal.userId}; the request names another user_id`);
+    }
+  }
+}
+
+/** Request schemas that have a top-level `user_id` field, by schema (worked out once per descriptor). */
+const takesUserId = new WeakMap<z.ZodType, boolean>();
+
+/** Whether a request schema has a top-level `user_id` field (through refinements, pipes and unions). */
+export function requestTakesUserId(schema: z.ZodType): boolean {
+  let known = takesUserId.get(schema);
+  if (known === undefined) {
+    known = hasField(schema, 'user_id', 0);
+    takesUserId.set(schema, known);
+  }
+  return known;
+}
+
+function hasField(schema: unknown, field: string, depth: number): boolean {
+  const def = (schema as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
+  if (!def || depth > 8) return false;
+  switch (def.type) {
+    case 'object':
+      return Object.hasOwn(def.shape as object, field);
+    case 'pipe':
+      return hasField(def.in, field, depth + 1);
+    case 'union':
+      return (def.options as unknown[]).some((o) => hasField(o, field, depth + 1));
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'readonly':
+      return hasField(def.innerType, field, depth + 1);
+    default:
+      return false;
   }
 }
 

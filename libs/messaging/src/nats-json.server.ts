@@ -212,6 +212,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             span.setAttribute('toolplane.caller', admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind);
             const json = decodeJson(admitted.body);
             EdgeAuth.checkOrg(admitted.principal, json);
+            EdgeAuth.bindEndUser(admitted.principal, d, json);
             // The wire rule guards what tenants send; a service's message was built from input its own edge checked.
             if (admitted.principal.kind !== 'service') checkWireValue(d, json);
             const request = parseContract(d.request, json, `Request to ${d.subject}`);

@@ -41,6 +41,15 @@ describe('TokenVerifier', () => {
     expect(fetches).toBe(1);
   });
 
+  it("gives the end user a token is bound to (its signed uid claim), and none for an org-wide token", async () => {
+    const v = sut();
+    const bound = await sign({ org: 'acme', sub: 'org:acme', jti: 'tok-u', scope: 'tools:execute', uid: 'auth0|alice' });
+    expect(await v.verify([`Bearer ${bound}`])).toMatchObject({ kind: 'tenant', org: 'acme', userId: 'auth0|alice' });
+    expect(await v.verify([`Bearer ${await orgToken('acme')}`])).not.toHaveProperty('userId');
+    const operator = await sign({ sub: 'operator', jti: 'tok-op', scope: 'admin', uid: 'alice' });
+    await expect(v.verify([`Bearer ${operator}`])).rejects.toThrow('bound to no end user');
+  });
+
   it('checks revocations, deleted orgs and the key ring on every request, cached or not', async () => {
     const v = sut();
     const token = await orgToken('acme', 'tok-9');

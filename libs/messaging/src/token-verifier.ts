@@ -7,6 +7,7 @@ import {
   TOKEN_ALGORITHM,
   TOKEN_AUDIENCE,
   TOKEN_ISSUER,
+  TOKEN_USER_CLAIM,
   ToolplaneError,
   type AuthState,
   type Principal,
@@ -42,6 +43,8 @@ const Claims = z.object({
   exp: z.number(),
   org: z.string().min(1).max(128).optional(),
   scope: z.string().max(1024),
+  /** The end user an org token is bound to (auth.tokens.create {user_id}). */
+  [TOKEN_USER_CLAIM]: z.string().min(1).max(256).optional(),
 });
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/;
@@ -178,12 +181,18 @@ export class TokenVerifier {
     const scopes = c.data.scope.split(' ').filter(Boolean);
     if (!scopes.every((s) => Scope.safeParse(s).success)) throw unauthenticated('The token has an unknown scope');
     const common = { kid, jti: c.data.jti, expiresAt: c.data.exp * 1000 };
+    const userId = c.data[TOKEN_USER_CLAIM];
     if (c.data.sub === OPERATOR_SUBJECT && c.data.org === undefined) {
+      if (userId !== undefined) throw unauthenticated('An operator token is bound to no end user');
       if (scopes.join(' ') !== 'admin') throw unauthenticated('An operator token holds exactly the admin scope');
       return { ...common, principal: { kind: 'operator', tokenId: c.data.jti } };
     }
     if (c.data.org === undefined || c.data.sub !== `org:${c.data.org}`) throw unauthenticated('The token names no org');
-    return { ...common, org: c.data.org, principal: { kind: 'tenant', org: c.data.org, scopes: new Set(scopes as Scope[]), tokenId: c.data.jti } };
+    return {
+      ...common,
+      org: c.data.org,
+      principal: { kind: 'tenant', org: c.data.org, scopes: new Set(scopes as Scope[]), tokenId: c.data.jti, ...(userId !== undefined ? { userId } : {}) },
+    };
   }
 
   private install(s: AuthState): void {

@@ -10,6 +10,10 @@ export class AuthTokenEntity {
   @Column({ name: 'org_id', type: 'text', nullable: true })
   orgId!: string | null;
 
+  /** The end user the token is bound to (signed into it as `uid`); null: it acts for the org. */
+  @Column({ name: 'user_id', type: 'text', nullable: true })
+  userId!: string | null;
+
   @Column({ type: 'text' })
   name!: string;
 

@@ -38,8 +38,15 @@ export class AuthService {
   async create(caller: Principal, req: RequestOf<typeof AuthTokensCreate>): Promise<ReplyOf<typeof AuthTokensCreate>> {
     const scopes = this.grantable(caller, req.scopes);
     if (await this.repo.orgDeleted(req.org_id)) throw forbidden(`Org ${req.org_id} has been deleted: no token can be minted for it`);
-    const minted = await this.minter.mint({ org: req.org_id, name: req.name, scopes, ttlS: req.ttl_s, createdBy: caller.kind === 'service' ? caller.app : caller.tokenId });
-    this.log.log(`minted token ${minted.token_id} (${scopes.join(' ')}) for org ${req.org_id}`);
+    const minted = await this.minter.mint({
+      org: req.org_id,
+      name: req.name,
+      scopes,
+      ...(req.user_id !== undefined ? { userId: req.user_id } : {}),
+      ttlS: req.ttl_s,
+      createdBy: caller.kind === 'service' ? caller.app : caller.tokenId,
+    });
+    this.log.log(`minted token ${minted.token_id} (${scopes.join(' ')}) for org ${req.org_id}${req.user_id !== undefined ? ', bound to an end user' : ''}`);
     return minted;
   }
 
@@ -107,6 +114,7 @@ function toMetadata(t: AuthTokenEntity): TokenMetadata {
     org_id: t.orgId,
     name: t.name,
     scopes: t.scopes as Scope[],
+    user_id: t.userId,
     key_id: t.keyId,
     created_at: t.createdAt.toISOString(),
     expires_at: t.expiresAt.toISOString(),

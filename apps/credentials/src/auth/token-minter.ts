@@ -9,6 +9,8 @@ export interface MintRequest {
   org?: string;
   name: string;
   scopes: readonly Scope[];
+  /** Bound to this end user (org tokens only). */
+  userId?: string;
   ttlS: number;
   /** The minting token's id, or `cli`. */
   createdBy: string;
@@ -26,8 +28,9 @@ export class TokenMinter {
     const jti = `tok-${randomUUID()}`;
     const issuedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
     const expiresAt = new Date(issuedAt.getTime() + t.ttlS * 1000);
-    await this.repo.insert({ id: jti, orgId: t.org ?? null, name: t.name, scopes: [...t.scopes], keyId: this.signer.activeKeyId, createdBy: t.createdBy, expiresAt });
-    const token = await this.signer.sign({ jti, org: t.org, scopes: t.scopes, issuedAt, expiresAt });
-    return { token, token_id: jti, scopes: [...t.scopes], expires_at: expiresAt.toISOString() };
+    const userId = t.org !== undefined ? t.userId : undefined;
+    await this.repo.insert({ id: jti, orgId: t.org ?? null, userId: userId ?? null, name: t.name, scopes: [...t.scopes], keyId: this.signer.activeKeyId, createdBy: t.createdBy, expiresAt });
+    const token = await this.signer.sign({ jti, org: t.org, scopes: t.scopes, ...(userId !== undefined ? { userId } : {}), issuedAt, expiresAt });
+    return { token, token_id: jti, scopes: [...t.scopes], expires_at: expiresAt.toISOString(), user_id: userId ?? null };
   }
 }

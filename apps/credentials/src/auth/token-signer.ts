@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OPERATOR_SUBJECT, TOKEN_ALGORITHM, TOKEN_AUDIENCE, TOKEN_ISSUER, type Scope } from '@toolplane/contracts';
+import { OPERATOR_SUBJECT, TOKEN_ALGORITHM, TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_USER_CLAIM, type Scope } from '@toolplane/contracts';
 import { deriveKey, ed25519FromSeed } from '@toolplane/crypto';
 import { SignJWT } from 'jose';
 import { createHash, type KeyObject } from 'node:crypto';
@@ -10,6 +10,8 @@ export interface TokenClaims {
   /** undefined: a platform operator token. */
   org?: string;
   scopes: readonly Scope[];
+  /** The end user an org token is bound to (the `uid` claim). */
+  userId?: string;
   issuedAt: Date;
   expiresAt: Date;
 }
@@ -48,7 +50,7 @@ export class TokenSigner {
 
   sign(c: TokenClaims): Promise<string> {
     const kid = this.ring.activeKeyId;
-    return new SignJWT({ scope: c.scopes.join(' '), ...(c.org !== undefined ? { org: c.org } : {}) })
+    return new SignJWT({ scope: c.scopes.join(' '), ...(c.org !== undefined ? { org: c.org } : {}), ...(c.userId !== undefined ? { [TOKEN_USER_CLAIM]: c.userId } : {}) })
       .setProtectedHeader({ alg: TOKEN_ALGORITHM, typ: 'JWT', kid })
       .setIssuer(TOKEN_ISSUER)
       .setAudience(TOKEN_AUDIENCE)

@@ -18,10 +18,10 @@ export interface RotationReport {
 export async function rotateKeys(ds: DataSource, box: SecretBox): Promise<RotationReport> {
   const report: RotationReport = { activeKeyId: box.activeKeyId, secrets: 0, webhooks: 0, oauthTokens: 0, failed: [] };
   await ds.transaction(async (m) => {
-    const rows: Array<{ id: string; org_id: string; scope: string; agent_id: string; provider: string; key: string; key_id: string; ciphertext: Buffer }> =
-      await m.query(`SELECT id, org_id, scope, agent_id, provider, key, key_id, ciphertext FROM credentials.secrets WHERE key_id <> $1 FOR UPDATE`, [box.activeKeyId]);
+    const rows: Array<{ id: string; org_id: string; scope: string; agent_id: string; user_id: string; provider: string; key: string; key_id: string; ciphertext: Buffer }> =
+      await m.query(`SELECT id, org_id, scope, agent_id, user_id, provider, key, key_id, ciphertext FROM credentials.secrets WHERE key_id <> $1 FOR UPDATE`, [box.activeKeyId]);
     for (const r of rows) {
-      const ad = aad.secret({ orgId: r.org_id, scope: r.scope, agentId: r.agent_id, provider: r.provider, key: r.key });
+      const ad = aad.secret({ orgId: r.org_id, scope: r.scope, agentId: r.agent_id, userId: r.user_id, provider: r.provider, key: r.key });
       try {
         const sealed = box.seal(box.open({ keyId: r.key_id, blob: r.ciphertext }, ad, `secret ${r.key}`), ad);
         await m.query(`UPDATE credentials.secrets SET key_id = $1, ciphertext = $2 WHERE id = $3`, [sealed.keyId, sealed.blob, r.id]);

@@ -1,7 +1,20 @@
 import { RESERVED_ENV_NAMES } from '@toolplane/contracts';
 
-/** Where a variable came from, lowest precedence first. */
-export const ENV_LAYERS = ['sandbox', 'webhook', 'agent', 'call', 'reserved'] as const;
+/**
+ * Where a variable came from, lowest precedence first — the one precedence rule of Toolplane's
+ * credentials, for a call's env and for `{{VAR}}` templates alike:
+ *
+ *   1. sandbox   the org's sandbox env (scope sandbox; a provider-specific value over a provider-less one)
+ *   2. webhook   the org's credentials webhook's answer for this call (asked with org, agent, user, tool)
+ *   3. agent     the agent's secrets (scope agent)
+ *   4. user      the end user's secrets (scope user): the most specific owner of a stored value wins
+ *   5. call      the per-call env the caller sent (never masked: it is not a secret of the org)
+ *   6. reserved  TOOLPLANE_ORG_ID / _AGENT_ID / _TOOL_ID, which nothing else may set
+ *
+ * So: user over agent over org, the webhook's answer above the org's stored env and below the
+ * agent's and the user's, the caller's own env above all stored values. Templates use layers 1, 3, 4.
+ */
+export const ENV_LAYERS = ['sandbox', 'webhook', 'agent', 'user', 'call', 'reserved'] as const;
 export type EnvLayer = (typeof ENV_LAYERS)[number];
 
 export interface EnvVar {
@@ -13,9 +26,9 @@ export interface EnvVar {
 export type Layers = Partial<Record<EnvLayer, ReadonlyMap<string, EnvVar>>>;
 
 /**
- * One call's env: sandbox-config vars < webhook credentials < agent secrets < per-call env <
- * reserved ids. A later layer replaces a name entirely (value and mask); only the reserved layer
- * may set a reserved name.
+ * One call's env (or one template's values) in ENV_LAYERS order: sandbox-config vars < webhook
+ * credentials < agent secrets < user secrets < per-call env < reserved ids. A later layer replaces
+ * a name entirely (value and mask); only the reserved layer may set a reserved name.
  */
 export function mergeEnv(layers: Layers): { env: Record<string, string>; maskedKeys: string[] } {
   const merged = new Map<string, EnvVar>();

@@ -2,15 +2,15 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { OrgSecretsResolve, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
-import { SecretsService } from '../secrets/secrets.service';
+import { OrgSecretsService } from './org-secrets.service';
 
-/** Internal: org-wide secret values for other services' `{{VAR}}` templates (mcp-sync). */
+/** Internal: secret values for other services' `{{VAR}}` templates (mcp-sync), user over agent over org. */
 @Controller()
 export class OrgSecretsController {
-  constructor(private readonly secrets: SecretsService) {}
+  constructor(private readonly secrets: OrgSecretsService) {}
 
   @Handles(OrgSecretsResolve)
   resolve(@Payload() req: RequestOf<typeof OrgSecretsResolve>): Promise<ReplyOf<typeof OrgSecretsResolve>> {
-    return this.secrets.orgValues(req.org_id, req.names);
+    return this.secrets.resolve(req);
   }
 }

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
-/** One encrypted value. '' in agent_id / provider means "none" / "every provider". */
+/** One encrypted value. '' in agent_id / user_id / provider means "none" / "none" / "every provider". */
 @Entity({ name: 'secrets', schema: 'credentials' })
 export class SecretEntity {
   @PrimaryGeneratedColumn('uuid')
@@ -10,10 +10,14 @@ export class SecretEntity {
   orgId!: string;
 
   @Column({ type: 'text' })
-  scope!: 'sandbox' | 'agent';
+  scope!: 'sandbox' | 'agent' | 'user';
 
   @Column({ name: 'agent_id', type: 'text' })
   agentId!: string;
+
+  /** The end user of a `user` secret (part of its sealed value's associated data). */
+  @Column({ name: 'user_id', type: 'text' })
+  userId!: string;
 
   @Column({ type: 'text' })
   provider!: string;

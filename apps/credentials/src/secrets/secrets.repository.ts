@@ -5,8 +5,9 @@ import { SecretEntity } from './secret.entity';
 
 export interface SecretIdentity {
   orgId: string;
-  scope: 'sandbox' | 'agent';
+  scope: 'sandbox' | 'agent' | 'user';
   agentId: string;
+  userId: string;
   provider: string;
   key: string;
 }
@@ -27,16 +28,21 @@ export class SecretsRepository {
         .insert()
         .into(SecretEntity)
         .values({ ...id, ...fields, updatedAt: () => 'now()' })
-        .orUpdate(['description', 'mask', 'key_id', 'ciphertext', 'updated_at'], ['org_id', 'scope', 'agent_id', 'provider', 'key'])
+        .orUpdate(['description', 'mask', 'key_id', 'ciphertext', 'updated_at'], ['org_id', 'scope', 'agent_id', 'user_id', 'provider', 'key'])
         .execute();
       return em.getRepository(SecretEntity).findOneByOrFail({ ...id });
     });
   }
 
-  list(orgId: string, f: { scope?: string; agentId?: string }): Promise<SecretEntity[]> {
+  list(orgId: string, f: { scope?: string; agentId?: string; userId?: string }): Promise<SecretEntity[]> {
     return this.ds.getRepository(SecretEntity).find({
-      where: { orgId, ...(f.scope ? { scope: f.scope as SecretEntity['scope'] } : {}), ...(f.agentId ? { agentId: f.agentId } : {}) },
-      order: { scope: 'ASC', agentId: 'ASC', key: 'ASC', provider: 'ASC' },
+      where: {
+        orgId,
+        ...(f.scope ? { scope: f.scope as SecretEntity['scope'] } : {}),
+        ...(f.agentId ? { agentId: f.agentId } : {}),
+        ...(f.userId ? { userId: f.userId } : {}),
+      },
+      order: { scope: 'ASC', agentId: 'ASC', userId: 'ASC', key: 'ASC', provider: 'ASC' },
     });
   }
 
@@ -55,8 +61,21 @@ export class SecretsRepository {
     return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'agent', agentId, provider: In(['', provider]) });
   }
 
-  /** Org-wide secrets (scope sandbox, no agent, no provider) of these keys. */
-  orgWide(orgId: string, keys: string[]): Promise<SecretEntity[]> {
-    return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'sandbox', agentId: '', provider: '', key: In(keys) });
+  /** One end user's secrets for a provider (their own and the provider-less ones). */
+  userFor(orgId: string, userId: string, provider: string): Promise<SecretEntity[]> {
+    return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'user', agentId: '', userId, provider: In(['', provider]) });
+  }
+
+  /**
+   * Provider-less secrets of these keys: the org-wide ones (scope sandbox, no agent), and the
+   * agent's and the user's when named. One query; the caller layers them.
+   */
+  templateValues(orgId: string, keys: string[], who: { agentId?: string; userId?: string }): Promise<SecretEntity[]> {
+    const base = { orgId, provider: '', key: In(keys) };
+    return this.ds.getRepository(SecretEntity).findBy([
+      { ...base, scope: 'sandbox', agentId: '', userId: '' },
+      ...(who.agentId ? [{ ...base, scope: 'agent' as const, agentId: who.agentId, userId: '' }] : []),
+      ...(who.userId ? [{ ...base, scope: 'user' as const, agentId: '', userId: who.userId }] : []),
+    ]);
   }
 }

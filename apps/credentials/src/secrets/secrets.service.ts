@@ -32,18 +32,19 @@ export class SecretsService {
     const id = identity(req);
     const sealed = this.box.seal(req.value, aad.secret(id));
     const row = await this.secrets.upsert(id, { description: req.description ?? null, mask: req.mask, keyId: sealed.keyId, ciphertext: sealed.blob });
+    // An end user's id stays out of the log line (like the value): only that it is one user's.
     this.log.log(`set ${req.scope} secret ${req.key}${req.agent_id ? ` of agent ${req.agent_id}` : ''} in org ${req.org_id} (key ${sealed.keyId})`);
     return { secret: toMetadata(row) };
   }
 
   async list(req: RequestOf<typeof SecretsList>): Promise<ReplyOf<typeof SecretsList>> {
-    const rows = await this.secrets.list(req.org_id, { scope: req.scope, agentId: req.agent_id });
+    const rows = await this.secrets.list(req.org_id, { scope: req.scope, agentId: req.agent_id, userId: req.user_id });
     return { secrets: rows.map(toMetadata) };
   }
 
   async delete(req: RequestOf<typeof SecretsDelete>): Promise<ReplyOf<typeof SecretsDelete>> {
     if (!(await this.secrets.delete(identity(req)))) {
-      throw new ToolplaneError(ErrorCode.SECRET_NOT_FOUND, `No ${req.scope} secret ${req.key} with these scope, agent and provider in this org`, { key: req.key });
+      throw new ToolplaneError(ErrorCode.SECRET_NOT_FOUND, `No ${req.scope} secret ${req.key} with these scope, agent, user and provider in this org`, { key: req.key });
     }
     this.log.log(`deleted ${req.scope} secret ${req.key} in org ${req.org_id}`);
     return { deleted: true };
@@ -59,11 +60,23 @@ export class SecretsService {
     return this.open(await this.secrets.agentFor(orgId, agentId, provider));
   }
 
-  /** Decrypted org-wide values (scope sandbox, no agent, no provider) of these names; the rest are missing. Values are never logged. */
-  async orgValues(orgId: string, names: string[]): Promise<{ values: Record<string, string>; missing: string[] }> {
-    const opened = this.open(await this.secrets.orgWide(orgId, [...new Set(names)]));
-    const values = Object.fromEntries([...opened].map(([k, v]) => [k, v.value]));
-    return { values, missing: names.filter((n) => !Object.hasOwn(values, n)) };
+  /** One end user's decrypted values for a provider; a provider-specific value beats a provider-less one. */
+  async userValues(orgId: string, userId: string, provider: string): Promise<Map<string, SecretValue>> {
+    return this.open(await this.secrets.userFor(orgId, userId, provider));
+  }
+
+  /**
+   * Decrypted provider-less values of these names for `{{VAR}}` templates, one map per owner: the
+   * org's (scope sandbox, no agent), the agent's and the end user's (each only when named). Values
+   * are never logged; the caller layers them (org-secrets, with the env's precedence).
+   */
+  async templateValues(
+    orgId: string,
+    names: string[],
+    who: { agentId?: string; userId?: string },
+  ): Promise<{ sandbox: Map<string, SecretValue>; agent: Map<string, SecretValue>; user: Map<string, SecretValue> }> {
+    const rows = await this.secrets.templateValues(orgId, [...new Set(names)], who);
+    return { sandbox: this.open(rows.filter((r) => r.scope === 'sandbox')), agent: this.open(rows.filter((r) => r.scope === 'agent')), user: this.open(rows.filter((r) => r.scope === 'user')) };
   }
 
   /** Sandbox-scope rows only (no decryption): what a sandbox config's fingerprint covers. */
@@ -82,8 +95,8 @@ export class SecretsService {
   }
 }
 
-function identity(req: { org_id: string; scope: 'sandbox' | 'agent'; agent_id?: string; provider?: string; key: string }): SecretIdentity {
-  return { orgId: req.org_id, scope: req.scope, agentId: req.agent_id ?? '', provider: req.provider ?? '', key: req.key };
+function identity(req: { org_id: string; scope: SecretIdentity['scope']; agent_id?: string; user_id?: string; provider?: string; key: string }): SecretIdentity {
+  return { orgId: req.org_id, scope: req.scope, agentId: req.agent_id ?? '', userId: req.user_id ?? '', provider: req.provider ?? '', key: req.key };
 }
 
 export function toMetadata(r: SecretEntity): SecretMetadata {
@@ -91,6 +104,7 @@ export function toMetadata(r: SecretEntity): SecretMetadata {
     key: r.key,
     scope: r.scope,
     agent_id: r.agentId || null,
+    user_id: r.userId || null,
     provider: (r.provider || null) as SecretMetadata['provider'],
     description: r.description,
     mask: r.mask,

@@ -21,6 +21,8 @@ import { WebhooksRepository } from './webhooks.repository';
 export interface CallContext {
   orgId: string;
   agentId?: string;
+  /** The end user the call is made for: sent to the webhook, and part of its cache key. */
+  userId?: string;
   toolId: string;
   toolName: string | null;
   projectId: string | null;
@@ -33,7 +35,7 @@ export class WebhooksService {
   private readonly log = new Logger(WebhooksService.name);
   private readonly guard: UrlGuard;
   private readonly client: WebhookClient;
-  /** Successful webhook replies by org, agent and tool, for the webhook's cache_ttl_ms; failures are never kept. */
+  /** Successful webhook replies by org, agent, end user and tool, for the webhook's cache_ttl_ms; failures are never kept. */
   private readonly cache: OrgScopedCache<Record<string, string>>;
 
   constructor(
@@ -105,7 +107,8 @@ export class WebhooksService {
   async credentialsFor(ctx: CallContext): Promise<Record<string, string>> {
     const row = await this.stored.get(ctx.orgId, 'webhook', () => this.webhooks.find(ctx.orgId));
     if (!row) return {};
-    const cacheKey = `${ctx.agentId ?? ''}\u0000${ctx.toolId}`;
+    // The user is part of the key: an answer given for one end user (or for none) never answers another's call.
+    const cacheKey = JSON.stringify([ctx.agentId ?? null, ctx.userId ?? null, ctx.toolId]);
     const cached = this.cache.get(ctx.orgId, cacheKey);
     return tracer.startActiveSpan('call credentials webhook', { attributes: { 'toolplane.webhook.fail_mode': row.failMode, 'toolplane.cache.hit': !!cached } }, async (span) => {
       try {
@@ -116,11 +119,11 @@ export class WebhooksService {
             url: row.url,
             signingSecret,
             timeoutMs: row.timeoutMs,
-            body: { organization_id: ctx.orgId, agent_id: ctx.agentId ?? null, tool_id: ctx.toolId, tool_name: ctx.toolName, project_id: ctx.projectId },
+            body: { organization_id: ctx.orgId, agent_id: ctx.agentId ?? null, user_id: ctx.userId ?? null, tool_id: ctx.toolId, tool_name: ctx.toolName, project_id: ctx.projectId },
           });
         };
         // Without caching every call asks the webhook (it may hand out per-call credentials); with
-        // it, concurrent calls of one (agent, tool) share one request, as they would share its reply.
+        // it, concurrent calls of one (agent, user, tool) share one request, as they would share its reply.
         const env = row.cacheTtlMs > 0 ? (await this.cache.load(ctx.orgId, cacheKey, fetchEnv, { ttlMs: row.cacheTtlMs })).value : await fetchEnv();
         span.setAttribute('toolplane.webhook.env_count', Object.keys(env).length);
         return env;

@@ -78,7 +78,20 @@ export class ApprovalsService {
     this.records.publish(row.org_id);
     this.log.log(`execution ${row.execution_id} approved${corrected ? ' with corrected args' : ''}: ${next}`);
     if (next !== 'running') return waitingReply(moved, args);
-    return this.calls.runClaimed(moved, tool, { org_id: row.org_id, args, ...(row.agent_id ? { agent_id: row.agent_id } : {}), ...(stored.env ? { env: stored.env } : {}), ...(row.timeout_ms ? { timeout_ms: row.timeout_ms } : {}) }, started);
+    // The approved call runs for the end user it was made for (the record's user_id), not the approver.
+    return this.calls.runClaimed(
+      moved,
+      tool,
+      {
+        org_id: row.org_id,
+        args,
+        ...(row.agent_id ? { agent_id: row.agent_id } : {}),
+        ...(row.user_id ? { user_id: row.user_id } : {}),
+        ...(stored.env ? { env: stored.env } : {}),
+        ...(row.timeout_ms ? { timeout_ms: row.timeout_ms } : {}),
+      },
+      started,
+    );
   }
 
   async deny(req: RequestOf<typeof ExecutionsDeny>): Promise<ReplyOf<typeof ExecutionsDeny>> {

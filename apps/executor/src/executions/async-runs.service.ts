@@ -186,6 +186,8 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
       org_id: row.org_id,
       args: stored.args,
       ...(row.agent_id ? { agent_id: row.agent_id } : {}),
+      // The record keeps the end user: a queued call resolves that user's secrets when it runs.
+      ...(row.user_id ? { user_id: row.user_id } : {}),
       ...(stored.env ? { env: stored.env } : {}),
       ...(row.timeout_ms ? { timeout_ms: row.timeout_ms } : {}),
     };

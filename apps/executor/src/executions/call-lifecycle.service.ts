@@ -15,8 +15,6 @@ export type CallKind = 'run' | 'approval' | 'client';
 /** A call as tools.execute (or a batch) gives it, once its tool is known and its args checked. */
 export interface CheckedCall extends CallRequest {
   mode: 'sync' | 'async';
-  /** The end user the call is made for: recorded, not (yet) used to resolve its env. */
-  user_id?: string;
   /** The tool set the call is made through (its membership and approval already decided): recorded. */
   toolset?: string;
   idempotency_key?: string;

@@ -8,6 +8,8 @@ import type { ExecutorConfig } from '../executor.config';
 export interface CallRef {
   org_id: string;
   agent_id?: string;
+  /** The end user the call is made for: their secrets join the env, and the reply is reused for that user only. */
+  user_id?: string;
   env?: Record<string, string>;
 }
 
@@ -18,7 +20,7 @@ type EnvReply = ReplyOf<typeof ExecutionEnvResolve>;
  *
  * A reply the credentials service marks reusable (`cache_ttl_ms` > 0: the org has no webhook, so
  * the env depends only on stored secrets and configs) is reused for the identical request — same
- * org, agent, tool, provider and per-call env — until the earliest of: its TTL, this executor's
+ * org, agent, end user, tool, provider and per-call env — until the earliest of: its TTL, this executor's
  * CREDENTIALS_ENV_CACHE_TTL_MS, a CredentialsChanged broadcast for the org (sent by credentials on
  * every write of secrets, sandbox configs and webhooks, before it answers the write), or any
  * interruption of the NATS connection (a broadcast may have been missed). A reply whose request
@@ -57,6 +59,7 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     const req: RequestIn<typeof ExecutionEnvResolve> = {
       org_id: call.org_id,
       ...(call.agent_id ? { agent_id: call.agent_id } : {}),
+      ...(call.user_id ? { user_id: call.user_id } : {}),
       tool_id: tool.id,
       tool_name: tool.name,
       project_id: tool.project_id,
@@ -64,7 +67,8 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
       ...(call.env ? { env: call.env } : {}),
     };
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return this.ask(req);
-    const key = JSON.stringify([req.agent_id ?? null, req.tool_id, req.tool_name, req.project_id, provider ?? null, req.env ?? null]);
+    // The end user is part of the key: one user's env (their secrets) never answers another user's call, nor one without a user.
+    const key = JSON.stringify([req.agent_id ?? null, req.user_id ?? null, req.tool_id, req.tool_name, req.project_id, provider ?? null, req.env ?? null]);
     const hit = this.replies.get(call.org_id, key);
     const span = trace.getActiveSpan();
     span?.setAttribute('toolplane.cache.hit', hit !== undefined);

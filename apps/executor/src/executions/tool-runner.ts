@@ -32,8 +32,11 @@ const RUNNABLE_SOURCE_TYPES = new Set(['python', 'typescript', 'javascript']);
 type ResolvedEnv = ReplyOf<typeof ExecutionEnvResolve>;
 type RunReply = ReplyOf<typeof LocalRunnerRun>;
 
-/** What running a call needs beyond its tool (a tools.execute request, or a stored async/approved call). */
-export type CallRequest = Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id' | 'env' | 'timeout_ms'>;
+/**
+ * What running a call needs beyond its tool (a tools.execute request, or a stored async/approved
+ * call, rebuilt from its record: `user_id` is the record's). `user_id` picks the end user's secrets.
+ */
+export type CallRequest = Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id' | 'user_id' | 'env' | 'timeout_ms'>;
 
 /**
  * Errors that prove the tool did not start (the provider could not take it, its environment is
@@ -89,7 +92,7 @@ export class ToolRunner {
       const call = tool.tool_type === 'letta_builtin' ? builtinCall(tool, req) : { tool, req, language: undefined };
       this.assertExecutable(call.tool);
       // The tool's provider (metadata_.sandbox), else the org's default: credentials decides and
-      // resolves the env for it, once per call (sandbox vars < webhook < agent secrets < req.env < reserved ids).
+      // resolves the env for it, once per call (sandbox vars < webhook < agent < user secrets < req.env < reserved ids).
       const wanted = providerOf(call.tool);
       resolved = await step('resolve env', () => this.credentials.resolveEnv(call.req, call.tool, wanted));
       const first = resolved.provider;

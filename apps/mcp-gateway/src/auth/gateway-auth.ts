@@ -52,7 +52,7 @@ export class GatewayAuth implements OnModuleInit, OnModuleDestroy {
       throw e;
     }
     if (principal.kind !== 'tenant') throw new AuthRefused(403, 'insufficient_scope', 'A platform operator token cannot use MCP endpoints: mint an org token');
-    return { org: principal.org, scopes: principal.scopes, identity: `token:${principal.tokenId}`, userId: null, via: 'org-token' };
+    return { org: principal.org, scopes: principal.scopes, identity: `token:${principal.tokenId}`, userId: principal.userId ?? null, via: 'org-token' };
   }
 }
 
