@@ -38,6 +38,12 @@ export const mcpSyncEnvShape = {
   MCP_MAX_TOOLS_PER_SERVER: z.coerce.number().int().min(1).max(10_000).default(5000),
   /** Live connections kept per server (calls spread over them; stdio servers keep one). */
   MCP_POOL_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
+  /**
+   * Servers connected per end user (an `account: "user"` server, or one whose templates use the
+   * user's secrets): at most this many (user, server) pools are kept; past it the least recently
+   * used idle one is closed.
+   */
+  MCP_POOL_MAX_USER_POOLS: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** A connection unused this long is closed. */
   MCP_IDLE_CLOSE_MS: ms(600_000, 1000),
   MCP_RECONNECT_BASE_MS: ms(250, 10),

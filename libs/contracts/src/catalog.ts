@@ -4,6 +4,7 @@ import {
   ExecutionEnvResolve,
   McpOAuthTokensDelete,
   McpOAuthTokensFetch,
+  McpOAuthTokensList,
   McpOAuthTokensStore,
   OrgSecretsResolve,
   SealedValuesOpen,
@@ -22,6 +23,10 @@ import type { EventDescriptor, RequestDescriptor, WorkQueueDescriptor } from './
 import { EXECUTION_EVENTS, ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList, ExecutionsSubmitResult, ExecutionWork } from './executions.contract';
 import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, ModalRunnerEnvironment, ModalRunnerRun, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
 import {
+  CONNECTION_EVENTS,
+  ConnectionsGet,
+  ConnectionsList,
+  ConnectionsRevoke,
   ExternalToolsStage,
   ExternalToolsSync,
   McpServerRemoved,
@@ -88,6 +93,7 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   McpOAuthTokensStore,
   McpOAuthTokensFetch,
   McpOAuthTokensDelete,
+  McpOAuthTokensList,
   SealedValuesSeal,
   SealedValuesOpen,
   McpServersAdd,
@@ -98,6 +104,9 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   McpServersSync,
   McpOAuthComplete,
   McpToolsCall,
+  ConnectionsList,
+  ConnectionsGet,
+  ConnectionsRevoke,
   ExternalToolsStage,
   ExternalToolsSync,
   AuthTokensCreate,
@@ -109,7 +118,7 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   WebSearch,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, ToolsetUpserted, ToolsetDeleted, McpServerSynced, McpServerProgressed, McpServerRemoved, ...EXECUTION_EVENTS];
+export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, ToolsetUpserted, ToolsetDeleted, McpServerSynced, McpServerProgressed, McpServerRemoved, ...CONNECTION_EVENTS, ...EXECUTION_EVENTS];
 
 /** Every JetStream work queue. */
 export const WORK_QUEUES: readonly WorkQueueDescriptor[] = [ExecutionWork];

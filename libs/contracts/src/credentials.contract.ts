@@ -326,8 +326,14 @@ export const OAuthTokenSet = z.object({
 });
 export type OAuthTokenSet = z.infer<typeof OAuthTokenSet>;
 
-/** Tokens are bound to their issuer: one record per (org, MCP server, issuer = token endpoint URL). */
-const OAuthTokenRef = { org_id: OrgId, server_id: z.string().min(1).max(128), issuer: z.url({ protocol: /^https?$/ }).max(2048) };
+/** An end user's own tokens (an `account: "user"` MCP server); absent: the org's. */
+const TokenUserId = z.string().min(1).max(256);
+
+/**
+ * Tokens are bound to their issuer: one record per (org, MCP server, end user or the org, issuer =
+ * token endpoint URL).
+ */
+const OAuthTokenRef = { org_id: OrgId, server_id: z.string().min(1).max(128), issuer: z.url({ protocol: /^https?$/ }).max(2048), user_id: TokenUserId.optional() };
 
 /** Internal: mcp-sync stores (or replaces) an MCP server's OAuth tokens, sealed like every secret. */
 export const McpOAuthTokensStore = defineRequest({
@@ -357,9 +363,33 @@ export const McpOAuthTokensDelete = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['mcp-sync'],
-  summary: "Delete every stored OAuth token of an MCP server.",
-  request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128) }),
+  summary: "Delete every stored OAuth token of an MCP server (all its users'), or only one end user's (user_id).",
+  request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128), user_id: TokenUserId.optional() }),
   reply: z.object({ deleted: z.number().int() }),
+});
+
+/** What is known of a stored token record without opening it: never a token. */
+export const OAuthTokenRecord = z.object({
+  server_id: z.string(),
+  /** null: the org's tokens. */
+  user_id: z.string().nullable(),
+  issuer: z.string(),
+  scope: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  expires_at: z.string().nullable(),
+});
+export type OAuthTokenRecord = z.infer<typeof OAuthTokenRecord>;
+
+/** Internal: the connected accounts of an org (which token records exist, their scope and times), for connections.list. */
+export const McpOAuthTokensList = defineRequest({
+  subject: 'toolplane.internal.v1.mcp-oauth-tokens.list',
+  visibility: 'internal',
+  servedBy: 'credentials',
+  callers: ['mcp-sync'],
+  summary: "The org's stored OAuth token records (one user's or one server's), without their tokens.",
+  request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128).optional(), user_id: TokenUserId.optional(), users_only: z.boolean().optional() }),
+  reply: z.object({ records: z.array(OAuthTokenRecord).max(10_000) }),
 });
 
 /**

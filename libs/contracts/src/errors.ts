@@ -55,6 +55,8 @@ export enum ErrorCode {
    * fresh `authorization_url` and its `state`; open it, then `mcp.oauth.complete`.
    */
   MCP_AUTHORIZATION_REQUIRED = 'MCP_AUTHORIZATION_REQUIRED',
+  /** The end user has not connected their account to this MCP server (connections.get). */
+  CONNECTION_NOT_FOUND = 'CONNECTION_NOT_FOUND',
   // Execution records
   /** No execution with this id in the org (never created, another org's, or past its retention). */
   EXECUTION_NOT_FOUND = 'EXECUTION_NOT_FOUND',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AgentToolDetachment, MAX_REPORTED_DETACHMENTS } from './agents.contract';
 import { JsonObject, OrgId } from './common';
 import { defineEvent, defineRequest } from './descriptor';
-import { ProviderRunReply } from './execute.contract';
+import { EndUserId, ProviderRunReply } from './execute.contract';
 import { SchemaHealth } from './schemas.contract';
 import { ToolId } from './tool';
 
@@ -62,6 +62,13 @@ const OAuthAuthInput = z
     redirect_uri: z.url().max(2048).optional(),
     /** Overrides the scope from WWW-Authenticate and scopes_supported. */
     scope: z.string().max(1024).optional(),
+    /**
+     * Whose account the server acts as (not the OAuth `scope`): `org` (the default) — one
+     * authorization for the whole org; `user` — each end user connects their own account, and a
+     * call uses the calling user's tokens (stored per org, user and server). Tools are synced with
+     * the org's authorization given at servers.add (or listed without one where the server allows it).
+     */
+    account: z.enum(['org', 'user']).optional(),
   })
   .refine((a) => a.grant_type !== 'client_credentials' || (a.client_id !== undefined && (a.client_secret !== undefined || a.private_key !== undefined)), {
     message: 'client_credentials needs client_id and client_secret or private_key',
@@ -145,6 +152,8 @@ export const McpServer = z.object({
   env_keys: z.array(z.string()),
   header_names: z.array(z.string()),
   auth_type: z.enum(['bearer', 'oauth']).nullable(),
+  /** OAuth: whose account the server acts as (`user`: each end user's own connection); `org` otherwise. */
+  account: z.enum(['org', 'user']).default('org'),
   /**
    * OAuth: the server needs a user to authorize it — its refresh was refused (`reauthorize`) or it
    * asks for more scope (`step_up`). Open the URL, then `mcp.oauth.complete`; null when authorized.
@@ -161,6 +170,24 @@ export const McpServer = z.object({
   updated_at: z.string(),
 });
 export type McpServer = z.infer<typeof McpServer>;
+
+/**
+ * Connected accounts: which end users have authorized an `account: "user"` MCP server (and the
+ * org's own authorization of a server). Never a token.
+ */
+export const McpConnection = z.object({
+  server_id: McpServerId,
+  server_name: z.string(),
+  /** null: the org's authorization (account "org", or the one a user server's tools are synced with). */
+  user_id: z.string().nullable(),
+  account: z.enum(['org', 'user']),
+  scopes: z.array(z.string()),
+  connected_at: z.string(),
+  refreshed_at: z.string(),
+  /** When the access token expires (it is refreshed before); null when the server gave no lifetime. */
+  expires_at: z.string().nullable(),
+});
+export type McpConnection = z.infer<typeof McpConnection>;
 
 /** What servers.add answers for an OAuth authorization-code server: the URL to open (state + S256 challenge in it). */
 export const McpAuthorizationRequest = z.object({
@@ -192,8 +219,18 @@ export const McpOAuthComplete = defineRequest({
   servedBy: 'mcp-sync',
   scope: 'mcp:write',
   summary: "Finish an OAuth authorization-code server add: exchange the code (with the PKCE verifier) at the issuer, store the tokens encrypted in the credentials service, connect and sync.",
-  request: z.strictObject({ org_id: OrgId, state: z.string().min(16).max(256), code: z.string().min(1).max(4096) }),
-  reply: z.object({ server: McpServer, sync: McpSyncReport }),
+  request: z.strictObject({
+    org_id: OrgId,
+    state: z.string().min(16).max(256),
+    code: z.string().min(1).max(4096),
+    /**
+     * The end user completing a connection of an `account: "user"` server: it must be the user the
+     * authorization was started for (a state is bound to its org, user and server).
+     */
+    user_id: EndUserId.optional(),
+  }),
+  /** A server's add or re-authorization: the server and its sync. A user's connection: that connection. */
+  reply: z.union([z.object({ server: McpServer, sync: McpSyncReport }), z.object({ connection: McpConnection })]),
 });
 
 export const McpServersGet = defineRequest({
@@ -326,6 +363,8 @@ export const McpToolsCall = defineRequest({
     mcp: McpToolMetadata,
     args: JsonObject,
     agent_id: z.string().optional(),
+    /** The end user of the call: an `account: "user"` server is called with this user's tokens (and templates resolve from their secrets first). */
+    user_id: EndUserId.optional(),
     /** The call's timeout; each progress notification from the server restarts it... */
     timeout_ms: z.number().int().min(1),
     /** ...up to this total, after which the call is cancelled whatever the progress. */
@@ -407,3 +446,77 @@ export const ExternalToolsStage = defineRequest({
   }),
   reply: z.object({ staged: z.number().int() }),
 });
+
+
+/** A server by id or name. */
+const ServerKey = z.string().min(1).max(128);
+
+export const ConnectionsList = defineRequest({
+  subject: 'toolplane.v1.connections.list',
+  visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:read',
+  summary: "The org's connected accounts on its MCP servers: one user's (user_id), one server's (server: id or name), or all. Never a token.",
+  request: z.strictObject({ org_id: OrgId, user_id: EndUserId.optional(), server: ServerKey.optional() }),
+  reply: z.object({ connections: z.array(McpConnection) }),
+});
+
+export const ConnectionsGet = defineRequest({
+  subject: 'toolplane.v1.connections.get',
+  visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:read',
+  summary: "One user's connection to one MCP server (server: id or name); CONNECTION_NOT_FOUND when the user has not connected it.",
+  request: z.strictObject({ org_id: OrgId, user_id: EndUserId, server: ServerKey }),
+  reply: z.object({ connection: McpConnection }),
+});
+
+export const ConnectionsRevoke = defineRequest({
+  subject: 'toolplane.v1.connections.revoke',
+  visibility: 'public',
+  servedBy: 'mcp-sync',
+  scope: 'mcp:write',
+  summary: "Disconnect a user's account from an MCP server: their tokens are deleted and, where the authorization server has a revocation endpoint (RFC 7009), revoked there; their next call asks them to authorize again.",
+  request: z.strictObject({ org_id: OrgId, user_id: EndUserId, server: ServerKey }),
+  reply: z.object({
+    revoked: z.boolean(),
+    /** `revoked`: the authorization server took the revocation; `unsupported`: it has no revocation endpoint; `failed`: it did not answer 200 (the tokens are deleted here all the same). */
+    upstream: z.enum(['revoked', 'unsupported', 'failed', 'none']),
+  }),
+});
+
+const ConnectionEventPayload = z.object({
+  event_id: z.string(),
+  occurred_at: z.string(),
+  org_id: OrgId,
+  user_id: z.string(),
+  server_id: McpServerId,
+  server_name: z.string(),
+});
+
+export const ConnectionAuthorized = defineEvent({
+  subject: 'toolplane.v1.events.connection.authorized',
+  summary: 'An end user connected their account to an MCP server (mcp.oauth.complete).',
+  payload: ConnectionEventPayload,
+});
+
+export const ConnectionRefreshed = defineEvent({
+  subject: 'toolplane.v1.events.connection.refreshed',
+  summary: "An end user's tokens for an MCP server were refreshed.",
+  payload: ConnectionEventPayload,
+});
+
+export const ConnectionExpired = defineEvent({
+  subject: 'toolplane.v1.events.connection.expired',
+  summary: "An end user's connection to an MCP server can no longer be refreshed (or asks for more scope): the user must authorize it again.",
+  payload: ConnectionEventPayload,
+});
+
+export const ConnectionRevoked = defineEvent({
+  subject: 'toolplane.v1.events.connection.revoked',
+  summary: "An end user's connection to an MCP server was revoked (connections.revoke).",
+  payload: ConnectionEventPayload,
+});
+
+/** Every connection event, read by descriptor. */
+export const CONNECTION_EVENTS = [ConnectionAuthorized, ConnectionRefreshed, ConnectionExpired, ConnectionRevoked] as const;

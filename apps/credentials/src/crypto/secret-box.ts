@@ -82,6 +82,8 @@ export const aad = {
   secret: (s: { orgId: string; scope: string; agentId: string; userId?: string; provider: string; key: string }) =>
     ['secret', s.orgId, s.scope, s.agentId, s.provider, s.key, ...(s.userId ? [s.userId] : [])].join('\u0000'),
   webhook: (orgId: string) => ['webhook', orgId].join('\u0000'),
-  oauthToken: (t: { orgId: string; serverId: string; issuer: string }) => ['oauth-token', t.orgId, t.serverId, t.issuer].join('\u0000'),
+  /** An end user's tokens are bound to the user too (the org's keep their original binding). */
+  oauthToken: (t: { orgId: string; serverId: string; issuer: string; userId?: string }) =>
+    (t.userId ? ['oauth-token', t.orgId, t.serverId, t.issuer, 'user', t.userId] : ['oauth-token', t.orgId, t.serverId, t.issuer]).join('\u0000'),
   sealedValue: (v: { org_id: string; purpose: string; ref: string }) => ['sealed-value', v.purpose, v.org_id, v.ref].join('\u0000'),
 };

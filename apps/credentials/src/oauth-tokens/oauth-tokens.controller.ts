@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensStore, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensList, McpOAuthTokensStore, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { OAuthTokensService } from './oauth-tokens.service';
 
@@ -22,5 +22,10 @@ export class OAuthTokensController {
   @Handles(McpOAuthTokensDelete)
   delete(@Payload() req: RequestOf<typeof McpOAuthTokensDelete>): Promise<ReplyOf<typeof McpOAuthTokensDelete>> {
     return this.tokens.delete(req);
+  }
+
+  @Handles(McpOAuthTokensList)
+  list(@Payload() req: RequestOf<typeof McpOAuthTokensList>): Promise<ReplyOf<typeof McpOAuthTokensList>> {
+    return this.tokens.list(req);
   }
 }

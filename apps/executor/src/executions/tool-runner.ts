@@ -165,7 +165,7 @@ export class ToolRunner {
     const maxTimeoutMs = Math.max(timeoutMs, this.config.EXECUTE_MAX_TIMEOUT_MS);
     return this.messaging.request(
       McpToolsCall,
-      { org_id: req.org_id, tool_id: tool.id, mcp: meta.data, args: req.args, ...(req.agent_id ? { agent_id: req.agent_id } : {}), timeout_ms: timeoutMs, max_timeout_ms: maxTimeoutMs },
+      { org_id: req.org_id, tool_id: tool.id, mcp: meta.data, args: req.args, ...(req.agent_id ? { agent_id: req.agent_id } : {}), ...(req.user_id ? { user_id: req.user_id } : {}), timeout_ms: timeoutMs, max_timeout_ms: maxTimeoutMs },
       // The MCP server's progress notifications go on to this call's caller, when it asked for progress.
       { timeoutMs: maxTimeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, onProgress: currentProgressReporter() },
     );

@@ -40,7 +40,9 @@ export class CallsService {
         { reasons: mcp.reasons },
       );
     }
-    const { server, target } = found;
+    const { server } = found;
+    // An `account: "user"` server (or one templated with the user's secrets) is called on the user's own connection.
+    const target = this.pool.forUser(found.target, req.user_id);
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tool': mcp.tool_name });
     const deadline = Date.now() + req.timeout_ms;

@@ -20,6 +20,12 @@ export interface ServerTarget {
   url: string | null;
   version: number;
   secrets: ServerSecrets;
+  /**
+   * The end user the connection is for: an `account: "user"` server (their OAuth tokens), or a
+   * server whose templates resolve from their secrets. Such a target has its own pool, never
+   * shared with the org or another user.
+   */
+  userId?: string;
   /** A server being added (not stored yet): its settings, should its OAuth need a user before the add ends. */
   pendingInput?: McpServerInput;
 }
@@ -43,6 +49,14 @@ class ServerPool {
     private readonly backoff: (failures: number) => number,
   ) {}
 
+  /** Last acquired (least recently used user pools are closed first when there are too many). */
+  lastUsed = Date.now();
+
+  /** Nothing open, nothing opening, nothing in flight: may be dropped. */
+  idle(): boolean {
+    return !this.opening && this.conns.every((c) => c.inFlight === 0);
+  }
+
   live(): McpConnection[] {
     return this.conns.filter((c) => !c.closed);
   }
@@ -52,6 +66,7 @@ class ServerPool {
    * opens back off exponentially (with jitter) while the deadline allows another attempt.
    */
   async acquire(deadline: number, attempts = Infinity): Promise<McpConnection> {
+    this.lastUsed = Date.now();
     for (let attempt = 1; ; attempt++) {
       const live = this.live().sort((a, b) => a.inFlight - b.inFlight);
       const best = live[0];
@@ -114,6 +129,11 @@ class ServerPool {
  * Live MCP sessions per server, reused across calls and syncs: connect and initialize are each
  * bounded, failed connects back off, a closed session is replaced on next use, an expired
  * Streamable HTTP session (404) is rebuilt and the request retried once, idle sessions close.
+ *
+ * One pool per server for the org, and one per (server, end user) where the connection is the
+ * user's own (their OAuth tokens, or templates resolved from their secrets): a client or transport
+ * is never shared across users. User pools are bounded (MCP_POOL_MAX_USER_POOLS, least recently
+ * used idle pool closed first) and dropped once their sessions closed idle.
  */
 @Injectable()
 export class ConnectionPool implements OnModuleDestroy {
@@ -165,24 +185,74 @@ export class ConnectionPool implements OnModuleDestroy {
     }
   }
 
+  /**
+   * The target a call by this end user takes: an `account: "user"` server's is the user's own (no
+   * user: MCP_AUTHORIZATION_REQUIRED, nobody can authorize for nobody); a server whose templates
+   * resolve from secrets is the user's own too (their values may differ); any other is the org's.
+   */
+  forUser(target: ServerTarget, userId: string | undefined): ServerTarget {
+    const s = target.secrets;
+    const perUser = s.auth?.type === 'oauth' && s.auth.account === 'user';
+    if (perUser && !userId) {
+      throw new ToolplaneError(
+        ErrorCode.MCP_AUTHORIZATION_REQUIRED,
+        `MCP server ${target.name} acts as each end user's own account: the call needs a user_id (the user connects their account on their first call)`,
+        { server_id: target.id, server_name: target.name },
+        false,
+      );
+    }
+    if (!userId) return target;
+    if (perUser || templatesOf(s).length > 0) return { ...target, userId };
+    return target;
+  }
+
+  /** The server's OAuth as a flow needs it (client secret templates resolved; the user's when the target has one), or null for another auth. */
+  async oauthTarget(t: ServerTarget): Promise<OAuthTarget | null> {
+    const auth = t.secrets.auth;
+    if (auth?.type !== 'oauth' || !t.url || t.transport === 'stdio') return null;
+    const names = templateNames(authTemplates(auth));
+    return this.oauthTargetOf(t, auth, names.length ? await this.secrets.lookup(t.orgId, names, t.userId) : {});
+  }
+
   /** Closes the server's sessions (after an update or a removal). */
   async drop(serverId: string): Promise<void> {
-    const pool = this.pools.get(serverId);
-    this.pools.delete(serverId);
+    const dropped: ServerPool[] = [];
+    for (const [key, pool] of this.pools) {
+      if (key === serverId || key.startsWith(`${serverId}\u0000`)) {
+        this.pools.delete(key);
+        dropped.push(pool);
+      }
+    }
     this.oauth.forget(serverId);
+    await Promise.all(dropped.map((p) => p.closeAll()));
+  }
+
+  /** Closes one end user's sessions of the server and forgets their tokens in memory (revoked, or authorized anew). */
+  async dropUser(serverId: string, userId: string): Promise<void> {
+    const key = poolKey({ id: serverId, userId });
+    const pool = this.pools.get(key);
+    this.pools.delete(key);
+    this.oauth.forget(serverId, userId);
     await pool?.closeAll();
   }
 
   /** The server's stored version changed without a settings change (first insert): keep its sessions. */
   retag(serverId: string, version: number): void {
-    const pool = this.pools.get(serverId);
+    const pool = this.pools.get(serverId); // the org's pool: a server being added has no user pools yet
     if (!pool) return;
     pool.target.version = version;
     delete pool.target.pendingInput; // stored now: a later authorization is the stored server's
   }
 
-  liveConnections(serverId: string): number {
-    return this.pools.get(serverId)?.live().length ?? 0;
+  liveConnections(serverId: string, userId?: string): number {
+    return this.pools.get(poolKey({ id: serverId, ...(userId ? { userId } : {}) }))?.live().length ?? 0;
+  }
+
+  /** How many (server, end user) pools are kept. */
+  userPools(): number {
+    let n = 0;
+    for (const p of this.pools.values()) if (p.target.userId) n += 1;
+    return n;
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -192,13 +262,29 @@ export class ConnectionPool implements OnModuleDestroy {
   }
 
   private poolFor(target: ServerTarget): ServerPool {
-    const existing = this.pools.get(target.id);
+    const key = poolKey(target);
+    const existing = this.pools.get(key);
     if (existing && existing.target.version === target.version) return existing;
     if (existing) void existing.closeAll();
+    if (!existing && target.userId) this.makeRoomForUser();
     const max = target.transport === 'stdio' ? 1 : this.config.MCP_POOL_MAX_CONNECTIONS;
     const pool = new ServerPool(target, max, (deadline) => this.open(target, deadline), (n) => this.backoff(n));
-    this.pools.set(target.id, pool);
+    this.pools.set(key, pool);
     return pool;
+  }
+
+  /** At the bound of user pools: the least recently used idle one goes (a busy one is never cut; the bound may then be passed for a while). */
+  private makeRoomForUser(): void {
+    if (this.userPools() < this.config.MCP_POOL_MAX_USER_POOLS) return;
+    let victim: [string, ServerPool] | undefined;
+    for (const entry of this.pools) {
+      const p = entry[1];
+      if (p.target.userId && p.idle() && (!victim || p.lastUsed < victim[1].lastUsed)) victim = entry;
+    }
+    if (!victim) return;
+    this.pools.delete(victim[0]);
+    void victim[1].closeAll();
+    this.log.debug(`closed the least recently used user pool of ${victim[1].target.name} (MCP_POOL_MAX_USER_POOLS)`);
   }
 
   private async open(target: ServerTarget, deadline: number): Promise<McpConnection> {
@@ -227,17 +313,15 @@ export class ConnectionPool implements OnModuleDestroy {
       onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
       onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
     });
-    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}`);
+    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}${target.userId ? ' for an end user' : ''}`);
     return conn;
   }
 
   /** Resolves `{{VAR}}` templates against the org's secrets now, at connect time. */
   private async resolve(t: ServerTarget): Promise<ResolvedTarget> {
     const s = t.secrets;
-    const templated = [...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {})];
-    templated.push(...authTemplates(s.auth));
-    const names = templateNames(templated);
-    const values = names.length ? await this.secrets.lookup(t.orgId, names) : {};
+    const names = templatesOf(s);
+    const values = names.length ? await this.secrets.lookup(t.orgId, names, t.userId) : {};
     const resolved: ResolvedTarget = {
       name: t.name,
       transport: t.transport,
@@ -252,21 +336,27 @@ export class ConnectionPool implements OnModuleDestroy {
       const header = `Bearer ${resolveTemplate(auth.token, values, 'auth.token')}`;
       resolved.authorization = async () => header;
     } else if (auth?.type === 'oauth' && t.url && t.transport !== 'stdio') {
-      // The state object is the server's own: what a flow learns is kept with it.
-      const target: OAuthTarget = {
-        orgId: t.orgId,
-        serverId: t.id,
-        name: t.name,
-        url: t.url,
-        transport: t.transport,
-        auth: resolveOAuth(auth, values),
-        state: (s.oauth ??= {}),
-        ...(t.pendingInput ? { input: t.pendingInput } : {}),
-      };
+      const target = this.oauthTargetOf(t, auth, values);
       resolved.authorization = () => this.oauth.authorization(target);
       resolved.onChallenge = (res, sent) => this.oauth.challenge(target, res, sent);
     }
     return resolved;
+  }
+
+  private oauthTargetOf(t: ServerTarget, auth: Extract<ServerSecrets['auth'], { type: 'oauth' }>, values: Record<string, string>): OAuthTarget {
+    // The state object is the server's own (shared by its users: discovery and the registered client): what a flow learns is kept with it.
+    return {
+      orgId: t.orgId,
+      serverId: t.id,
+      // Only an `account: "user"` server has a user's tokens; a templated org server keeps the org's.
+      ...(t.userId && auth.account === 'user' ? { userId: t.userId } : {}),
+      name: t.name,
+      url: t.url!,
+      transport: t.transport === 'sse' ? 'sse' : 'streamable_http',
+      auth: resolveOAuth(auth, values),
+      state: (t.secrets.oauth ??= {}),
+      ...(t.pendingInput ? { input: t.pendingInput } : {}),
+    };
   }
 
   private backoff(failures: number): number {
@@ -276,10 +366,21 @@ export class ConnectionPool implements OnModuleDestroy {
 
   private closeIdle(): void {
     const cutoff = Date.now() - this.config.MCP_IDLE_CLOSE_MS;
-    for (const pool of this.pools.values()) {
+    for (const [key, pool] of this.pools) {
       for (const c of pool.live()) if (c.inFlight === 0 && c.lastUsed < cutoff) pool.discard(c);
+      // A user's pool left with nothing: gone (the next call of that user opens a new one).
+      if (pool.target.userId && pool.live().length === 0 && pool.idle() && pool.lastUsed < cutoff) this.pools.delete(key);
     }
   }
+}
+
+/** The secrets a server's env, headers and auth take from `{{VAR}}` templates. */
+function templatesOf(s: ServerSecrets): string[] {
+  return templateNames([...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {}), ...authTemplates(s.auth)]);
+}
+
+function poolKey(t: { id: string; userId?: string }): string {
+  return t.userId ? `${t.id}\u0000${t.userId}` : t.id;
 }
 
 /** Not an answer from the server: the transport itself failed (a 404 session error is handled apart). */

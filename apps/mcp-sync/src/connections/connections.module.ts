@@ -2,6 +2,7 @@ import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { ServerStoreModule } from '../servers/server-store.module';
+import { ConnectionEvents } from './connection-events';
 import { ConnectionPool } from './connection-pool';
 import { OAuthTokenStore } from './oauth-token-store';
 import { OAuthTokens } from './oauth-tokens';
@@ -29,7 +30,7 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
 
 @Module({
   imports: [ServerStoreModule],
-  providers: [ConnectionPool, OAuthTokens, OAuthTokenStore, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
-  exports: [ConnectionPool, OAuthTokens, OAuthTokenStore, StdioPolicy],
+  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  exports: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, StdioPolicy],
 })
 export class ConnectionsModule {}

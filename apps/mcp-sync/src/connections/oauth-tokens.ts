@@ -8,6 +8,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
+import { ConnectionEvents } from './connection-events';
 import { CLIENT_INFO } from './mcp-connection';
 import { OAuthTokenStore } from './oauth-token-store';
 import { canonicalResource, coversServer, grantOf, issuerOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
@@ -24,6 +25,11 @@ const OAUTH_HOST_PIN_MS = 60_000;
 export interface OAuthTarget {
   orgId: string;
   serverId: string;
+  /**
+   * An `account: "user"` server called for this end user: the user's own tokens (stored, cached,
+   * awaited and refreshed apart from the org's and every other user's).
+   */
+  userId?: string;
   name: string;
   /** A server being added (not stored yet): its settings, for an authorization that must finish the add. */
   input?: McpServerInput;
@@ -62,6 +68,10 @@ export interface StartedAuthorization {
  * memory too, sent only to the server whose resource they were obtained for, and refreshed before
  * expiry (refresh_token grant, rotated refresh tokens kept; client credentials: a new grant). An
  * authorization-code server whose refresh fails must be authorized again (MCP_OAUTH_REAUTHORIZE).
+ *
+ * An `account: "user"` server's target carries the end user: everything keyed by server here
+ * (cache, in-flight flows, awaited authorizations, the store) is keyed by (server, user) then, so
+ * one user's token, or authorization URL, never serves another.
  */
 @Injectable()
 export class OAuthTokens implements OnModuleDestroy {
@@ -78,6 +88,7 @@ export class OAuthTokens implements OnModuleDestroy {
   constructor(
     private readonly store: OAuthTokenStore,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
+    private readonly events: ConnectionEvents,
   ) {
     const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
     this.http = new PinnedHttp(guard, { ttlMs: OAUTH_HOST_PIN_MS, connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS });
@@ -118,10 +129,10 @@ export class OAuthTokens implements OnModuleDestroy {
     this.assertBound(t);
     // Every HTTP request to the server asks: a cached token costs a map lookup, nothing more.
     const issuer = issuerOf(t.auth, t.state);
-    const hit = issuer ? this.cache.get(cacheKey(t.serverId, issuer)) : undefined;
+    const hit = issuer ? this.cache.get(cacheKey(t, issuer)) : undefined;
     if (hit && fresh(hit) && hit.access_token !== refused) return `Bearer ${hit.access_token}`;
-    if (refused && issuer && hit?.access_token === refused) this.cache.delete(cacheKey(t.serverId, issuer));
-    const key = `${t.serverId}\u0000${refused ?? ''}`;
+    if (refused && issuer && hit?.access_token === refused) this.cache.delete(cacheKey(t, issuer));
+    const key = `${holderOf(t)}\u0001${refused ?? ''}`;
     let p = this.pending.get(key);
     if (!p) {
       p = this.obtain(t, this.provider(t), refused).finally(() => this.pending.delete(key));
@@ -150,14 +161,14 @@ export class OAuthTokens implements OnModuleDestroy {
   private async stepUp(t: OAuthTarget, asked: string | undefined, sentToken: string | undefined): Promise<string> {
     const current = this.provider(t);
     const issuer = current.issuer();
-    const stored = issuer ? await this.store.fetch(t.orgId, t.serverId, issuer) : null;
+    const stored = issuer ? await this.store.fetch(t.orgId, t.serverId, issuer, t.userId) : null;
     if (issuer && stored && fresh(stored) && stored.access_token !== sentToken) {
       // A newer token exists (the step-up was completed, maybe on another replica): use it.
-      this.cache.set(cacheKey(t.serverId, issuer), stored);
-      this.awaiting.delete(t.serverId);
+      this.cache.set(cacheKey(t, issuer), stored);
+      this.awaiting.delete(holderOf(t));
       return `Bearer ${stored.access_token}`;
     }
-    const held = issuer ? (this.cache.get(cacheKey(t.serverId, issuer)) ?? stored) : null;
+    const held = issuer ? (this.cache.get(cacheKey(t, issuer)) ?? stored) : null;
     const granted = held && held.access_token === sentToken ? (held.scope ?? '') : '';
     const want = [...new Set([...granted.split(' '), ...(asked ?? '').split(' ')].filter(Boolean))].join(' ');
     if (asked && held?.scope && asked.split(' ').every((s) => held.scope!.split(' ').includes(s))) {
@@ -168,19 +179,19 @@ export class OAuthTokens implements OnModuleDestroy {
         false,
       );
     }
-    const waiting = this.stillAwaiting(t.serverId, 'step_up', want || null);
+    const waiting = this.stillAwaiting(holderOf(t), 'step_up', want || null);
     if (waiting) throw waiting;
     const provider = this.provider(t, undefined, { ...(want ? { scope: want } : {}), ignoreTokens: true });
     const result = await this.run(t, provider, want ? { scope: want } : {});
-    if (result === 'REDIRECT') return this.required(t, provider, 'step_up', want || null);
+    if (result === 'REDIRECT') return this.required(t, provider, 'step_up', want || null, held !== null);
     const now = provider.issuer();
-    const tokens = now ? this.cache.get(cacheKey(t.serverId, now)) : undefined;
+    const tokens = now ? this.cache.get(cacheKey(t, now)) : undefined;
     if (!tokens) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow ended without a token');
     return `Bearer ${tokens.access_token}`;
   }
 
   /** A started authorization the user must finish: kept (listener), then MCP_AUTHORIZATION_REQUIRED with its URL. */
-  private async required(t: OAuthTarget, provider: McpOAuthProvider, reason: 'reauthorize' | 'step_up', scope: string | null): Promise<never> {
+  private async required(t: OAuthTarget, provider: McpOAuthProvider, reason: 'reauthorize' | 'step_up', scope: string | null, hadTokens = false): Promise<never> {
     const url = provider.authorizationUrl;
     const verifier = provider.pkceVerifier;
     if (!this.requiredListener || !url || !verifier) {
@@ -188,6 +199,8 @@ export class OAuthTokens implements OnModuleDestroy {
     }
     const started = { url, state: provider.state(), verifier };
     const { expiresAt } = await this.requiredListener({ target: t, started, reason, scope });
+    // A user's connection that worked and no longer does: their agent runtime can ask them to reconnect.
+    if (t.userId && hadTokens) void this.events.publish('expired', { orgId: t.orgId, userId: t.userId, serverId: t.serverId, serverName: t.name });
     const why = reason === 'step_up' ? `asks for more scope (${scope ?? 'unnamed'})` : 'has no usable OAuth token';
     const error = new ToolplaneError(
       ErrorCode.MCP_AUTHORIZATION_REQUIRED,
@@ -195,16 +208,16 @@ export class OAuthTokens implements OnModuleDestroy {
       { server_id: t.serverId, server_name: t.name, reason, authorization_url: url.href, state: started.state, expires_at: expiresAt, scope },
       false,
     );
-    this.awaiting.set(t.serverId, { reason, scope, expiresAt: Date.parse(expiresAt), error });
+    this.awaiting.set(holderOf(t), { reason, scope, expiresAt: Date.parse(expiresAt), error });
     throw error;
   }
 
   /** The authorization this server already waits for (same reason and scope, not expired), if any. */
-  private stillAwaiting(serverId: string, reason: 'reauthorize' | 'step_up', scope: string | null): ToolplaneError | undefined {
-    const a = this.awaiting.get(serverId);
+  private stillAwaiting(holder: string, reason: 'reauthorize' | 'step_up', scope: string | null): ToolplaneError | undefined {
+    const a = this.awaiting.get(holder);
     if (!a) return undefined;
     if (a.expiresAt <= Date.now()) {
-      this.awaiting.delete(serverId);
+      this.awaiting.delete(holder);
       return undefined;
     }
     return a.reason === reason && a.scope === scope ? a.error : undefined;
@@ -229,25 +242,54 @@ export class OAuthTokens implements OnModuleDestroy {
     this.assertBound(t);
     const provider = this.provider(t, verifier);
     await this.run(t, provider, { authorizationCode: code });
-    this.awaiting.delete(t.serverId);
+    this.awaiting.delete(holderOf(t));
   }
 
-  /** Memory only (after an update): the stored tokens stay bound to their issuer. */
-  forget(serverId: string): void {
-    for (const k of this.cache.keys()) if (k.startsWith(`${serverId}\u0000`)) this.cache.delete(k);
+  /** Memory only (after an update, or one user's revocation): the stored tokens stay bound to their issuer. */
+  forget(serverId: string, userId?: string): void {
+    const prefix = userId ? `${holderOf({ serverId, userId })}\u0001` : `${serverId}\u0000`;
+    for (const k of this.cache.keys()) if (k.startsWith(prefix) || (!userId && k.startsWith(`${serverId}\u0001`))) this.cache.delete(k);
+    if (userId) this.awaiting.delete(holderOf({ serverId, userId }));
+  }
+
+  /**
+   * RFC 7009: asks the authorization server to revoke these tokens (the refresh token, which takes
+   * its access tokens with it, else the access token), through the SSRF policy, authenticated as
+   * the registered client. `unsupported` when its metadata names no revocation endpoint.
+   */
+  async revoke(t: OAuthTarget, tokens: OAuthTokenSet): Promise<'revoked' | 'unsupported' | 'failed'> {
+    const endpoint = (t.state.discovery?.authorizationServerMetadata as { revocation_endpoint?: unknown } | undefined)?.revocation_endpoint;
+    if (typeof endpoint !== 'string' && endpoint !== undefined) return 'unsupported';
+    if (!endpoint) return 'unsupported';
+    const client = this.provider(t).clientInformation();
+    const form = new URLSearchParams(
+      tokens.refresh_token ? { token: tokens.refresh_token, token_type_hint: 'refresh_token' } : { token: tokens.access_token, token_type_hint: 'access_token' },
+    );
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+    if (client?.client_secret) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
+    else if (client) form.set('client_id', client.client_id);
+    try {
+      const res = await this.fetchFn(endpoint, { method: 'POST', headers, body: form.toString(), signal: AbortSignal.timeout(this.timeoutMs) });
+      await res.body?.cancel().catch(() => undefined);
+      return res.status === 200 ? 'revoked' : 'failed';
+    } catch (e) {
+      this.log.warn(`revocation at ${new URL(endpoint).origin} for MCP server ${t.serverId} failed: ${(e as Error).message}`);
+      return 'failed';
+    }
   }
 
   private async obtain(t: OAuthTarget, provider: McpOAuthProvider, refused?: string): Promise<string> {
     const issuer = provider.issuer();
+    let stored: OAuthTokenSet | null = null;
     if (issuer) {
-      const stored = await this.store.fetch(t.orgId, t.serverId, issuer);
+      stored = await this.store.fetch(t.orgId, t.serverId, issuer, t.userId);
       if (stored && fresh(stored) && stored.access_token !== refused) {
-        this.cache.set(cacheKey(t.serverId, issuer), stored);
-        this.awaiting.delete(t.serverId); // authorized meanwhile (here or on another replica)
+        this.cache.set(cacheKey(t, issuer), stored);
+        this.awaiting.delete(holderOf(t)); // authorized meanwhile (here or on another replica)
         return `Bearer ${stored.access_token}`;
       }
     }
-    const waiting = this.stillAwaiting(t.serverId, 'reauthorize', t.auth.scope ?? null);
+    const waiting = this.stillAwaiting(holderOf(t), 'reauthorize', t.auth.scope ?? null);
     if (waiting) throw waiting;
     const hint = issuer ? {} : await this.probe(t);
     let result: 'AUTHORIZED' | 'REDIRECT';
@@ -260,9 +302,9 @@ export class OAuthTokens implements OnModuleDestroy {
       provider.invalidateCredentials('discovery');
       result = await this.run(t, provider, { ...(await this.probe(t)), ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
     }
-    if (result === 'REDIRECT') return this.required(t, provider, 'reauthorize', t.auth.scope ?? null);
+    if (result === 'REDIRECT') return this.required(t, provider, 'reauthorize', t.auth.scope ?? null, stored !== null);
     const now = provider.issuer();
-    const tokens = now ? this.cache.get(cacheKey(t.serverId, now)) : undefined;
+    const tokens = now ? this.cache.get(cacheKey(t, now)) : undefined;
     if (!tokens) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow ended without a token');
     return `Bearer ${tokens.access_token}`;
   }
@@ -323,14 +365,16 @@ export class OAuthTokens implements OnModuleDestroy {
       ...(verifier ? { verifier } : {}),
       tokens: {
         load: async (issuer) => {
-          const set = this.cache.get(cacheKey(t.serverId, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer)) ?? undefined;
+          const set = this.cache.get(cacheKey(t, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer, t.userId)) ?? undefined;
           return set ? toSdk(set, issuer) : undefined;
         },
         save: async (issuer, tokens) => {
           const set = fromSdk(tokens);
-          this.cache.set(cacheKey(t.serverId, issuer), set);
+          this.cache.set(cacheKey(t, issuer), set);
           try {
-            await this.store.store(t.orgId, t.serverId, issuer, set);
+            await this.store.store(t.orgId, t.serverId, issuer, set, t.userId);
+            // A user's tokens renewed without them (a code exchange is announced by mcp.oauth.complete).
+            if (t.userId && !verifier) void this.events.publish('refreshed', { orgId: t.orgId, userId: t.userId, serverId: t.serverId, serverName: t.name });
           } catch (e) {
             if (grantOf(t.auth) === 'authorization_code') throw e;
             // A client-credentials token works without being stored: kept in memory, stored next time.
@@ -376,8 +420,13 @@ function withoutRawBody(message: string): string {
   return message.replace(/\.?\s*Raw body:[\s\S]*$/, '').slice(0, 500);
 }
 
-function cacheKey(serverId: string, issuer: string): string {
-  return `${serverId}\u0000${issuer}`;
+/** Whose tokens: the server's (the org's), or one end user's of it. */
+function holderOf(t: { serverId: string; userId?: string }): string {
+  return t.userId ? `${t.serverId}\u0000user\u0000${t.userId}` : t.serverId;
+}
+
+function cacheKey(t: { serverId: string; userId?: string }, issuer: string): string {
+  return `${holderOf(t)}\u0001${issuer}`;
 }
 
 function toSdk(t: OAuthTokenSet, issuer: string): SdkTokens {

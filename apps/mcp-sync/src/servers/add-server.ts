@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { type McpOAuthComplete, type McpServerInput, type McpServersAdd, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { type McpServer, type McpServerInput, type McpServersAdd, type McpSyncReport, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { randomUUID } from 'node:crypto';
 import { ConnectionPool } from '../connections/connection-pool';
@@ -41,7 +41,7 @@ export class AddServer {
   }
 
   /** Discover (connect, list), store, then apply the first sync; nothing is left behind when a step fails. */
-  async connectAndStore(orgId: string, id: string, input: McpServerInput, oauth?: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
+  async connectAndStore(orgId: string, id: string, input: McpServerInput, oauth?: OAuthState): Promise<{ server: McpServer; sync: McpSyncReport }> {
     // One state object from here on: what the connection's OAuth flow learns is sealed with the server.
     const secrets = secretsOf(input, oauth);
     const started = performance.now();

@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type McpOAuthComplete, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import { AccountQueries } from '../accounts/account-queries';
+import { ConnectionEvents } from '../connections/connection-events';
 import { ConnectionPool } from '../connections/connection-pool';
 import type { OAuthState } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
@@ -28,6 +30,8 @@ export class CompleteAuthorization {
     private readonly cache: ServerCache,
     private readonly pool: ConnectionPool,
     private readonly sync: SyncService,
+    private readonly events: ConnectionEvents,
+    private readonly accounts: AccountQueries,
   ) {}
 
   /**
@@ -36,11 +40,12 @@ export class CompleteAuthorization {
    * refused, step-up), keep what OAuth learned, clear its pending authorization and resync it.
    */
   async completeOAuth(req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
-    const done = await this.authorizations.complete(req.org_id, req.state, req.code, async (serverId) => {
+    const done = await this.authorizations.complete(req.org_id, req.state, req.code, req.user_id, async (serverId) => {
       const row = await this.servers.findById(req.org_id, serverId);
       if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${serverId} was removed`, { server: serverId });
       return inputOf(row, (await this.targets.of(row)).secrets);
     });
+    if (done.userId) return this.connected(req.org_id, done.serverId, done.serverName, done.userId);
     if (!done.input) return this.reauthorized(req.org_id, done.serverId, done.oauth);
     const input = done.input;
     try {
@@ -50,6 +55,14 @@ export class CompleteAuthorization {
       await this.tokens.forget(req.org_id, done.serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${done.serverId}: ${err.message}`));
       throw e;
     }
+  }
+
+  /** An end user connected their account: their sessions (if any) start over with their token; the org's are untouched. */
+  private async connected(orgId: string, serverId: string, serverName: string, userId: string): Promise<ReplyOf<typeof McpOAuthComplete>> {
+    await this.pool.dropUser(serverId, userId);
+    this.log.log(`an end user of org ${orgId} connected MCP server ${serverName} (${serverId})`);
+    await this.events.publish('authorized', { orgId, userId, serverId, serverName });
+    return { connection: await this.accounts.one(orgId, userId, serverId) };
   }
 
   private async reauthorized(orgId: string, id: string, oauth: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {

@@ -55,6 +55,10 @@ export class McpServerEntity {
   @Column({ name: 'auth_type', type: 'text', nullable: true })
   authType!: 'bearer' | 'oauth' | null;
 
+  /** OAuth: whose account the server acts as (`user`: each end user connects their own). */
+  @Column({ type: 'text', default: 'org' })
+  account!: 'org' | 'user';
+
   @Column({ name: 'tool_count', type: 'integer', default: 0 })
   toolCount!: number;
 

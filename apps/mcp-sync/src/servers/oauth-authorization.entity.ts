@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** A pending authorization-code add, single use, until expires_at. */
+/** A pending authorization (an add, the org's again, or an end user's connection), single use, until expires_at. */
 @Entity({ name: 'oauth_authorizations', schema: 'mcp' })
 export class OAuthAuthorizationEntity {
   @PrimaryColumn({ type: 'text' })
@@ -14,6 +14,10 @@ export class OAuthAuthorizationEntity {
 
   @Column({ name: 'server_name', type: 'text' })
   serverName!: string;
+
+  /** An end user's connection of an `account: "user"` server: only that user completes it, for themself. */
+  @Column({ name: 'user_id', type: 'text', nullable: true })
+  userId?: string | null;
 
   /** SecretSealer over {server input, PKCE verifier}. */
   @Column({ type: 'bytea' })

@@ -16,11 +16,15 @@ export class OAuthAuthorizationsRepository {
     await this.repo.insert(row);
   }
 
-  /** Takes (reads and deletes) the org's pending authorization of this state: a state works once. */
-  take(orgId: string, state: string): Promise<OAuthAuthorizationEntity | null> {
+  /**
+   * Takes (reads and deletes) the org's pending authorization of this state: a state works once.
+   * A state bound to an end user is taken only by that user (another's attempt leaves it in place).
+   */
+  take(orgId: string, state: string, userId: string | undefined): Promise<OAuthAuthorizationEntity | null> {
     return this.ds.transaction(async (m) => {
       const repo = m.getRepository(OAuthAuthorizationEntity);
       const row = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.state = :state AND a.org_id = :orgId', { state, orgId }).getOne();
+      if (row?.userId && row.userId !== userId) return null;
       if (row) await repo.delete({ state });
       return row;
     });

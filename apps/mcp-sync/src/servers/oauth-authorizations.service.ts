@@ -14,11 +14,16 @@ interface Pending {
   input?: McpServerInput;
   verifier: string;
   oauth: OAuthState;
+  /** An end user's connection (account "user"): the tokens are stored for this user only. */
+  userId?: string;
 }
 
 /** What a completed authorization leaves: the server's id, its settings when it is being added, what OAuth learned. */
 export interface Completed {
   serverId: string;
+  serverName: string;
+  /** An end user's connection was completed (their tokens stored). */
+  userId?: string;
   input?: McpServerInput;
   oauth: OAuthState;
 }
@@ -56,8 +61,15 @@ export class OAuthAuthorizationsService implements OnModuleInit {
       const expiresAt = new Date(Date.now() + this.config.MCP_OAUTH_STATE_TTL_MS);
       // Stored by now (a session opened during its add may outlive the add): the stored server's authorization.
       const adding = target.input !== undefined && !(await this.servers.findById(target.orgId, target.serverId));
-      const pending: Pending = { ...(adding ? { input: target.input } : {}), verifier: started.verifier, oauth: target.state };
-      await this.pending.insert({ state: started.state, orgId: target.orgId, serverId: target.serverId, serverName: target.name, sealed: await this.sealer.seal(pending, refOf(target.orgId, started.state)), expiresAt });
+      const userId = target.userId;
+      const pending: Pending = { ...(adding ? { input: target.input } : {}), verifier: started.verifier, oauth: target.state, ...(userId ? { userId } : {}) };
+      const sealed = await this.sealer.seal(pending, refOf(target.orgId, started.state));
+      await this.pending.insert({ state: started.state, orgId: target.orgId, serverId: target.serverId, serverName: target.name, userId: userId ?? null, sealed, expiresAt });
+      if (userId) {
+        // One user's connection: the server itself is fine (no pending_authorization on it for everyone).
+        this.log.log(`an end user of org ${target.orgId} needs to connect MCP server ${target.name} (${target.serverId}) (${reason}) until ${expiresAt.toISOString()}`);
+        return { expiresAt: expiresAt.toISOString() };
+      }
       if (!adding) {
         await this.servers.setPendingAuthorization(target.serverId, { reason, authorization_url: started.url.href, state: started.state, expires_at: expiresAt.toISOString(), scope });
       }
@@ -81,23 +93,26 @@ export class OAuthAuthorizationsService implements OnModuleInit {
    * The code came back: exchanged with the verifier, the tokens stored. `stored` gives the settings
    * of a stored server (an authorization it needed again); an add carries its own.
    */
-  async complete(orgId: string, state: string, code: string, stored: (serverId: string) => Promise<McpServerInput>): Promise<Completed> {
-    const row = await this.pending.take(orgId, state);
+  async complete(orgId: string, state: string, code: string, userId: string | undefined, stored: (serverId: string) => Promise<McpServerInput>): Promise<Completed> {
+    const row = await this.pending.take(orgId, state, userId);
     if (!row || row.expiresAt.getTime() < Date.now()) {
       throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'Unknown, already used or expired OAuth state: ask for a new authorization URL', undefined, false);
     }
-    const { input, verifier, oauth } = (await this.sealer.open<Pending>(row.sealed, refOf(orgId, state))).value as Pending;
-    const target = await this.target(orgId, row.serverId, input ?? (await stored(row.serverId)), oauth ?? {});
+    const pending = (await this.sealer.open<Pending>(row.sealed, refOf(orgId, state))).value as Pending;
+    const { input, verifier, oauth } = pending;
+    if ((pending.userId ?? null) !== (row.userId ?? null)) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'This OAuth state does not match its record: ask for a new authorization URL', undefined, false);
+    const target = await this.target(orgId, row.serverId, input ?? (await stored(row.serverId)), oauth ?? {}, pending.userId);
     if (!input) delete target.input;
+    if (pending.userId) target.userId = pending.userId;
     await this.oauth.exchange(target, code, verifier);
-    return { serverId: row.serverId, ...(input ? { input } : {}), oauth: target.state };
+    return { serverId: row.serverId, serverName: row.serverName, ...(input ? { input } : {}), ...(pending.userId ? { userId: pending.userId } : {}), oauth: target.state };
   }
 
   /** The flow's view of a server: its OAuth secrets' templates resolved from the org's secrets. */
-  private async target(orgId: string, serverId: string, input: McpServerInput, state: OAuthState): Promise<OAuthTarget> {
+  private async target(orgId: string, serverId: string, input: McpServerInput, state: OAuthState, userId?: string): Promise<OAuthTarget> {
     const auth = input.auth as OAuthAuth;
     const names = templateNames(authTemplates(auth));
-    const resolved = resolveOAuth(auth, names.length ? await this.secrets.lookup(orgId, names) : {});
+    const resolved = resolveOAuth(auth, names.length ? await this.secrets.lookup(orgId, names, userId) : {});
     return { orgId, serverId, name: input.name, url: input.url!, transport: input.transport === 'sse' ? 'sse' : 'streamable_http', auth: resolved, state, input };
   }
 }

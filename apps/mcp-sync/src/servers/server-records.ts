@@ -60,6 +60,7 @@ export class ServerRecords {
       envKeys: Object.keys(s.env ?? {}),
       headerNames: Object.keys(s.headers ?? {}),
       authType: s.auth?.type ?? null,
+      account: s.auth?.type === 'oauth' && s.auth.account === 'user' ? 'user' : 'org',
     };
   }
 

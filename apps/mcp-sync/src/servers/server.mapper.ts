@@ -13,6 +13,7 @@ export function toWireServer(s: McpServerEntity): McpServer {
     env_keys: s.envKeys ?? [],
     header_names: s.headerNames ?? [],
     auth_type: s.authType,
+    account: s.account ?? 'org',
     pending_authorization: s.pendingAuthorization ?? null,
     tool_prefix: s.toolPrefix,
     tool_count: s.toolCount,

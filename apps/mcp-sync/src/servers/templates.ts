@@ -6,8 +6,11 @@ import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contrac
  * connection code.
  */
 export interface OrgSecretSource {
-  /** The values of those of `names` the org has; missing names are simply absent. */
-  lookup(orgId: string, names: string[]): Promise<Record<string, string>>;
+  /**
+   * The values of those of `names` the org has; missing names are simply absent. With an end user,
+   * the user's own secrets come first (then the agent's, then the org's: the credentials service's rule).
+   */
+  lookup(orgId: string, names: string[], userId?: string): Promise<Record<string, string>>;
 }
 export const ORG_SECRET_SOURCE = Symbol('ORG_SECRET_SOURCE');
 

@@ -27,6 +27,7 @@ const serverOf = (n: number, orgId = ORG, toolPrefix: string | null = null): Mcp
   envKeys: [],
   headerNames: [],
   authType: null,
+  account: 'org',
   toolCount: 0,
   lastSync: null,
   pendingAuthorization: null,

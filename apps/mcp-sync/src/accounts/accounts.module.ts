@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { ConnectionsModule } from '../connections/connections.module';
+import { ServerStoreModule } from '../servers/server-store.module';
+import { AccountQueries } from './account-queries';
+import { AccountsController } from './accounts.controller';
+import { RevokeAccount } from './revoke-account';
+
+/** End users' connected accounts (connections.list|get|revoke). */
+@Module({
+  imports: [ServerStoreModule, ConnectionsModule],
+  controllers: [AccountsController],
+  providers: [AccountQueries, RevokeAccount],
+  exports: [AccountQueries],
+})
+export class AccountsModule {}
