@@ -12,7 +12,8 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import { freePort, stopProcess } from './stack';
 import { stdioFixture } from './stdio-allowlist';
 
-export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void> }) => Promise<unknown>;
+/** `authorization`: the Authorization header of the HTTP request that carried this tools/call. */
+export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void>; authorization?: string }) => Promise<unknown>;
 
 export interface FakeTool {
   /** Sent as is in tools/list: malformed entries are allowed on purpose. */
@@ -141,7 +142,8 @@ export class FakeMcpServer {
       const progress = async (p: number, total?: number) => {
         if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, ...(total ? { total } : {}) } });
       };
-      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress })) as never;
+      const authorization = extra.requestInfo?.headers?.authorization;
+      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress, ...(typeof authorization === 'string' ? { authorization } : {}) })) as never;
     });
     return server;
   }

@@ -2,8 +2,10 @@
  * A discoverable OAuth 2.1 authorization server on a loopback port, for MCP OAuth tests: RFC 8414
  * metadata (mutable: a test can move the token endpoint between syncs), Dynamic Client
  * Registration (which a test can make fail), `/authorize` (PKCE S256, redirects with a code) and a
- * token endpoint for the authorization-code, refresh and client-credentials grants. Every token
- * and registration request is recorded (form, Authorization header) for assertions.
+ * token endpoint for the authorization-code, refresh and client-credentials grants, and an RFC 7009
+ * revocation endpoint. The person who opens `/authorize` may name who they log in as (`login`, a
+ * test's stand-in for a login form): the tokens then are that user's (`issued[...].user`). Every
+ * token, registration and revocation request is recorded (form, Authorization header) for assertions.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -26,8 +28,10 @@ export interface DiscoverableAuthServer {
   failRefresh?: boolean;
   tokenRequests: TokenRequest[];
   registrations: Array<Record<string, unknown>>;
-  /** Access tokens issued, with the resource they were asked for. */
-  issued: Map<string, { resource: string | undefined; expiresAt: number }>;
+  /** Access tokens issued, with the resource they were asked for and the user who logged in (authorization code). */
+  issued: Map<string, { resource: string | undefined; expiresAt: number; user?: string }>;
+  /** Requests to the revocation endpoint (RFC 7009). */
+  revocations: TokenRequest[];
   /** An unexpired access token of this server for `resource`. */
   accepts(header: string | undefined, resource: string): boolean;
   stop(): Promise<void>;
@@ -35,7 +39,9 @@ export interface DiscoverableAuthServer {
 
 export async function startDiscoverableAuthServer(opts: { expiresIn?: number } = {}): Promise<DiscoverableAuthServer> {
   const expiresIn = opts.expiresIn ?? 3600;
-  const codes = new Map<string, { challenge: string; redirectUri: string; resource?: string }>();
+  const codes = new Map<string, { challenge: string; redirectUri: string; resource?: string; user?: string }>();
+  /** refresh token -> the user it was issued to, and its access tokens (revoked with it). */
+  const refreshes = new Map<string, { user?: string; access: Set<string> }>();
   const clients = new Map<string, string>(); // client_id -> secret
   let n = 0;
   const state: Omit<DiscoverableAuthServer, 'stop' | 'accepts' | 'issuer' | 'metadata'> & { issuer: string; metadata: Record<string, unknown> } = {
@@ -46,12 +52,17 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
     tokenRequests: [],
     registrations: [],
     issued: new Map(),
+    revocations: [],
   };
-  const issue = (resource: string | undefined) => {
+  const issue = (resource: string | undefined, user?: string, refreshToken?: string) => {
     n += 1;
     const token = `as-token-${n}-${randomUUID().slice(0, 8)}`;
-    state.issued.set(token, { resource, expiresAt: Date.now() + expiresIn * 1000 });
-    return { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: `rt-${n}` };
+    state.issued.set(token, { resource, expiresAt: Date.now() + expiresIn * 1000, ...(user ? { user } : {}) });
+    const rt = refreshToken ?? `rt-${n}`;
+    const grant = refreshes.get(rt) ?? { ...(user ? { user } : {}), access: new Set<string>() };
+    grant.access.add(token);
+    refreshes.set(rt, grant);
+    return { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: rt };
   };
   const http = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -61,7 +72,7 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
       const q = url.searchParams;
       if (q.get('response_type') !== 'code' || !clients.has(q.get('client_id') ?? '') || q.get('code_challenge_method') !== 'S256') return json(400, { error: 'invalid_request' });
       const code = randomUUID();
-      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')!, resource: q.get('resource') ?? undefined });
+      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')!, resource: q.get('resource') ?? undefined, user: q.get('login') ?? undefined });
       const to = new URL(q.get('redirect_uri')!);
       to.searchParams.set('code', code);
       to.searchParams.set('state', q.get('state') ?? '');
@@ -80,6 +91,15 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
         clients.set(id, secret);
         return json(201, { ...doc, client_id: id, client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' });
       }
+      if (req.method === 'POST' && url.pathname === '/revoke') {
+        const form = Object.fromEntries(new URLSearchParams(body));
+        state.revocations.push({ path: url.pathname, form, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+        const grant = refreshes.get(form.token ?? '');
+        if (grant) for (const t of grant.access) state.issued.delete(t);
+        refreshes.delete(form.token ?? '');
+        state.issued.delete(form.token ?? '');
+        return res.writeHead(200).end();
+      }
       if (req.method === 'POST' && state.tokenPaths.has(url.pathname)) {
         const form = Object.fromEntries(new URLSearchParams(body));
         state.tokenRequests.push({ path: url.pathname, form, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
@@ -91,9 +111,13 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
           const c = codes.get(form.code ?? '');
           codes.delete(form.code ?? '');
           const ok = c && createHash('sha256').update(form.code_verifier ?? '').digest('base64url') === c.challenge && form.redirect_uri === c.redirectUri;
-          return ok ? json(200, issue(form.resource)) : json(400, { error: 'invalid_grant' });
+          return ok ? json(200, issue(form.resource, c.user)) : json(400, { error: 'invalid_grant' });
         }
-        if (form.grant_type === 'refresh_token') return state.failRefresh ? json(400, { error: 'invalid_grant', error_description: 'the grant was revoked' }) : json(200, issue(form.resource));
+        if (form.grant_type === 'refresh_token') {
+          const grant = refreshes.get(form.refresh_token ?? '');
+          if (state.failRefresh || !grant) return json(400, { error: 'invalid_grant', error_description: 'the grant was revoked' });
+          return json(200, issue(form.resource, grant.user, form.refresh_token));
+        }
         return json(400, { error: 'unsupported_grant_type' });
       }
       json(404, { error: 'not_found' });
@@ -107,6 +131,7 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
     authorization_endpoint: `${base}/authorize`,
     token_endpoint: `${base}/token`,
     registration_endpoint: `${base}/register`,
+    revocation_endpoint: `${base}/revoke`,
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
     code_challenge_methods_supported: ['S256'],
