@@ -165,7 +165,7 @@ describe('toolplane CLI', () => {
     const ls = await cli(['--json', 'secrets', 'ls'], { env });
     expect(JSON.parse(ls.stdout).secrets.map((s: { key: string }) => s.key)).toContain('CLI_KEY');
     const table = await cli(['secrets', 'ls'], { env });
-    expect(table.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['KEY', 'SCOPE', 'AGENT_ID', 'DESCRIPTION', 'UPDATED_AT']);
+    expect(table.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['KEY', 'SCOPE', 'AGENT_ID', 'USER_ID', 'DESCRIPTION', 'UPDATED_AT']);
     for (const r of [set, ls, table]) expect(r.stdout + r.stderr).not.toContain(value);
     // On a terminal: a prompt, and what is typed is not echoed.
     const typed = `typed-${Math.random().toString(36).slice(2)}`;
@@ -182,6 +182,14 @@ describe('toolplane CLI', () => {
     const seen = await cli(['--json', 'tools', 'run', 'cli_env'], { env });
     expect(JSON.parse(seen.stdout).func_return).toBe(createHash('sha256').update(value).digest('hex'));
     expect((await cli(['--json', 'secrets', 'rm', 'CLI_KEY'], { env })).code).toBe(0);
+    // An end user's secret: --user on set, ls and rm (one owner: --agent with --user is refused).
+    const mine = await cli(['--json', 'secrets', 'set', 'CLI_USER_KEY', '--user', 'cli-alice'], { env, input: `${value}-user\n` });
+    expect(JSON.parse(mine.stdout).secret).toMatchObject({ key: 'CLI_USER_KEY', scope: 'user', user_id: 'cli-alice', agent_id: null });
+    expect(JSON.parse((await cli(['--json', 'secrets', 'ls', '--user', 'cli-alice'], { env })).stdout).secrets.map((s: { key: string }) => s.key)).toEqual(['CLI_USER_KEY']);
+    expect(JSON.parse((await cli(['--json', 'secrets', 'ls', '--user', 'cli-bob'], { env })).stdout).secrets).toEqual([]);
+    expect((await cli(['secrets', 'set', 'X', '--user', 'u', '--agent', 'a'], { env, input: 'v\n' })).code).not.toBe(0);
+    expect((await cli(['--json', 'secrets', 'rm', 'CLI_USER_KEY', '--user', 'cli-alice'], { env })).code).toBe(0);
+    expect(JSON.parse((await cli(['--json', 'secrets', 'ls', '--user', 'cli-alice'], { env })).stdout).secrets).toEqual([]);
   });
 
   it('sets, gets and removes the webhook (its signing secret from stdin), sandbox configs, MCP servers and tokens', async () => {
@@ -215,6 +223,12 @@ describe('toolplane CLI', () => {
     const tokens = await cli(['--json', 'token', 'ls'], { env: operator });
     expect(JSON.parse(tokens.stdout).tokens).toEqual(expect.arrayContaining([expect.objectContaining({ token_id, name: 'cli-made' })]));
     expect((await cli(['--json', 'token', 'revoke', token_id], { env: operator })).code).toBe(0);
+    // A token bound to an end user: --user, shown in the list.
+    const bound = JSON.parse((await cli(['--json', 'token', 'create', '--name', 'cli-bound', '--scopes', 'tools:read', '--user', 'cli-alice'], { env: operator })).stdout);
+    expect(bound).toMatchObject({ user_id: 'cli-alice' });
+    const listed = JSON.parse((await cli(['--json', 'token', 'ls'], { env: operator })).stdout).tokens;
+    expect(listed.find((t: { token_id: string }) => t.token_id === bound.token_id)).toMatchObject({ name: 'cli-bound', user_id: 'cli-alice' });
+    expect((await cli(['--json', 'token', 'revoke', bound.token_id], { env: operator })).code).toBe(0);
   });
 
   it('adds and resyncs an MCP server with a live view of every page, then the report; --json prints only the report', async () => {

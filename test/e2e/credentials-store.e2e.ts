@@ -146,7 +146,7 @@ describe('credentials service (production profile)', () => {
     expect((await resolve(orgB, { agent_id: 'ag' })).env.FROM_HOOK).toBe('hook-value-B');
     const seen = hooks.received.filter((h) => h.path === '/good').at(-1)!;
     expect(seen.verified).toBe(true);
-    expect(seen.body).toEqual({ organization_id: orgB, agent_id: 'ag', tool_id: TOOL, tool_name: 't', project_id: null });
+    expect(seen.body).toEqual({ organization_id: orgB, agent_id: 'ag', user_id: null, tool_id: TOOL, tool_name: 't', project_id: null });
 
     // allowlisted 127.0.0.1 redirecting to 127.0.0.2 (loopback, not allowlisted): refused, nothing sent there
     await set(hooks.route('/to-private', (_h, res) => void res.writeHead(307, { location: 'http://127.0.0.2:9/steal' }).end()));
