@@ -213,6 +213,9 @@ describe('toolplane CLI', () => {
     const servers = await cli(['--json', 'mcp', 'ls'], { env });
     expect(JSON.parse(servers.stdout)).toEqual({ servers: [] });
     expect((await cli(['--json', 'mcp', 'sync', 'nope'], { env })).code).toBe(3);
+    expect(JSON.parse((await cli(['--json', 'connections', 'list', '--user', 'someone'], { env })).stdout)).toEqual({ connections: [] });
+    expect((await cli(['--json', 'connections', 'revoke', 'nope', '--user', 'someone'], { env })).code).toBe(3);
+    expect((await cli(['connections', 'revoke', 'nope'], { env })).code).toBe(2);
 
     // An org token without admin may not mint tokens: exit 4.
     expect((await cli(['--json', 'token', 'create', '--name', 'x'], { env })).code).toBe(4);

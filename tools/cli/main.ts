@@ -12,6 +12,7 @@ import { type GlobalFlags } from './cli.config';
 import { CliContext } from './cli.context';
 import { ExitCode, exitCodeOf } from './cli.errors';
 import { printError, printJson } from './cli.output';
+import { registerConnectionsCommands } from './connections.command';
 import { registerDoctorCommand } from './doctor.command';
 import { registerEventsCommand } from './events.command';
 import { registerMcpCommands } from './mcp.command';
@@ -38,6 +39,7 @@ async function main(argv: string[]): Promise<number> {
   registerAdminCommands(program, ctx);
   registerMcpCommands(program, ctx);
   registerMcpUrlCommand(program, ctx);
+  registerConnectionsCommands(program, ctx);
   registerToolsetCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerEventsCommand(program, ctx);

@@ -7,6 +7,9 @@ import {
   AuthTokensCreate,
   AuthTokensList,
   AuthTokensRevoke,
+  ConnectionsGet,
+  ConnectionsList,
+  ConnectionsRevoke,
   ExecutionsApprove,
   ExecutionsDeny,
   ExecutionsGet,
@@ -76,6 +79,8 @@ export const API = {
     servers: { add: McpServersAdd, get: McpServersGet, list: McpServersList, update: McpServersUpdate, remove: McpServersRemove, sync: McpServersSync },
     oauth: { complete: McpOAuthComplete },
   },
+  /** End users' connected accounts on the org's MCP servers (`account: "user"`). */
+  connections: { list: ConnectionsList, get: ConnectionsGet, revoke: ConnectionsRevoke },
   auth: {
     tokens: { create: AuthTokensCreate, list: AuthTokensList, revoke: AuthTokensRevoke },
     orgs: { delete: AuthOrgsDelete },

@@ -50,6 +50,7 @@ export class ToolplaneClient {
   readonly webhooks: Facade<typeof API.webhooks>;
   readonly sandboxConfigs: Facade<typeof API.sandboxConfigs>;
   readonly mcp: Facade<typeof API.mcp>;
+  readonly connections: Facade<typeof API.connections>;
   readonly auth: Facade<typeof API.auth>;
   readonly prefix: string;
   private readonly retryPolicy: RetryPolicy;
@@ -71,6 +72,7 @@ export class ToolplaneClient {
     this.webhooks = api.webhooks;
     this.sandboxConfigs = api.sandboxConfigs;
     this.mcp = api.mcp;
+    this.connections = api.connections;
     this.auth = api.auth;
   }
 

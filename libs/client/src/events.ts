@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { EVENTS, EVENTS_STREAM, type EventDescriptor, type EventOf } from '@toolplane/contracts';
 
 export interface EventsOptions {
-  /** Entities to follow (`tool`, `mcp-server`, `execution`, `agent-tools`, `toolset`); default all. */
+  /** Entities to follow (`tool`, `mcp-server`, `connection`, `execution`, `agent-tools`, `toolset`); default all. */
   entities?: string[];
   /** Only events of this org (checked on the payload's `org_id`). */
   org?: string;
