@@ -14,6 +14,9 @@ const vars = (o: Record<string, string>, mask = true) => new Map<string, SecretV
 class Stores {
   sandbox: Record<string, Map<string, SecretValue>> = {};
   agent = new Map<string, SecretValue>();
+  user: Record<string, Map<string, SecretValue>> = {};
+  userReads: string[] = [];
+  webhookUsers: Array<string | undefined> = [];
   webhook: Record<string, string> | null = null;
   defaultProvider = 'local';
   fallback: string[] = [];
@@ -29,9 +32,10 @@ describe('EnvResolutionService (alone: stores and webhook are fakes)', () => {
     const secrets: Partial<SecretsService> = {
       sandboxValues: async (_org, provider) => (stores.reads++, { values: stores.sandbox[provider] ?? new Map(), rows: [] }),
       agentValues: async () => stores.agent,
+      userValues: async (_org, user) => (stores.userReads.push(user), stores.user[user] ?? new Map()),
     };
     const webhooks: Partial<WebhooksService> = {
-      credentialsFor: async () => stores.webhook ?? {},
+      credentialsFor: async (ctx) => (stores.webhookUsers.push(ctx.userId), stores.webhook ?? {}),
       configured: async () => stores.webhook !== null,
     };
     const configs: Partial<SandboxConfigsService> = {
@@ -59,6 +63,30 @@ describe('EnvResolutionService (alone: stores and webhook are fakes)', () => {
     const r = await resolve({ agent_id: 'agent-1', env: { D: 'call' } });
     expect(r.env).toMatchObject({ A: 'sandbox', B: 'webhook', C: 'agent', D: 'call', TOOLPLANE_ORG_ID: ORG, TOOLPLANE_TOOL_ID: TOOL, TOOLPLANE_AGENT_ID: 'agent-1' });
     expect(r.masked_keys.sort()).toEqual(['A', 'B', 'C']); // the call's own env is not a secret of the org
+  });
+
+  it("puts the end user's secrets over the agent's and the webhook's, under the call's env; no user, no user layer", async () => {
+    stores.sandbox.local = vars({ A: 'sandbox', B: 'sandbox', C: 'sandbox', D: 'sandbox' });
+    stores.webhook = { B: 'webhook', C: 'webhook' };
+    stores.agent = vars({ C: 'agent', D: 'agent' });
+    stores.user = { alice: vars({ C: 'alice', D: 'alice', U: 'alice' }) };
+    const r = await resolve({ agent_id: 'agent-1', user_id: 'alice', env: { D: 'call' } });
+    expect(r.env).toMatchObject({ A: 'sandbox', B: 'webhook', C: 'alice', D: 'call', U: 'alice' });
+    expect(r.masked_keys).toContain('U');
+    expect(stores.webhookUsers).toEqual(['alice']);
+    const none = await resolve({ agent_id: 'agent-1' });
+    expect(none.env).toMatchObject({ C: 'agent', D: 'agent' });
+    expect(none.env).not.toHaveProperty('U');
+    expect(stores.userReads).toEqual(['alice']);
+  });
+
+  it("caches each user's secrets under that user: another user's call reads its own", async () => {
+    stores.user = { alice: vars({ K: 'alice' }), bob: vars({ K: 'bob' }) };
+    expect((await resolve({ user_id: 'alice' })).env.K).toBe('alice');
+    expect((await resolve({ user_id: 'bob' })).env.K).toBe('bob');
+    expect((await resolve({ user_id: 'alice' })).env.K).toBe('alice');
+    expect((await resolve({})).env).not.toHaveProperty('K');
+    expect(stores.userReads).toEqual(['alice', 'bob']);
   });
 
   it('never lets a layer set a reserved name, and the reserved ids always win', async () => {
