@@ -28,7 +28,9 @@ describe('MCP connected accounts (account: "user")', () => {
   const call = (org: string, user: string | undefined, tag = 'x') =>
     req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'whoami', args: { user: user ?? 'nobody', tag }, ...(user ? { user_id: user } : {}) });
   /** Whose token the authorization server issued this bearer to. */
-  const ownerOf = (authorization: string | undefined) => as.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
+  const ownerOf = (authorization: string | undefined, by: DiscoverableAuthServer = as) => by.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
+  const eventsOf = (org: string, done: (evs: Array<{ kind: string; payload: any }>) => boolean) =>
+    eventually(async () => seenEvents.filter((e) => e.payload.org_id === org), done, 30_000);
 
   const whoami: FakeTool = {
     def: { name: 'whoami', description: 'Says who called', inputSchema: { type: 'object', properties: { user: { type: 'string' }, tag: { type: 'string' } }, required: ['user'] } },
@@ -48,9 +50,9 @@ describe('MCP connected accounts (account: "user")', () => {
   }
 
   /** An org with the server added (authorized by its operator, whose token lists the tools). */
-  async function orgWithServer(label: string): Promise<{ org: string; serverId: string }> {
+  async function orgWithServer(label: string, server: FakeMcpServer = f): Promise<{ org: string; serverId: string }> {
     const org = uniqueOrg(label);
-    const begun = ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'accounts', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', account: 'user' } } }));
+    const begun = ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'accounts', transport: 'streamable_http', url: server.url, auth: { type: 'oauth', account: 'user' } } }));
     const done = ok(await authorize(org, begun.authorization.authorization_url, 'operator'));
     expect(done.sync).toMatchObject({ added: 1, errors: [] });
     expect(done.server).toMatchObject({ account: 'user', auth_type: 'oauth' });
@@ -145,11 +147,7 @@ describe('MCP connected accounts (account: "user")', () => {
     expect(ok(await req('toolplane.v1.connections.list', { org_id: org, server: 'accounts' })).connections.map((c: any) => c.user_id).sort()).toEqual(['bob', null]);
 
     // The events: authorized for each, revoked for Alice — ids and names, no token.
-    const mine = await eventually(
-      async () => seenEvents.filter((e) => e.payload.org_id === org),
-      (evs) => evs.filter((e) => e.kind === 'authorized').length === 2 && evs.some((e) => e.kind === 'revoked'),
-      30_000,
-    );
+    const mine = await eventsOf(org, (evs) => evs.filter((e) => e.kind === 'authorized').length === 2 && evs.some((e) => e.kind === 'revoked'));
     expect(mine.filter((e) => e.kind === 'authorized').map((e) => e.payload.user_id).sort()).toEqual(['alice', 'bob']);
     expect(mine.find((e) => e.kind === 'revoked')!.payload).toMatchObject({ user_id: 'alice', server_id: serverId, server_name: 'accounts' });
     for (const e of mine) expect(Object.keys(e.payload).sort()).toEqual(['event_id', 'occurred_at', 'org_id', 'server_id', 'server_name', 'user_id']);
@@ -170,5 +168,57 @@ describe('MCP connected accounts (account: "user")', () => {
     const raced = seen.slice(before).filter((s) => s.user === 'carol' || s.user === 'dave');
     expect(raced).toHaveLength(128);
     expect(raced.filter((s) => ownerOf(s.authorization) !== s.user)).toEqual([]);
+  });
+
+  it('refreshes a user’s tokens with that user’s grant, and asks that user alone when the refresh is refused', async () => {
+    const shortAs = await startDiscoverableAuthServer({ expiresIn: 1 });
+    const g = new FakeMcpServer();
+    g.tools = [whoami];
+    await g.start();
+    protect(g, shortAs);
+    try {
+      const { org, serverId } = await orgWithServer('acct-refresh', g);
+      await connect(org, 'erin');
+      expect(ok(await call(org, 'erin', 'e1'))).toMatchObject({ status: 'success' });
+      const first = seen.filter((s) => s.user === 'erin').at(-1)!.authorization;
+      await new Promise((r) => setTimeout(r, 1100)); // erin's access token expires
+      expect(ok(await call(org, 'erin', 'e2'))).toMatchObject({ status: 'success' });
+      const second = seen.filter((s) => s.user === 'erin').at(-1)!.authorization;
+      expect(second).not.toBe(first);
+      expect(ownerOf(second, shortAs)).toBe('erin');
+      expect(shortAs.tokenRequests.filter((t) => t.form.grant_type === 'refresh_token')).toHaveLength(1);
+
+      shortAs.failRefresh = true;
+      await new Promise((r) => setTimeout(r, 1100));
+      const refused = await call(org, 'erin');
+      expect(refused.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { reason: 'reauthorize', server_id: serverId } });
+      // The server is fine for everyone else: no pending authorization on it.
+      expect(ok(await req('toolplane.v1.mcp.servers.get', { org_id: org, id: serverId })).server.pending_authorization).toBeNull();
+      const evs = await eventsOf(org, (e) => e.some((x) => x.kind === 'refreshed') && e.some((x) => x.kind === 'expired'));
+      expect(evs.filter((e) => e.kind === 'refreshed' || e.kind === 'expired').every((e) => e.payload.user_id === 'erin' && e.payload.server_id === serverId)).toBe(true);
+    } finally {
+      await g.stop();
+      await shortAs.stop();
+    }
+  });
+
+  it('resolves header templates from the calling user’s secrets first, on a connection of their own', async () => {
+    const org = uniqueOrg('acct-tmpl');
+    const keys: Array<{ user: string; key: unknown }> = [];
+    const h = new FakeMcpServer();
+    h.tools = [{ def: whoami.def, handler: async (args, extra) => (keys.push({ user: String(args.user), key: extra.headers?.['x-api-key'] }), { content: [{ type: 'text', text: 'ok' }] }) }];
+    await h.start();
+    try {
+      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: 'org-key' }));
+      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'user', user_id: 'alice', key: 'API_KEY', value: 'alice-key' }));
+      ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } } }));
+      const users = Array.from({ length: 48 }, (_, i) => [undefined, 'alice', 'bob'][i % 3]);
+      const results = await Promise.all(users.map((u, i) => call(org, u, `t${i}`)));
+      expect(results.filter((r) => r.status !== 'success')).toEqual([]);
+      expect(keys).toHaveLength(48);
+      expect(keys.filter((k) => k.key !== (k.user === 'alice' ? 'alice-key' : 'org-key'))).toEqual([]);
+    } finally {
+      await h.stop();
+    }
   });
 });

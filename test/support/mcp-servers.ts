@@ -12,8 +12,11 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import { freePort, stopProcess } from './stack';
 import { stdioFixture } from './stdio-allowlist';
 
-/** `authorization`: the Authorization header of the HTTP request that carried this tools/call. */
-export type ToolHandler = (args: Record<string, unknown>, extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void>; authorization?: string }) => Promise<unknown>;
+/** `authorization` and `headers`: those of the HTTP request that carried this tools/call. */
+export type ToolHandler = (
+  args: Record<string, unknown>,
+  extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void>; authorization?: string; headers?: Record<string, string | string[] | undefined> },
+) => Promise<unknown>;
 
 export interface FakeTool {
   /** Sent as is in tools/list: malformed entries are allowed on purpose. */
@@ -142,8 +145,9 @@ export class FakeMcpServer {
       const progress = async (p: number, total?: number) => {
         if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, ...(total ? { total } : {}) } });
       };
-      const authorization = extra.requestInfo?.headers?.authorization;
-      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress, ...(typeof authorization === 'string' ? { authorization } : {}) })) as never;
+      const headers = extra.requestInfo?.headers;
+      const authorization = headers?.authorization;
+      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress, ...(typeof authorization === 'string' ? { authorization } : {}), ...(headers ? { headers } : {}) })) as never;
     });
     return server;
   }
