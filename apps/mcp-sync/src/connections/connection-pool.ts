@@ -35,6 +35,11 @@ export type ListChangedListener = (serverId: string, orgId: string) => void;
 /** Not worth another attempt: the same settings fail the same way. */
 const PERMANENT = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.SECRET_NOT_FOUND, ErrorCode.MCP_TRANSPORT_DISABLED, ErrorCode.ENCRYPTION_KEY_MISSING]);
 const MIN_ATTEMPT_MS = 200;
+/**
+ * Waiting for a person, not for the server: no backoff (the answer comes from memory until they
+ * authorize, and the first call after they did connects at once).
+ */
+const AWAITING_USER = new Set<string>([ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE]);
 
 class ServerPool {
   readonly conns: McpConnection[] = [];
@@ -112,8 +117,9 @@ class ServerPool {
           return c;
         },
         (e: unknown) => {
-          this.failures += 1;
           this.lastError = e;
+          if (e instanceof ToolplaneError && AWAITING_USER.has(e.code)) throw e;
+          this.failures += 1;
           this.nextAttemptAt = Date.now() + this.backoff(this.failures);
           throw e;
         },
@@ -283,6 +289,7 @@ export class ConnectionPool implements OnModuleDestroy {
     }
     if (!victim) return;
     this.pools.delete(victim[0]);
+    this.oauth.forget(victim[1].target.id, victim[1].target.userId);
     void victim[1].closeAll();
     this.log.debug(`closed the least recently used user pool of ${victim[1].target.name} (MCP_POOL_MAX_USER_POOLS)`);
   }
@@ -369,7 +376,10 @@ export class ConnectionPool implements OnModuleDestroy {
     for (const [key, pool] of this.pools) {
       for (const c of pool.live()) if (c.inFlight === 0 && c.lastUsed < cutoff) pool.discard(c);
       // A user's pool left with nothing: gone (the next call of that user opens a new one).
-      if (pool.target.userId && pool.live().length === 0 && pool.idle() && pool.lastUsed < cutoff) this.pools.delete(key);
+      if (pool.target.userId && pool.live().length === 0 && pool.idle() && pool.lastUsed < cutoff) {
+        this.pools.delete(key);
+        this.oauth.forget(pool.target.id, pool.target.userId); // their tokens are read again from credentials when they come back
+      }
     }
   }
 }

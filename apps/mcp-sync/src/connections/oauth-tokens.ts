@@ -18,6 +18,9 @@ export type { OAuthAuth, OAuthState } from './oauth-provider';
 /** Failures another discovery cannot fix. */
 const NO_REDISCOVERY = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE, ErrorCode.SECRET_NOT_FOUND, ErrorCode.CREDENTIALS_UNAVAILABLE]);
 
+/** Past this many awaited authorizations, expired ones are swept before another is kept. */
+const MAX_AWAITING = 1000;
+
 /** How long a metadata, registration or token host's vetted addresses are reused before its name is resolved again. */
 const OAUTH_HOST_PIN_MS = 60_000;
 
@@ -208,8 +211,15 @@ export class OAuthTokens implements OnModuleDestroy {
       { server_id: t.serverId, server_name: t.name, reason, authorization_url: url.href, state: started.state, expires_at: expiresAt, scope },
       false,
     );
+    if (this.awaiting.size >= MAX_AWAITING) this.pruneAwaiting();
     this.awaiting.set(holderOf(t), { reason, scope, expiresAt: Date.parse(expiresAt), error });
     throw error;
+  }
+
+  /** Expired waits go (one per user asked to connect: many users, most never back). */
+  private pruneAwaiting(): void {
+    const now = Date.now();
+    for (const [k, a] of this.awaiting) if (a.expiresAt <= now) this.awaiting.delete(k);
   }
 
   /** The authorization this server already waits for (same reason and scope, not expired), if any. */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, LessThan } from 'typeorm';
 import { OAuthAuthorizationEntity } from './oauth-authorization.entity';
@@ -24,7 +25,7 @@ export class OAuthAuthorizationsRepository {
     return this.ds.transaction(async (m) => {
       const repo = m.getRepository(OAuthAuthorizationEntity);
       const row = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.state = :state AND a.org_id = :orgId', { state, orgId }).getOne();
-      if (row?.userId && row.userId !== userId) return null;
+      if (row?.userId && row.userId !== userId) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'This authorization was started for another end user: only that user can complete it', undefined, false);
       if (row) await repo.delete({ state });
       return row;
     });
