@@ -182,10 +182,14 @@ describe('credentials service (production profile)', () => {
     const tokenRef = { org_id: orgA, server_id: 'mcp-rotation', issuer: 'https://issuer.example/token' };
     const tokens = { access_token: 'at-rotated-5555', refresh_token: 'rt-rotated-5555', issued_at: Date.now(), expires_at: null, scope: null };
     expect((await req('toolplane.internal.v1.mcp-oauth-tokens.store', { ...tokenRef, tokens })).stored).toBe(true);
+    // An end user's connected account of the same server: its own record, bound to the user.
+    const userRef = { ...tokenRef, user_id: 'user-rot' };
+    const userTokens = { ...tokens, access_token: 'at-user-rotated-6666', refresh_token: 'rt-user-rotated-6666' };
+    expect((await req('toolplane.internal.v1.mcp-oauth-tokens.store', { ...userRef, tokens: userTokens })).stored).toBe(true);
     const run = await promisify(execFile)(process.execPath, [join(ROOT, 'dist/apps/credentials/src/database/rotate-keys.js')], {
       env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl, TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: `k1:${K1},k2:${K2}`, CREDENTIALS_ACTIVE_KEY: 'k2' },
     });
-    expect(run.stdout).toMatch(/re-encrypted 4 secret\(s\), 1 webhook signing secret\(s\) and 1 MCP OAuth token record\(s\) under key 'k2'/);
+    expect(run.stdout).toMatch(/re-encrypted 4 secret\(s\), 1 webhook signing secret\(s\) and 2 MCP OAuth token record\(s\) under key 'k2'/);
     expect(run.stdout + run.stderr).not.toMatch(/tok-agent-A-1111|rotated-5555/);
 
     // Tokens rotate with the ring: one signed by k1 works while k1 is in the ring, and stops when k1 leaves it.
@@ -203,6 +207,8 @@ describe('credentials service (production profile)', () => {
     expect(a.env).toMatchObject({ API_TOKEN: 'tok-agent-A-1111', REGION: 'sandbox-region-local', FROM_HOOK: 'hook-value-B' });
     expect(hooks.received.at(-1)!.verified).toBe(true); // the signing secret survived rotation too
     expect((await req('toolplane.internal.v1.mcp-oauth-tokens.fetch', tokenRef)).tokens).toEqual(tokens);
+    expect((await req('toolplane.internal.v1.mcp-oauth-tokens.fetch', userRef)).tokens).toEqual(userTokens);
+    expect((await req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { ...tokenRef, user_id: 'someone-else' })).tokens).toBeNull();
 
     await restart(`k3:${K3}`);
     const r = await resolve(orgA, { agent_id: 'agent-1' });

@@ -48,18 +48,26 @@ export async function rotateKeys(ds: DataSource, box: SecretBox): Promise<Rotati
     }
   });
   await ds.transaction(async (m) => {
-    const rows: Array<{ org_id: string; server_id: string; issuer: string; key_id: string; ciphertext: Buffer }> = await m.query(
-      `SELECT org_id, server_id, issuer, key_id, ciphertext FROM credentials.oauth_tokens WHERE key_id <> $1 FOR UPDATE`,
+    // An end user's record (user_id not '') is bound to the user too.
+    const rows: Array<{ org_id: string; server_id: string; user_id: string; issuer: string; key_id: string; ciphertext: Buffer }> = await m.query(
+      `SELECT org_id, server_id, user_id, issuer, key_id, ciphertext FROM credentials.oauth_tokens WHERE key_id <> $1 FOR UPDATE`,
       [box.activeKeyId],
     );
     for (const r of rows) {
-      const ad = aad.oauthToken({ orgId: r.org_id, serverId: r.server_id, issuer: r.issuer });
+      const ad = aad.oauthToken({ orgId: r.org_id, serverId: r.server_id, issuer: r.issuer, userId: r.user_id });
       try {
         const sealed = box.seal(box.open({ keyId: r.key_id, blob: r.ciphertext }, ad, `OAuth tokens of MCP server ${r.server_id}`), ad);
-        await m.query(`UPDATE credentials.oauth_tokens SET key_id = $1, ciphertext = $2 WHERE org_id = $3 AND server_id = $4 AND issuer = $5`, [sealed.keyId, sealed.blob, r.org_id, r.server_id, r.issuer]);
+        await m.query(`UPDATE credentials.oauth_tokens SET key_id = $1, ciphertext = $2 WHERE org_id = $3 AND server_id = $4 AND user_id = $5 AND issuer = $6`, [
+          sealed.keyId,
+          sealed.blob,
+          r.org_id,
+          r.server_id,
+          r.user_id,
+          r.issuer,
+        ]);
         report.oauthTokens++;
       } catch (e) {
-        report.failed.push({ table: 'oauth_tokens', id: `${r.org_id}/${r.server_id}`, keyId: r.key_id, reason: (e as Error).message });
+        report.failed.push({ table: 'oauth_tokens', id: `${r.org_id}/${r.server_id}${r.user_id ? ' (an end user)' : ''}`, keyId: r.key_id, reason: (e as Error).message });
       }
     }
   });
