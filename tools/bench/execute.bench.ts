@@ -8,6 +8,12 @@
  * BENCH_BASELINE_ROOT: another checkout, built (`npm run build` there; e.g. `git archive HEAD`
  * unpacked with this node_modules linked in): a second stack runs from its dist/ and sync calls
  * are measured on both, alternating in rounds, so the two p50s come from the same minutes.
+ *
+ * BENCH_USER=1 adds the cost of an end user on the call (`user_id`), on this tree's stack: sync
+ * calls without a user, with a user who has no secrets, with a user who has 3, and with a new user
+ * on every call (every env cache misses), interleaved one call of each per round (p50), and CPU per
+ * call of the apps, nats-server and postgres read around alternating blocks of BENCH_USER_BLOCK
+ * calls per case. BENCH_USER=only runs just that section. BENCH_USER_N (default 600) calls per case.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,13 +23,16 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { startStack, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { HEADER, measure, row, summarize, type Summary } from './stats';
+import { cpuMs, HEADER, measure, pidsOf, row, summarize, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const ASYNC_N = Number(process.env.BENCH_ASYNC_N ?? 1000);
 const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 /** Extra executor env for this tree's stack, as JSON (e.g. '{"EXECUTION_WRITE_BEHIND_MS":"200"}'). */
 const EXECUTOR_ENV = JSON.parse(process.env.BENCH_EXECUTOR_ENV ?? '{}') as Record<string, string>;
+const USER = process.env.BENCH_USER ?? '';
+const USER_N = Number(process.env.BENCH_USER_N ?? 600);
+const USER_BLOCK = Number(process.env.BENCH_USER_BLOCK ?? 50);
 const TRIVIAL = `def ping(x: int) -> int:
     """Return x.
 
@@ -66,12 +75,68 @@ async function benchStack(label: string, root?: string): Promise<Bench> {
   const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: TRIVIAL } });
   if (up.error) throw new Error(`${label}: ${JSON.stringify(up.error)}`);
   let i = 0;
-  const call = async () => {
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: ++i } });
+  const call = async (extra: Record<string, unknown> = {}) => {
+    const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: ++i }, ...extra });
     if (r.status !== 'success') throw new Error(JSON.stringify(r));
   };
   for (let w = 0; w < 20; w++) await call(); // warm the tool cache and the JIT
   return { stack, client, db, prefix, call };
+}
+
+interface UserCase {
+  label: string;
+  fn: () => Promise<void>;
+}
+
+/**
+ * The cost of user_id on the hot path (BENCH_USER): the org has 2 sandbox secrets, user
+ * `u-secrets` has 3 of their own, `u-plain` none. Latency interleaved per call; CPU per call
+ * (apps, nats-server, postgres) from alternating blocks, so drift hits every case alike.
+ */
+async function userCost(b: Bench): Promise<Array<{ label: string; s: Summary; cpuPerCallMs: number }>> {
+  const set = async (body: Record<string, unknown>) => {
+    const r = await b.client.req('toolplane.v1.secrets.set', { org_id: 'bench', ...body });
+    if (r.error) throw new Error(JSON.stringify(r.error));
+  };
+  for (const k of ['ORG_A', 'ORG_B']) await set({ scope: 'sandbox', key: k, value: `org-${k}-value` });
+  for (const k of ['USER_A', 'USER_B', 'ORG_A']) await set({ scope: 'user', user_id: 'u-secrets', key: k, value: `user-${k}-value` });
+  let fresh = 0;
+  const cases: UserCase[] = [
+    { label: 'no user_id', fn: () => b.call() },
+    { label: 'user_id, user without secrets', fn: () => b.call({ user_id: 'u-plain' }) },
+    { label: 'user_id, user with 3 secrets', fn: () => b.call({ user_id: 'u-secrets' }) },
+    { label: 'user_id, a new user every call', fn: () => b.call({ user_id: `u-new-${++fresh}` }) },
+  ];
+  // One call of each case per round, the first case rotating round by round: no case always
+  // follows the heavy one (a new user: its env resolved and cached) or always leads a round.
+  for (let w = 0; w < 20; w++) for (const c of cases) await c.fn();
+  const samples = cases.map(() => [] as number[]);
+  const t0 = performance.now();
+  for (let i = 0; i < USER_N; i++) {
+    for (let j = 0; j < cases.length; j++) {
+      const k = (i + j) % cases.length;
+      const t = performance.now();
+      await cases[k]!.fn();
+      samples[k]!.push(performance.now() - t);
+    }
+  }
+  const wall = (performance.now() - t0) / cases.length;
+  const latency = cases.map((c, k) => ({ label: c.label, s: summarize(samples[k]!, wall) }));
+  const pids: Record<string, number[]> = {
+    apps: [...b.stack.apps.values()].map((a) => a.proc.pid!).filter(Boolean),
+    'nats-server': pidsOf('nats-server'),
+    postgres: pidsOf('postgres'),
+  };
+  const total = (r: Record<string, number>) => Object.values(r).reduce((a, v) => a + v, 0);
+  const cpu = cases.map(() => 0);
+  for (let done = 0; done < USER_N; done += USER_BLOCK) {
+    for (const [k, c] of cases.entries()) {
+      const before = total(cpuMs(pids));
+      for (let j = 0; j < Math.min(USER_BLOCK, USER_N - done); j++) await c.fn();
+      cpu[k]! += total(cpuMs(pids)) - before;
+    }
+  }
+  return latency.map((l, k) => ({ ...l, cpuPerCallMs: cpu[k]! / USER_N }));
 }
 
 async function closeBench(b: Bench | undefined): Promise<void> {
@@ -131,6 +196,17 @@ async function main(): Promise<void> {
     if (up.error) throw new Error(JSON.stringify(up.error));
     if (BASELINE_ROOT) baseline = await benchStack('baseline', BASELINE_ROOT);
     await measure(20, 1, spawnPython);
+    if (USER) {
+      const user = await userCost(c);
+      process.stdout.write(`\nuser_id on the hot path (${new Date().toISOString()}, ${USER_N} calls per case, interleaved; CPU: apps + nats-server + postgres)\n`);
+      process.stdout.write(`${HEADER} ${'CPU ms/call'.padStart(12)}\n`);
+      for (const u of user) process.stdout.write(`${row(u.label, u.s)} ${u.cpuPerCallMs.toFixed(3).padStart(12)}\n`);
+      const [none, ...rest] = user;
+      for (const u of rest) {
+        process.stdout.write(`${u.label}: p50 ${(u.s.p50 - none!.s.p50 >= 0 ? '+' : '')}${(u.s.p50 - none!.s.p50).toFixed(3)} ms, CPU ${(u.cpuPerCallMs - none!.cpuPerCallMs >= 0 ? '+' : '')}${(u.cpuPerCallMs - none!.cpuPerCallMs).toFixed(3)} ms per call vs no user_id\n`);
+      }
+      if (USER === 'only') return;
+    }
 
     const results: Array<readonly [string, Summary]> = [['bare /usr/bin/python3 -c spawn (baseline)', await measure(N, 1, spawnPython)]];
     let compared: [Summary, Summary] | undefined;
