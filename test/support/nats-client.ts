@@ -95,7 +95,7 @@ export class RawClient {
   }
 
   /** A fresh token through the public API (`toolplane.v1.auth.tokens.create`), as the operator or as `as`. */
-  async mint(org: string, req: { name?: string; scopes?: string[]; ttl_s?: number } = {}, as?: string): Promise<{ token: string; token_id: string; scopes: string[]; expires_at: string }> {
+  async mint(org: string, req: { name?: string; scopes?: string[]; ttl_s?: number; user_id?: string } = {}, as?: string): Promise<{ token: string; token_id: string; scopes: string[]; expires_at: string }> {
     const r = await this.req('toolplane.v1.auth.tokens.create', { org_id: org, name: req.name ?? 'tests', ...req }, { token: as ?? this.operator() });
     if (r.error) throw new Error(`could not mint a token for ${org}: ${r.error.code} ${r.error.message}`);
     return r;

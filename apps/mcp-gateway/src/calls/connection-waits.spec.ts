@@ -26,4 +26,16 @@ describe('ConnectionWaits', () => {
     ctrl.abort();
     expect(await later).toBe(false);
   });
+
+  it("the org's own authorization (no user) lets every call waiting on that server go on", async () => {
+    const sut = new ConnectionWaits();
+    const a = sut.next('org', 'alice', 'srv').wait(60_000);
+    const b = sut.next('org', null, 'srv').wait(60_000);
+    const other = sut.next('org', 'alice', 'srv-2');
+    const o = other.wait(60_000);
+    sut.connected('org', null, 'srv');
+    expect([await a, await b]).toEqual([true, true]);
+    other.cancel();
+    expect(await o).toBe(false);
+  });
 });

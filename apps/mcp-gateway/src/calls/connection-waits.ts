@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { ConnectionAuthorized, McpServerSynced } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
 
 /** A wait for one account to be connected: settles true when it is, false at the deadline or on abort. */
 export interface ConnectionWait {
@@ -14,8 +16,23 @@ export interface ConnectionWait {
  * shown), so an event is never missed.
  */
 @Injectable()
-export class ConnectionWaits {
+export class ConnectionWaits implements OnModuleInit, OnModuleDestroy {
   private readonly waits = new Map<string, Set<(ok: boolean) => void>>();
+  private subscription?: { unsubscribe(): void };
+
+  constructor(private readonly messaging?: MessagingClient) {}
+
+  onModuleInit(): void {
+    // A user's account (connection.authorized), or the org's own authorization completed (the server synced with it).
+    this.subscription = this.messaging?.onEvents([ConnectionAuthorized, McpServerSynced], (e, p) => {
+      if (e === ConnectionAuthorized) this.connected(p.org_id, (p as { user_id: string }).user_id, p.server_id);
+      else if ((p as { ok: boolean }).ok) this.connected(p.org_id, null, p.server_id);
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.subscription?.unsubscribe();
+  }
 
   next(org: string, userId: string | null, serverId: string): ConnectionWait {
     const key = `${org}\u0000${userId ?? ''}\u0000${serverId}`;
@@ -43,8 +60,13 @@ export class ConnectionWaits {
     };
   }
 
-  /** An account was connected: every call waiting for it goes on. */
+  /** An account was connected (userId null: the org's own): every call waiting for it goes on — for the org's, every call waiting on that server. */
   connected(org: string, userId: string | null, serverId: string): void {
-    for (const fire of [...(this.waits.get(`${org}\u0000${userId ?? ''}\u0000${serverId}`) ?? [])]) fire(true);
+    const prefix = `${org}\u0000`;
+    const suffix = `\u0000${serverId}`;
+    for (const [key, set] of [...this.waits]) {
+      const matches = userId === null ? key.startsWith(prefix) && key.endsWith(suffix) : key === `${org}\u0000${userId}\u0000${serverId}`;
+      if (matches) for (const fire of [...set]) fire(true);
+    }
   }
 }
