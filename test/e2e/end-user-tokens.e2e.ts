@@ -88,6 +88,29 @@ describe('a token bound to an end user acts as that user, and only that user', (
     expect((await asAlice('toolplane.v1.secrets.set', { scope: 'sandbox', key: 'WHO', value: 'org-overwrite' })).error?.code).toBe('CONTRACT_VIOLATION');
   });
 
+  it("cannot read, approve, deny or complete another user's execution (or one with no user): not found, as another org's", async () => {
+    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('guarded', 'return "ran"'), default_requires_approval: true } }, 30_000);
+    const bobs = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded', args: {}, user_id: 'bob' });
+    const nobodys = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded', args: {} });
+    const alices = await asAlice('toolplane.v1.tools.execute', { tool_name: 'guarded', args: {} });
+    expect([bobs.status, nobodys.status, alices.status]).toEqual(['pending_approval', 'pending_approval', 'pending_approval']);
+    for (const id of [bobs.execution_id, nobodys.execution_id]) {
+      for (const [subject, body] of [
+        ['toolplane.v1.executions.get', {}],
+        ['toolplane.v1.executions.approve', {}],
+        ['toolplane.v1.executions.deny', { reason: 'not mine' }],
+        ['toolplane.v1.executions.submit-result', { status: 'success', func_return: 'forged' }],
+      ] as const) {
+        expect([subject, (await asAlice(subject, { execution_id: id, ...body })).error?.code]).toEqual([subject, 'EXECUTION_NOT_FOUND']);
+      }
+      // Still waiting, untouched.
+      expect((await client.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })).execution.status).toBe('pending_approval');
+    }
+    // Its own user's execution it may read and approve.
+    expect((await asAlice('toolplane.v1.executions.get', { execution_id: alices.execution_id })).execution.user_id).toBe('alice');
+    expect((await asAlice('toolplane.v1.executions.approve', { execution_id: alices.execution_id })).func_return).toBe('ran');
+  });
+
   it('through the MCP gateway (the bound org token), its calls are recorded with its user and get its secrets', async () => {
     const { client: mcp } = await mcpClient(agentEndpoint(agent), alice.token);
     clients.push(mcp);

@@ -56,7 +56,7 @@ interface Bench {
   client: RawClient;
   db: string;
   prefix: string;
-  call: () => Promise<void>;
+  call: (extra?: Record<string, unknown>) => Promise<void>;
 }
 
 async function benchStack(label: string, root?: string): Promise<Bench> {

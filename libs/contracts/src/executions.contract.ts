@@ -52,7 +52,12 @@ export const ExecutionRecord = z.object({
 });
 export type ExecutionRecord = z.infer<typeof ExecutionRecord>;
 
-const ExecutionRef = { org_id: OrgId, execution_id: ExecutionId };
+/**
+ * One execution of the org. With `user_id` (an end user's request; a token bound to an end user
+ * always sends its own): only that user's execution — another user's, or one with no user, is
+ * EXECUTION_NOT_FOUND.
+ */
+const ExecutionRef = { org_id: OrgId, execution_id: ExecutionId, user_id: EndUserId.optional() };
 
 export const ExecutionsGet = defineRequest({
   subject: 'toolplane.v1.executions.get',

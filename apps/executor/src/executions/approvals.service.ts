@@ -16,7 +16,7 @@ import { endUser, executionEvent, outcomeEvent, toWireRecord } from '../records/
 import { argsHashOf, ExecutionRecords, workItem } from '../records/records.service';
 import { ArgumentsService } from './arguments.service';
 import { CallLifecycle, waitingReply } from './call-lifecycle.service';
-import { executionNotFound } from './execution-queries.service';
+import { executionNotFound, ownRecord } from './execution-queries.service';
 import { step } from './tool-runner';
 import { ToolCatalogService } from './tool-catalog.service';
 
@@ -42,7 +42,7 @@ export class ApprovalsService {
 
   async approve(req: RequestOf<typeof ExecutionsApprove>): Promise<ExecuteReply> {
     const started = performance.now();
-    const row = await this.pending(req.org_id, req.execution_id);
+    const row = await this.pending(req.org_id, req.execution_id, req.user_id);
     trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': row.execution_id, ...endUser(row.user_id) });
     const { tool } = await this.catalog.find(req.org_id, { id: row.tool_id! });
     const stored = await this.records.callOf(row);
@@ -95,7 +95,7 @@ export class ApprovalsService {
   }
 
   async deny(req: RequestOf<typeof ExecutionsDeny>): Promise<ReplyOf<typeof ExecutionsDeny>> {
-    const row = await this.pending(req.org_id, req.execution_id);
+    const row = await this.pending(req.org_id, req.execution_id, req.user_id);
     const message = denialMessage(req.reason);
     const result: ToolExecutionResult = {
       execution_id: row.execution_id,
@@ -123,9 +123,8 @@ export class ApprovalsService {
   }
 
   /** The record, if it waits for approval now; one past its expiry is expired first (the sweep may not have come yet). */
-  private async pending(orgId: string, executionId: string): Promise<ExecutionRow> {
-    const row = await this.records.repo.get(orgId, executionId);
-    if (!row) throw executionNotFound(executionId);
+  private async pending(orgId: string, executionId: string, userId: string | undefined): Promise<ExecutionRow> {
+    const row = ownRecord(await this.records.repo.get(orgId, executionId), executionId, userId);
     if (row.status === 'pending_approval' && row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) {
       await this.records.repo.transaction((m) =>
         this.records.move(m, row, ['pending_approval'], { status: 'expired', error_code: ErrorCode.EXECUTION_EXPIRED, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], { dropCall: true }),

@@ -3,7 +3,7 @@ import { DEFAULT_RETURN_CHAR_LIMIT, ErrorCode, ToolplaneError, type ExecutionsSu
 import type { ExecutionRow } from '../records/executions.repository';
 import { outcomeEvent, toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, finalStateOf } from '../records/records.service';
-import { executionNotFound } from './execution-queries.service';
+import { executionNotFound, ownRecord } from './execution-queries.service';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
 
@@ -22,8 +22,7 @@ export class ClientResultsService {
   ) {}
 
   async submit(req: RequestOf<typeof ExecutionsSubmitResult>): Promise<ReplyOf<typeof ExecutionsSubmitResult>> {
-    const row = await this.records.repo.get(req.org_id, req.execution_id);
-    if (!row) throw executionNotFound(req.execution_id);
+    const row = ownRecord(await this.records.repo.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
     if (row.status !== 'awaiting_client') throw alreadyCompleted(row);
     const limit = await this.catalog
       .find(req.org_id, { id: row.tool_id! })

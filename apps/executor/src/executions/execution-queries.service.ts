@@ -10,8 +10,7 @@ export class ExecutionQueries {
   constructor(private readonly records: ExecutionRecords) {}
 
   async get(req: RequestOf<typeof ExecutionsGet>): Promise<ReplyOf<typeof ExecutionsGet>> {
-    const row = await this.records.repo.get(req.org_id, req.execution_id);
-    if (!row) throw executionNotFound(req.execution_id);
+    const row = ownRecord(await this.records.repo.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
     const waiting = row.status === 'pending_approval' || row.status === 'queued' || row.status === 'awaiting_client';
     const [call, result] = await Promise.all([waiting ? this.records.callOf(row) : null, this.records.resultOf(row)]);
     return { execution: toWireRecord(row), args: call?.args ?? null, result };
@@ -31,6 +30,15 @@ export class ExecutionQueries {
     const page = rows.slice(0, req.limit);
     return { executions: page.map(toWireRecord), next_cursor: rows.length > req.limit ? encodeCursor(page[page.length - 1]!) : null };
   }
+}
+
+/**
+ * The record as a request may see it: a request naming an end user (or made with a token bound to
+ * one) sees only that user's executions — another user's is not found, as another org's is.
+ */
+export function ownRecord(row: ExecutionRow | undefined | null, executionId: string, userId: string | undefined): ExecutionRow {
+  if (!row || (userId !== undefined && row.user_id !== userId)) throw executionNotFound(executionId);
+  return row;
 }
 
 export function executionNotFound(executionId: string): ToolplaneError {
