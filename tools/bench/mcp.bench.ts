@@ -6,6 +6,9 @@
  * sequentially and at concurrency 8 and 16 (throughput in calls/s for both paths).
  * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
  * BENCH_N (default 300) calls per case after BENCH_WARMUP (300) warm-up rounds; BENCH_STACK_ENV="K=V,..." settings for every app; BENCH_CPU_PROF=<dir> writes CPU profiles of mcp-sync, executor and credentials.
+ * BENCH_USER=1 adds a third case to the interleaved rounds: the same call made for an end user
+ * (`user_id`, a user with no secrets of their own), so the cost of a user on an MCP call is read
+ * beside the call without one in the same run.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -92,26 +95,35 @@ async function main(): Promise<void> {
       const r = await direct.callTool({ name: 'tool_0001', arguments: { text: 'x' } });
       if (r.isError) throw new Error('direct call failed');
     };
-    const viaToolplane = async () => {
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'tool_0001', args: { text: 'x' } });
+    const viaToolplane = async (extra: Record<string, unknown> = {}) => {
+      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'tool_0001', args: { text: 'x' }, ...extra });
       if (r.status !== 'success') throw new Error(`call failed: ${JSON.stringify(r.error)}`);
     };
+    const asUser = process.env.BENCH_USER === '1';
+    const viaToolplaneAsUser = () => viaToolplane({ user_id: 'bench-user' });
     // Services run for days: the figures are of warm processes (JIT, pools, caches), not of their first calls.
-    for (let i = 0; i < WARMUP; i++) await Promise.all([directCall(), viaToolplane()]);
+    for (let i = 0; i < WARMUP; i++) await Promise.all([directCall(), viaToolplane(), ...(asUser ? [viaToolplaneAsUser()] : [])]);
     const pids: Record<string, number[]> = { 'bench (client + server, both cases)': [process.pid], 'nats-server': pidsOf('nats-server'), postgres: pidsOf('postgres') };
     for (const [name, app] of stack.apps) pids[name] = [app.proc.pid!];
     const cpu0 = cpuMs(pids);
     const w0 = writesOf(pids);
     // Interleaved (one direct call, one through Toolplane, per round): drift on a shared machine hits both alike.
-    const [d, t] = (await measureInterleaved([{ label: 'direct', fn: directCall }, { label: 'toolplane', fn: viaToolplane }], N, 0)).map((c) => c.s) as [Summary, Summary];
+    const cases = [
+      { label: 'direct', fn: directCall },
+      { label: 'toolplane', fn: () => viaToolplane() },
+      ...(asUser ? [{ label: 'toolplane, end user', fn: viaToolplaneAsUser }] : []),
+    ];
+    const [d, t, u] = (await measureInterleaved(cases, N, 0)).map((c) => c.s) as [Summary, Summary, Summary | undefined];
     const cpu1 = cpuMs(pids);
     const w1 = writesOf(pids);
     say(row('direct SDK client.callTool', d));
     say(row('toolplane.v1.tools.execute (NATS, 2 hops)', t));
+    if (u) say(`${row('the same call for an end user (user_id)', u)}\n  end user − none: p50 ${(u.p50 - t.p50).toFixed(2)} ms (CPU below: per Toolplane call, both cases together)`);
     say(`overhead p50 ${(t.p50 - d.p50).toFixed(2)} ms, p99 ${(t.p99 - d.p99).toFixed(2)} ms; target p50 ≤ 1.2 × direct + 2 ms = ${(1.2 * d.p50 + 2).toFixed(2)} ms: ${t.p50 <= 1.2 * d.p50 + 2 ? 'met' : 'NOT met'}`);
     // CPU per call is steadier than latency on a shared machine (postgres counts every database here).
-    if (Object.keys(cpu1).length) say(`CPU ms per Toolplane call: ${Object.keys(cpu1).map((k) => `${k} ${((cpu1[k]! - cpu0[k]!) / N).toFixed(2)}`).join(', ')}`);
-    if (existsSync('/proc/self/io')) say(`write syscalls per Toolplane call: ${Object.keys(w1).map((k) => `${k} ${((w1[k]! - w0[k]!) / N).toFixed(2)}`).join(', ')}`);
+    const calls = u ? 2 * N : N;
+    if (Object.keys(cpu1).length) say(`CPU ms per Toolplane call: ${Object.keys(cpu1).map((k) => `${k} ${((cpu1[k]! - cpu0[k]!) / calls).toFixed(2)}`).join(', ')}`);
+    if (existsSync('/proc/self/io')) say(`write syscalls per Toolplane call: ${Object.keys(w1).map((k) => `${k} ${((w1[k]! - w0[k]!) / calls).toFixed(2)}`).join(', ')}`);
     const throughput: string[] = [`throughput (calls/s)     direct ${(1000 / d.mean).toFixed(0)}, toolplane ${(1000 / t.mean).toFixed(0)} at concurrency 1 (1 / mean latency)`];
     for (const c of [8, 16]) {
       const dc = await measure(N, c, directCall);
