@@ -221,4 +221,42 @@ describe('MCP connected accounts (account: "user")', () => {
       await h.stop();
     }
   });
+
+  it('resolves header templates from the user’s secrets, then the agent’s, then the org’s, on a connection per (user, agent)', async () => {
+    const org = uniqueOrg('acct-tmpl-agent');
+    const keys: Array<{ tag: string; key: unknown }> = [];
+    const h = new FakeMcpServer();
+    h.tools = [{ def: whoami.def, handler: async (args, extra) => (keys.push({ tag: String(args.tag), key: extra.headers?.['x-api-key'] }), { content: [{ type: 'text', text: 'ok' }] }) }];
+    await h.start();
+    const callAs = (user: string, agent: string, tag: string) =>
+      req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'whoami', args: { user, tag }, user_id: user, agent_id: agent });
+    /** Whose value each (user, agent) must see: u's own, else agent-a's, else the org's. */
+    const expected = (user: string, agent: string) => (user === 'u' ? 'u-key' : agent === 'agent-a' ? 'agent-a-key' : 'org-key');
+    try {
+      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: 'org-key' }));
+      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'agent', agent_id: 'agent-a', key: 'API_KEY', value: 'agent-a-key' }));
+      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'user', user_id: 'u', key: 'API_KEY', value: 'u-key' }));
+      ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } } }));
+      // The sync (tools/list for the org) used the org's value.
+      expect(h.observed.headers['x-api-key']).toBe('org-key');
+
+      const combos: Array<[string, string]> = [
+        ['u', 'agent-a'],
+        ['v', 'agent-a'],
+        ['v', 'agent-b'],
+      ];
+      for (const [user, agent] of combos) expect(ok(await callAs(user, agent, `one-${user}-${agent}`))).toMatchObject({ status: 'success' });
+      expect(keys.map((k) => k.key)).toEqual(['u-key', 'agent-a-key', 'org-key']);
+
+      // 24 calls of the three callers at once, every connection warm: each sees its own value.
+      const runs = Array.from({ length: 24 }, (_, i) => combos[i % 3]!);
+      const results = await Promise.all(runs.map(([user, agent], i) => callAs(user, agent, `c${i}`)));
+      expect(results.filter((r) => r.status !== 'success')).toEqual([]);
+      const raced = keys.filter((k) => k.tag.startsWith('c'));
+      expect(raced).toHaveLength(24);
+      expect(raced.filter((k) => k.key !== expected(...runs[Number(k.tag.slice(1))]!))).toEqual([]);
+    } finally {
+      await h.stop();
+    }
+  });
 });

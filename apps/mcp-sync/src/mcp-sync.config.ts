@@ -39,9 +39,9 @@ export const mcpSyncEnvShape = {
   /** Live connections kept per server (calls spread over them; stdio servers keep one). */
   MCP_POOL_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
   /**
-   * Servers connected per end user (an `account: "user"` server, or one whose templates use the
-   * user's secrets): at most this many (user, server) pools are kept; past it the least recently
-   * used idle one is closed.
+   * Servers connected per caller (an `account: "user"` server per end user, a server whose
+   * templates use secrets per end user and agent): at most this many such pools are kept, all
+   * servers together; past it the least recently used idle one is closed.
    */
   MCP_POOL_MAX_USER_POOLS: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** A connection unused this long is closed. */

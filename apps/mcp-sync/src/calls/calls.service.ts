@@ -41,8 +41,8 @@ export class CallsService {
       );
     }
     const { server } = found;
-    // An `account: "user"` server (or one templated with the user's secrets) is called on the user's own connection.
-    const target = this.pool.forUser(found.target, req.user_id);
+    // An `account: "user"` server is called on the user's own connection; a templated one on the (user, agent)'s own.
+    const target = this.pool.forCaller(found.target, req.user_id, req.agent_id);
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tool': mcp.tool_name });
     const deadline = Date.now() + req.timeout_ms;

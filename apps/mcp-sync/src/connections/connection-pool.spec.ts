@@ -1,13 +1,13 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { ConnectionPool, type ServerTarget } from './connection-pool';
+import { ConnectionPool, poolKey, type ServerTarget } from './connection-pool';
 import { McpConnection } from './mcp-connection';
 import type { OAuthTokens } from './oauth-tokens';
 import type { StdioPolicy } from './stdio-policy';
 
-/** A connection that is never opened for real: which target (server, user) it was made for. */
+/** A connection that is never opened for real: which target (server, user, agent) it was made for. */
 function fakeConnection(target: ServerTarget): McpConnection & { madeFor: string } {
   const c = Object.create(McpConnection.prototype) as McpConnection & { madeFor: string };
-  Object.assign(c, { inFlight: 0, lastUsed: Date.now(), closed: false, madeFor: `${target.id}/${target.userId ?? '(org)'}` });
+  Object.assign(c, { inFlight: 0, lastUsed: Date.now(), closed: false, madeFor: `${target.id}/${target.userId ?? '(org)'}${target.agentId ? `/${target.agentId}` : ''}` });
   c.close = jest.fn(async () => {
     c.closed = true;
   });
@@ -36,6 +36,7 @@ function target(over: Partial<ServerTarget> & { account?: 'org' | 'user'; templa
 describe('ConnectionPool: connections per end user', () => {
   let sut: ConnectionPool;
   let oauth: { forget: jest.Mock };
+  let lookups: Array<{ userId?: string; agentId?: string } | undefined>;
   const made: Array<McpConnection & { madeFor: string }> = [];
 
   function poolWith(maxUserPools: number): ConnectionPool {
@@ -49,8 +50,12 @@ describe('ConnectionPool: connections per end user', () => {
       MCP_RECONNECT_MAX_MS: 10,
     };
     oauth = { forget: jest.fn() };
-    const pool = new ConnectionPool(config as never, { lookup: async () => ({}) }, oauth as unknown as OAuthTokens, {} as StdioPolicy);
-    jest.spyOn(pool as unknown as { open: (t: ServerTarget) => Promise<McpConnection> }, 'open').mockImplementation(async (t: ServerTarget) => {
+    lookups = [];
+    const secrets = { lookup: async (_org: string, _names: string[], caller?: { userId?: string; agentId?: string }) => (lookups.push(caller), Object.fromEntries(_names.map((n) => [n, 'v']))) };
+    const pool = new ConnectionPool(config as never, secrets, oauth as unknown as OAuthTokens, {} as StdioPolicy);
+    const internals = pool as unknown as { open: (t: ServerTarget) => Promise<McpConnection>; resolve: (t: ServerTarget) => Promise<unknown> };
+    jest.spyOn(internals, 'open').mockImplementation(async (t: ServerTarget) => {
+      await internals.resolve(t); // the templates, resolved as a real open does
       const c = fakeConnection(t);
       made.push(c);
       return c;
@@ -67,43 +72,43 @@ describe('ConnectionPool: connections per end user', () => {
 
   it('gives each user of an account "user" server their own connection, reused by their next call, never the org’s', async () => {
     const server = target({ account: 'user' });
-    expect(await on(sut.forUser(server, 'alice'))).toBe(`${server.id}/alice`);
-    expect(await on(sut.forUser(server, 'bob'))).toBe(`${server.id}/bob`);
-    expect(await on(sut.forUser(server, 'alice'))).toBe(`${server.id}/alice`);
+    expect(await on(sut.forCaller(server, 'alice'))).toBe(`${server.id}/alice`);
+    expect(await on(sut.forCaller(server, 'bob'))).toBe(`${server.id}/bob`);
+    expect(await on(sut.forCaller(server, 'alice'))).toBe(`${server.id}/alice`);
     expect(made.map((c) => c.madeFor)).toEqual([`${server.id}/alice`, `${server.id}/bob`]);
     expect(sut.liveConnections(server.id)).toBe(0);
     expect(sut.liveConnections(server.id, 'alice')).toBe(1);
   });
 
   it('refuses a call without a user on an account "user" server, and shares an org server’s connection across users', async () => {
-    expect(() => sut.forUser(target({ account: 'user' }), undefined)).toThrow(expect.objectContaining({ code: ErrorCode.MCP_AUTHORIZATION_REQUIRED, retryable: false }) as ToolplaneError);
+    expect(() => sut.forCaller(target({ account: 'user' }), undefined)).toThrow(expect.objectContaining({ code: ErrorCode.MCP_AUTHORIZATION_REQUIRED, retryable: false }) as ToolplaneError);
     const org = target({ account: 'org' });
-    expect(sut.forUser(org, 'alice')).toBe(org);
-    expect(await on(sut.forUser(org, 'alice'))).toBe(await on(sut.forUser(org, 'bob')));
+    expect(sut.forCaller(org, 'alice')).toBe(org);
+    expect(await on(sut.forCaller(org, 'alice'))).toBe(await on(sut.forCaller(org, 'bob')));
     expect(made).toHaveLength(1);
   });
 
   it('connects a server whose templates take secrets per user (the user’s values may differ)', async () => {
     const templated = target({ templated: true });
-    expect(sut.forUser(templated, 'alice').userId).toBe('alice');
-    expect(sut.forUser(templated, undefined)).toBe(templated);
-    expect(await on(sut.forUser(templated, 'alice'))).not.toBe(await on(sut.forUser(templated, 'bob')));
+    expect(sut.forCaller(templated, 'alice').userId).toBe('alice');
+    expect(sut.forCaller(templated, undefined)).toBe(templated);
+    expect(await on(sut.forCaller(templated, 'alice'))).not.toBe(await on(sut.forCaller(templated, 'bob')));
   });
 
   it('keeps at most MCP_POOL_MAX_USER_POOLS user pools: the least recently used idle one is closed, a busy one never', async () => {
     const server = target({ account: 'user' });
-    await on(sut.forUser(server, 'u1'));
+    await on(sut.forCaller(server, 'u1'));
     await new Promise((r) => setTimeout(r, 5));
     // u2 is busy while u3 arrives: u1 (idle, least recently used) goes.
     let release!: () => void;
-    const busy = sut.withConnection(sut.forUser(server, 'u2'), Date.now() + 5_000, () => new Promise<void>((r) => (release = r)));
+    const busy = sut.withConnection(sut.forCaller(server, 'u2'), Date.now() + 5_000, () => new Promise<void>((r) => (release = r)));
     await new Promise((r) => setTimeout(r, 5));
-    await on(sut.forUser(server, 'u3'));
+    await on(sut.forCaller(server, 'u3'));
     expect(sut.userPools()).toBe(2);
     expect(made.find((c) => c.madeFor.endsWith('/u1'))!.close).toHaveBeenCalled();
     expect(made.find((c) => c.madeFor.endsWith('/u2'))!.close).not.toHaveBeenCalled();
     // Everything busy but one: the idle one goes, the busy one stays.
-    await on(sut.forUser(server, 'u4'));
+    await on(sut.forCaller(server, 'u4'));
     expect(made.find((c) => c.madeFor.endsWith('/u3'))!.close).toHaveBeenCalled();
     expect(made.find((c) => c.madeFor.endsWith('/u2'))!.close).not.toHaveBeenCalled();
     release();
@@ -113,13 +118,69 @@ describe('ConnectionPool: connections per end user', () => {
 
   it('drops every user’s sessions with the server, or one user’s only', async () => {
     const server = target({ account: 'user' });
-    await on(sut.forUser(server, 'alice'));
-    await on(sut.forUser(server, 'bob'));
+    await on(sut.forCaller(server, 'alice'));
+    await on(sut.forCaller(server, 'bob'));
     await sut.dropUser(server.id, 'alice');
     expect(oauth.forget).toHaveBeenCalledWith(server.id, 'alice');
     expect(made.map((c) => c.closed)).toEqual([true, false]);
     await sut.drop(server.id);
     expect(made.map((c) => c.closed)).toEqual([true, true]);
     expect(sut.userPools()).toBe(0);
+  });
+
+  it('connects a templated server per (user, agent): another agent’s or another user’s call never takes that connection', async () => {
+    const templated = target({ templated: true });
+    const a = sut.forCaller(templated, 'alice', 'agent-a');
+    expect(a).toMatchObject({ userId: 'alice', agentId: 'agent-a' });
+    expect(sut.forCaller(templated, undefined, 'agent-a')).toMatchObject({ agentId: 'agent-a' });
+    expect(sut.forCaller(templated, undefined, 'agent-a').userId).toBeUndefined();
+    const seenBy = await Promise.all([a, sut.forCaller(templated, 'alice', 'agent-b'), sut.forCaller(templated, 'bob', 'agent-a'), sut.forCaller(templated, undefined, 'agent-a'), templated].map(on));
+    expect(new Set(seenBy).size).toBe(5);
+    expect(await on(sut.forCaller(templated, 'alice', 'agent-a'))).toBe(`${templated.id}/alice/agent-a`);
+    expect(made).toHaveLength(5);
+    // Each connect resolved its templates for its own caller (the org's pool: the org's values only).
+    expect(lookups).toEqual([{ userId: 'alice', agentId: 'agent-a' }, { userId: 'alice', agentId: 'agent-b' }, { userId: 'bob', agentId: 'agent-a' }, { agentId: 'agent-a' }, {}]);
+  });
+
+  it('keys an account "user" server by user only when no template takes secrets: the agent changes no value there', async () => {
+    const server = target({ account: 'user' });
+    expect(sut.forCaller(server, 'alice', 'agent-a').agentId).toBeUndefined();
+    expect(await on(sut.forCaller(server, 'alice', 'agent-a'))).toBe(await on(sut.forCaller(server, 'alice', 'agent-b')));
+    expect(made).toHaveLength(1);
+  });
+
+  it('drops a user’s pools of every agent with their sessions, and an agent’s pool forgets no user’s tokens when it goes', async () => {
+    const server = target({ account: 'user', templated: true });
+    await on(sut.forCaller(server, 'alice', 'agent-a'));
+    await on(sut.forCaller(server, 'alice', 'agent-b'));
+    await sut.dropUser(server.id, 'alice');
+    expect(made.map((c) => c.closed)).toEqual([true, true]);
+    expect(sut.userPools()).toBe(0);
+
+    const templated = target({ templated: true });
+    await on(sut.forCaller(templated, undefined, 'agent-a'));
+    await on(sut.forCaller(templated, undefined, 'agent-b'));
+    oauth.forget.mockClear();
+    await on(sut.forCaller(templated, undefined, 'agent-c')); // the bound (2): agent-a's idle pool goes
+    expect(made.find((c) => c.madeFor.endsWith('/(org)/agent-a'))!.closed).toBe(true);
+    expect(oauth.forget).not.toHaveBeenCalled();
+  });
+});
+
+describe('poolKey', () => {
+  const id = 'mcp-1';
+  it('is the server id for the org, and one key per (server, user, agent) that no other caller shares', () => {
+    expect(poolKey({ id })).toBe(id);
+    const keys = [
+      poolKey({ id, userId: 'u' }),
+      poolKey({ id, agentId: 'u' }),
+      poolKey({ id, userId: 'u', agentId: 'a' }),
+      poolKey({ id, userId: 'u', agentId: 'b' }),
+      poolKey({ id, userId: 'v', agentId: 'a' }),
+      poolKey({ id, agentId: 'a' }),
+      poolKey({ id: 'mcp-2', userId: 'u', agentId: 'a' }),
+    ];
+    expect(new Set([id, ...keys]).size).toBe(keys.length + 1);
+    expect(poolKey({ id, userId: 'u', agentId: 'a' })).toBe(poolKey({ id, agentId: 'a', userId: 'u' }));
   });
 });

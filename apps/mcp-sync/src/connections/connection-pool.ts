@@ -3,7 +3,16 @@ import { ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contr
 import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../servers/secret-sealer';
-import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, resolveRecord, resolveTemplate, templateNames, type OrgSecretSource } from '../servers/templates';
+import {
+  authTemplates,
+  ORG_SECRET_SOURCE,
+  resolveOAuth,
+  resolveRecord,
+  resolveTemplate,
+  templateNames,
+  type OrgSecretSource,
+  type TemplateCaller,
+} from '../servers/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
 import { OAuthTokens, type OAuthTarget } from './oauth-tokens';
@@ -26,6 +35,13 @@ export interface ServerTarget {
    * shared with the org or another user.
    */
   userId?: string;
+  /**
+   * The agent of the call, on a server whose templates resolve from secrets (an agent's fill them
+   * under the user's): its pool is (server, user, agent)'s own, never another agent's. Never on an
+   * untemplated server: the agent changes no value there (an `account: "user"` server's OAuth
+   * tokens are the user's whatever the agent).
+   */
+  agentId?: string;
   /** A server being added (not stored yet): its settings, should its OAuth need a user before the add ends. */
   pendingInput?: McpServerInput;
 }
@@ -136,10 +152,12 @@ class ServerPool {
  * bounded, failed connects back off, a closed session is replaced on next use, an expired
  * Streamable HTTP session (404) is rebuilt and the request retried once, idle sessions close.
  *
- * One pool per server for the org, and one per (server, end user) where the connection is the
- * user's own (their OAuth tokens, or templates resolved from their secrets): a client or transport
- * is never shared across users. User pools are bounded (MCP_POOL_MAX_USER_POOLS, least recently
- * used idle pool closed first) and dropped once their sessions closed idle.
+ * One pool per server for the org, and one per caller where the connection is the caller's own:
+ * (server, end user) for an `account: "user"` server (their OAuth tokens), (server, end user, agent)
+ * for a server whose templates resolve from secrets (the user's, then the agent's, then the org's:
+ * values that may differ per user and per agent). A client or transport is never shared across
+ * users or agents. Caller pools are bounded together (MCP_POOL_MAX_USER_POOLS, least recently used
+ * idle pool closed first) and dropped once their sessions closed idle.
  */
 @Injectable()
 export class ConnectionPool implements OnModuleDestroy {
@@ -192,11 +210,12 @@ export class ConnectionPool implements OnModuleDestroy {
   }
 
   /**
-   * The target a call by this end user takes: an `account: "user"` server's is the user's own (no
-   * user: MCP_AUTHORIZATION_REQUIRED, nobody can authorize for nobody); a server whose templates
-   * resolve from secrets is the user's own too (their values may differ); any other is the org's.
+   * The target a call by this end user (and agent) takes: an `account: "user"` server's is the
+   * user's own (no user: MCP_AUTHORIZATION_REQUIRED, nobody can authorize for nobody); a server
+   * whose templates resolve from secrets is the (user, agent)'s own (their values may differ); any
+   * other is the org's.
    */
-  forUser(target: ServerTarget, userId: string | undefined): ServerTarget {
+  forCaller(target: ServerTarget, userId: string | undefined, agentId?: string): ServerTarget {
     const s = target.secrets;
     const perUser = s.auth?.type === 'oauth' && s.auth.account === 'user';
     if (perUser && !userId) {
@@ -207,9 +226,10 @@ export class ConnectionPool implements OnModuleDestroy {
         false,
       );
     }
-    if (!userId) return target;
-    if (perUser || templatesOf(s).length > 0) return { ...target, userId };
-    return target;
+    const templated = templatesOf(s).length > 0;
+    if (!templated) return perUser ? { ...target, userId } : target;
+    if (!userId && !agentId) return target;
+    return { ...target, ...(userId ? { userId } : {}), ...(agentId ? { agentId } : {}) };
   }
 
   /** The server's OAuth as a flow needs it (client secret templates resolved; the user's when the target has one), or null for another auth. */
@@ -217,14 +237,14 @@ export class ConnectionPool implements OnModuleDestroy {
     const auth = t.secrets.auth;
     if (auth?.type !== 'oauth' || !t.url || t.transport === 'stdio') return null;
     const names = templateNames(authTemplates(auth));
-    return this.oauthTargetOf(t, auth, names.length ? await this.secrets.lookup(t.orgId, names, t.userId) : {});
+    return this.oauthTargetOf(t, auth, names.length ? await this.secrets.lookup(t.orgId, names, callerOf(t)) : {});
   }
 
   /** Closes the server's sessions (after an update or a removal). */
   async drop(serverId: string): Promise<void> {
     const dropped: ServerPool[] = [];
     for (const [key, pool] of this.pools) {
-      if (key === serverId || key.startsWith(`${serverId}\u0000`)) {
+      if (pool.target.id === serverId) {
         this.pools.delete(key);
         dropped.push(pool);
       }
@@ -233,13 +253,17 @@ export class ConnectionPool implements OnModuleDestroy {
     await Promise.all(dropped.map((p) => p.closeAll()));
   }
 
-  /** Closes one end user's sessions of the server and forgets their tokens in memory (revoked, or authorized anew). */
+  /** Closes one end user's sessions of the server (whatever the agent) and forgets their tokens in memory (revoked, or authorized anew). */
   async dropUser(serverId: string, userId: string): Promise<void> {
-    const key = poolKey({ id: serverId, userId });
-    const pool = this.pools.get(key);
-    this.pools.delete(key);
+    const dropped: ServerPool[] = [];
+    for (const [key, pool] of this.pools) {
+      if (pool.target.id === serverId && pool.target.userId === userId) {
+        this.pools.delete(key);
+        dropped.push(pool);
+      }
+    }
     this.oauth.forget(serverId, userId);
-    await pool?.closeAll();
+    await Promise.all(dropped.map((p) => p.closeAll()));
   }
 
   /** The server's stored version changed without a settings change (first insert): keep its sessions. */
@@ -250,14 +274,14 @@ export class ConnectionPool implements OnModuleDestroy {
     delete pool.target.pendingInput; // stored now: a later authorization is the stored server's
   }
 
-  liveConnections(serverId: string, userId?: string): number {
-    return this.pools.get(poolKey({ id: serverId, ...(userId ? { userId } : {}) }))?.live().length ?? 0;
+  liveConnections(serverId: string, userId?: string, agentId?: string): number {
+    return this.pools.get(poolKey({ id: serverId, ...(userId ? { userId } : {}), ...(agentId ? { agentId } : {}) }))?.live().length ?? 0;
   }
 
-  /** How many (server, end user) pools are kept. */
+  /** How many caller pools ((server, end user) or (server, end user, agent)) are kept. */
   userPools(): number {
     let n = 0;
-    for (const p of this.pools.values()) if (p.target.userId) n += 1;
+    for (const p of this.pools.values()) if (isCallerPool(p.target)) n += 1;
     return n;
   }
 
@@ -272,26 +296,31 @@ export class ConnectionPool implements OnModuleDestroy {
     const existing = this.pools.get(key);
     if (existing && existing.target.version === target.version) return existing;
     if (existing) void existing.closeAll();
-    if (!existing && target.userId) this.makeRoomForUser();
+    if (!existing && isCallerPool(target)) this.makeRoomForUser();
     const max = target.transport === 'stdio' ? 1 : this.config.MCP_POOL_MAX_CONNECTIONS;
     const pool = new ServerPool(target, max, (deadline) => this.open(target, deadline), (n) => this.backoff(n));
     this.pools.set(key, pool);
     return pool;
   }
 
-  /** At the bound of user pools: the least recently used idle one goes (a busy one is never cut; the bound may then be passed for a while). */
+  /** At the bound of caller pools: the least recently used idle one goes (a busy one is never cut; the bound may then be passed for a while). */
   private makeRoomForUser(): void {
     if (this.userPools() < this.config.MCP_POOL_MAX_USER_POOLS) return;
     let victim: [string, ServerPool] | undefined;
     for (const entry of this.pools) {
       const p = entry[1];
-      if (p.target.userId && p.idle() && (!victim || p.lastUsed < victim[1].lastUsed)) victim = entry;
+      if (isCallerPool(p.target) && p.idle() && (!victim || p.lastUsed < victim[1].lastUsed)) victim = entry;
     }
     if (!victim) return;
     this.pools.delete(victim[0]);
-    this.oauth.forget(victim[1].target.id, victim[1].target.userId);
+    this.forgetTokensOf(victim[1].target);
     void victim[1].closeAll();
-    this.log.debug(`closed the least recently used user pool of ${victim[1].target.name} (MCP_POOL_MAX_USER_POOLS)`);
+    this.log.debug(`closed the least recently used caller pool of ${victim[1].target.name} (MCP_POOL_MAX_USER_POOLS)`);
+  }
+
+  /** A user's tokens in memory, once a pool of theirs is gone (read again from credentials when they come back); an agent's pool holds none. */
+  private forgetTokensOf(t: ServerTarget): void {
+    if (t.userId) this.oauth.forget(t.id, t.userId);
   }
 
   private async open(target: ServerTarget, deadline: number): Promise<McpConnection> {
@@ -320,15 +349,15 @@ export class ConnectionPool implements OnModuleDestroy {
       onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
       onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
     });
-    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}${target.userId ? ' for an end user' : ''}`);
+    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}${target.userId ? ' for an end user' : ''}${target.agentId ? ' for an agent' : ''}`);
     return conn;
   }
 
-  /** Resolves `{{VAR}}` templates against the org's secrets now, at connect time. */
+  /** Resolves `{{VAR}}` templates now, at connect time: the target's user's secrets, then its agent's, then the org's. */
   private async resolve(t: ServerTarget): Promise<ResolvedTarget> {
     const s = t.secrets;
     const names = templatesOf(s);
-    const values = names.length ? await this.secrets.lookup(t.orgId, names, t.userId) : {};
+    const values = names.length ? await this.secrets.lookup(t.orgId, names, callerOf(t)) : {};
     const resolved: ResolvedTarget = {
       name: t.name,
       transport: t.transport,
@@ -375,10 +404,10 @@ export class ConnectionPool implements OnModuleDestroy {
     const cutoff = Date.now() - this.config.MCP_IDLE_CLOSE_MS;
     for (const [key, pool] of this.pools) {
       for (const c of pool.live()) if (c.inFlight === 0 && c.lastUsed < cutoff) pool.discard(c);
-      // A user's pool left with nothing: gone (the next call of that user opens a new one).
-      if (pool.target.userId && pool.live().length === 0 && pool.idle() && pool.lastUsed < cutoff) {
+      // A caller's pool left with nothing: gone (the next call of that caller opens a new one).
+      if (isCallerPool(pool.target) && pool.live().length === 0 && pool.idle() && pool.lastUsed < cutoff) {
         this.pools.delete(key);
-        this.oauth.forget(pool.target.id, pool.target.userId); // their tokens are read again from credentials when they come back
+        this.forgetTokensOf(pool.target);
       }
     }
   }
@@ -389,8 +418,20 @@ function templatesOf(s: ServerSecrets): string[] {
   return templateNames([...Object.values(s.env ?? {}), ...Object.values(s.headers ?? {}), ...authTemplates(s.auth)]);
 }
 
-function poolKey(t: { id: string; userId?: string }): string {
-  return t.userId ? `${t.id}\u0000${t.userId}` : t.id;
+/**
+ * The pool a target takes: the org's is the server id; a caller's adds its user and its agent, each
+ * field in its own slot ("" for none), so (user u, no agent) and (no user, agent u) never meet.
+ */
+export function poolKey(t: { id: string; userId?: string; agentId?: string }): string {
+  return isCallerPool(t) ? [t.id, t.userId ?? '', t.agentId ?? ''].join('\u0000') : t.id;
+}
+
+function isCallerPool(t: { userId?: string; agentId?: string }): boolean {
+  return Boolean(t.userId || t.agentId);
+}
+
+function callerOf(t: ServerTarget): TemplateCaller {
+  return { ...(t.userId ? { userId: t.userId } : {}), ...(t.agentId ? { agentId: t.agentId } : {}) };
 }
 
 /** Not an answer from the server: the transport itself failed (a 404 session error is handled apart). */

@@ -112,7 +112,7 @@ export class OAuthAuthorizationsService implements OnModuleInit {
   private async target(orgId: string, serverId: string, input: McpServerInput, state: OAuthState, userId?: string): Promise<OAuthTarget> {
     const auth = input.auth as OAuthAuth;
     const names = templateNames(authTemplates(auth));
-    const resolved = resolveOAuth(auth, names.length ? await this.secrets.lookup(orgId, names, userId) : {});
+    const resolved = resolveOAuth(auth, names.length ? await this.secrets.lookup(orgId, names, userId ? { userId } : {}) : {});
     return { orgId, serverId, name: input.name, url: input.url!, transport: input.transport === 'sse' ? 'sse' : 'streamable_http', auth: resolved, state, input };
   }
 }

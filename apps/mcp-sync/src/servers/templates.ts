@@ -1,5 +1,11 @@
 import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contracts';
 
+/** Whose secrets fill a call's templates beside the org's: its end user's, then its agent's. */
+export interface TemplateCaller {
+  userId?: string;
+  agentId?: string;
+}
+
 /**
  * Where `{{VAR}}` templates in a server's env, headers and tokens get their values: the org's
  * secrets. One small interface so the credentials service can be wired in without touching the
@@ -7,10 +13,11 @@ import { ErrorCode, ToolplaneError, type McpAuthInput } from '@toolplane/contrac
  */
 export interface OrgSecretSource {
   /**
-   * The values of those of `names` the org has; missing names are simply absent. With an end user,
-   * the user's own secrets come first (then the agent's, then the org's: the credentials service's rule).
+   * The values of those of `names` the org has; missing names are simply absent. With a caller, the
+   * end user's own secrets come first, then the agent's, then the org's (the credentials service's
+   * rule); without one, the org's only (a sync).
    */
-  lookup(orgId: string, names: string[], userId?: string): Promise<Record<string, string>>;
+  lookup(orgId: string, names: string[], caller?: TemplateCaller): Promise<Record<string, string>>;
 }
 export const ORG_SECRET_SOURCE = Symbol('ORG_SECRET_SOURCE');
 
