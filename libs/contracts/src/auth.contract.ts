@@ -104,3 +104,16 @@ export const AuthChanged = defineEvent({
   summary: 'Token verification state changed: fetch it again.',
   payload: z.object({ version: z.string() }),
 });
+
+/**
+ * Internal core-NATS broadcast (every replica of every subscriber): an org was deleted — its tokens
+ * revoked, its stored credentials (secrets, MCP OAuth tokens of the org and of its end users,
+ * webhook) deleted by credentials before it answers. Subscribers drop what they hold from them
+ * (mcp-sync: the org's MCP sessions and cached OAuth tokens). A hint that only drops caches: a
+ * forged one costs reconnects, nothing else.
+ */
+export const OrgDeleted = defineEvent({
+  subject: 'toolplane.internal.v1.events.org.deleted',
+  summary: "An org was deleted with its stored credentials: drop every session and token held for it.",
+  payload: z.object({ org_id: OrgId }),
+});

@@ -3,6 +3,14 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { AuthTokenEntity } from './auth-token.entity';
 
+/** What deleting an org did: live tokens revoked, stored credentials deleted. */
+export interface DeletedOrg {
+  tokensRevoked: number;
+  secrets: number;
+  oauthTokens: number;
+  webhooks: number;
+}
+
 export interface Revocations {
   /** revocationVersion() of the same snapshot. */
   version: string;
@@ -48,15 +56,22 @@ export class AuthRepository {
     });
   }
 
-  /** Deletes the org identity: every token of it is revoked. Returns how many were still live. */
-  deleteOrg(orgId: string): Promise<number> {
+  /**
+   * Deletes the org identity: every token of it is revoked, and the credentials stored for it go
+   * in the same transaction — its secrets of every scope (its end users' included), the OAuth
+   * tokens of its MCP servers (the org's and each user's) and its credentials webhook. (Tables of
+   * other features of this app, written here so that no call can find the org gone but its users'
+   * credentials still readable.) Returns how many tokens were still live and how many rows went.
+   */
+  deleteOrg(orgId: string): Promise<DeletedOrg> {
     return this.ds.transaction(async (m) => {
       await recordRevocation(m, 'org', orgId, null);
       const revoked = rowsOf<{ id: string; expires_at: Date }>(
         await m.query(`UPDATE credentials.auth_tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING id, expires_at`, [orgId]),
       );
       for (const t of revoked) await recordRevocation(m, 'token', t.id, t.expires_at);
-      return revoked.length;
+      const gone = async (table: string) => rowsOf(await m.query(`DELETE FROM credentials.${table} WHERE org_id = $1 RETURNING org_id`, [orgId])).length;
+      return { tokensRevoked: revoked.length, secrets: await gone('secrets'), oauthTokens: await gone('oauth_tokens'), webhooks: await gone('webhooks') };
     });
   }
 

@@ -3,6 +3,7 @@ import {
   AuthChanged,
   DEFAULT_TOKEN_SCOPES,
   ErrorCode,
+  OrgDeleted,
   ToolplaneError,
   type AuthOrgsDelete,
   type AuthStateGet,
@@ -16,6 +17,7 @@ import {
   type TokenMetadata,
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
+import { CredentialsCache } from '../cache/credentials-cache';
 import type { AuthTokenEntity } from './auth-token.entity';
 import { AuthRepository } from './auth.repository';
 import { TokenMinter } from './token-minter';
@@ -33,6 +35,7 @@ export class AuthService {
     private readonly signer: TokenSigner,
     private readonly minter: TokenMinter,
     private readonly messaging: MessagingClient,
+    private readonly cache: CredentialsCache,
   ) {}
 
   async create(caller: Principal, req: RequestOf<typeof AuthTokensCreate>): Promise<ReplyOf<typeof AuthTokensCreate>> {
@@ -70,10 +73,15 @@ export class AuthService {
 
   async deleteOrg(caller: Principal, req: RequestOf<typeof AuthOrgsDelete>): Promise<ReplyOf<typeof AuthOrgsDelete>> {
     if (caller.kind !== 'operator') throw forbidden('Only a platform operator token may delete an org');
-    const revoked = await this.repo.deleteOrg(req.org_id);
-    this.log.log(`deleted org ${req.org_id} (${revoked} live token(s) revoked)`);
+    const d = await this.repo.deleteOrg(req.org_id);
+    this.log.log(
+      `deleted org ${req.org_id}: ${d.tokensRevoked} live token(s) revoked; ${d.secrets} secret(s), ${d.oauthTokens} MCP OAuth token record(s) and ${d.webhooks} webhook(s) deleted`,
+    );
+    // Every replica and executor drops the org's cached env, mcp-sync its sessions and tokens: before the answer, on its connection.
+    this.cache.invalidate(req.org_id);
+    this.broadcastDeleted(req.org_id);
     await this.announce();
-    return { deleted: true, tokens_revoked: revoked };
+    return { deleted: true, tokens_revoked: d.tokensRevoked };
   }
 
   async state(req: RequestOf<typeof AuthStateGet>): Promise<ReplyOf<typeof AuthStateGet>> {
@@ -96,6 +104,15 @@ export class AuthService {
     if (beyond.length) throw forbidden(`A token can grant only scopes it holds: not ${beyond.join(', ')}`);
     if (!scopes.length) throw forbidden('The token would have no scope');
     return scopes;
+  }
+
+  private broadcastDeleted(orgId: string): void {
+    try {
+      this.messaging.broadcast(OrgDeleted, { org_id: orgId });
+    } catch (e) {
+      // Its credentials are gone from the database already: what mcp-sync still holds is dropped when its sessions close idle or the user's token is read again.
+      this.log.warn(`could not broadcast the deletion of org ${orgId}: ${(e as Error).message}`);
+    }
   }
 
   /** Every verifier fetches the state at once (each also fetches it every AUTH_REFRESH_MS). */

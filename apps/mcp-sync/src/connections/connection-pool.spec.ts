@@ -165,6 +165,22 @@ describe('ConnectionPool: connections per end user', () => {
     expect(made.find((c) => c.madeFor.endsWith('/(org)/agent-a'))!.closed).toBe(true);
     expect(oauth.forget).not.toHaveBeenCalled();
   });
+
+  it('drops every pool of a deleted org’s servers (the org’s and every caller’s) with their cached tokens, and no other org’s', async () => {
+    await sut.onModuleDestroy();
+    sut = poolWith(10); // room for every pool here: none closed for the bound
+    const server = target({ account: 'user', templated: true });
+    const theirs = target({ id: 'mcp-00000000-0000-4000-8000-000000000002', orgId: 'org-2', templated: true });
+    await on(sut.forCaller(server, 'alice', 'agent-a'));
+    await on(sut.forCaller(server, 'bob'));
+    await on(sut.forCaller(theirs, 'alice'));
+    expect(await sut.dropOrg('org-1')).toBe(1);
+    expect(made.map((c) => c.closed)).toEqual([true, true, false]);
+    expect(oauth.forget).toHaveBeenCalledWith(server.id);
+    expect(oauth.forget).not.toHaveBeenCalledWith(theirs.id);
+    expect(await on(sut.forCaller(theirs, 'alice'))).toBe(`${theirs.id}/alice`);
+    expect(made).toHaveLength(3);
+  });
 });
 
 describe('poolKey', () => {

@@ -253,6 +253,25 @@ export class ConnectionPool implements OnModuleDestroy {
     await Promise.all(dropped.map((p) => p.closeAll()));
   }
 
+  /**
+   * Closes every session of the org's servers (the org's and every caller's) and forgets every
+   * token cached for them: the org was deleted. Done synchronously up to the closes, so a call
+   * that comes after finds no pool. Returns how many servers had pools.
+   */
+  async dropOrg(orgId: string): Promise<number> {
+    const servers = new Set<string>();
+    const dropped: ServerPool[] = [];
+    for (const [key, pool] of this.pools) {
+      if (pool.target.orgId !== orgId) continue;
+      this.pools.delete(key);
+      dropped.push(pool);
+      servers.add(pool.target.id);
+    }
+    for (const id of servers) this.oauth.forget(id);
+    await Promise.all(dropped.map((p) => p.closeAll()));
+    return servers.size;
+  }
+
   /** Closes one end user's sessions of the server (whatever the agent) and forgets their tokens in memory (revoked, or authorized anew). */
   async dropUser(serverId: string, userId: string): Promise<void> {
     const dropped: ServerPool[] = [];

@@ -6,6 +6,7 @@ import { ConnectionEvents } from './connection-events';
 import { ConnectionPool } from './connection-pool';
 import { OAuthTokenStore } from './oauth-token-store';
 import { OAuthTokens } from './oauth-tokens';
+import { OrgDeletions } from './org-deletions';
 import { StdioPolicy } from './stdio-policy';
 
 function stdioPolicy(c: McpSyncConfig): StdioPolicy {
@@ -30,7 +31,7 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
 
 @Module({
   imports: [ServerStoreModule],
-  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, OrgDeletions, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
   exports: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, StdioPolicy],
 })
 export class ConnectionsModule {}
