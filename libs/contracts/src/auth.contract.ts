@@ -68,7 +68,8 @@ export const AuthOrgsDelete = defineRequest({
   visibility: 'public',
   servedBy: 'credentials',
   scope: 'admin',
-  summary: 'Platform operators only: delete an org identity. Every token of the org stops working and no new one can be minted for it.',
+  summary:
+    "Platform operators only: delete an org identity. Every token of the org stops working and no new one can be minted for it; the credentials stored for it (secrets of every scope, its end users' included; its MCP servers' OAuth tokens, the org's and each user's; its webhook) are deleted with it.",
   request: z.strictObject({ org_id: OrgId }),
   reply: z.object({ deleted: z.literal(true), tokens_revoked: z.number().int() }),
 });
