@@ -4,6 +4,8 @@
  * tokens, sessions bound to them, another org's token.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Kvm } from '@nats-io/kv';
+import { MCP_SESSIONS_BUCKET } from '@toolplane/contracts';
 import { expectEventually } from '@toolplane/testing';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { agentEndpoint, gatewayUrl, mcpClient } from '../support/gateway';
@@ -96,5 +98,24 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(res.status).toBe(403);
+  });
+
+  it('forgets a session deleted from the bucket even when no broadcast told it (a replica that missed it reads the bucket again)', async () => {
+    const { client, transport } = await mcpClient(agentEndpoint(agent), await nats.tokenFor(org));
+    clients.push(client);
+    expect((await client.listTools()).tools.length).toBe(3);
+    const kv = await new Kvm(nats.nc).open(`${testPrefix()}_${MCP_SESSIONS_BUCKET}`);
+    await kv.delete(transport.sessionId!);
+    await expectEventually(
+      async () => {
+        const res = await fetch(agentEndpoint(agent), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await nats.tokenFor(org)}`, 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-11-25' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }),
+        });
+        expect(res.status).toBe(404);
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
   });
 });

@@ -9,19 +9,24 @@ import type { SessionRecord } from './session';
 
 /** Records kept per replica (a hit saves a KV read per request). */
 const LOCAL_MAX = 50_000;
+/**
+ * How long a replica trusts its copy without reading the bucket again: a DELETE on another replica
+ * is told at once by a broadcast, and a broadcast this replica missed (a reconnect) within this long.
+ */
+const LOCAL_TRUST_MS = 5000;
 
 /**
  * MCP sessions in NATS KV, so that any gateway replica serves any request of a session and none
  * holds state a restart could lose. A record is written once at initialize (before the client
- * gets its session id), read once per replica then kept in memory, and written again at most
- * every quarter of its TTL while the session is used (the bucket's TTL forgets idle sessions).
- * DELETE removes it and tells every replica to drop its copy.
+ * gets its session id), read by a replica then kept in memory (read again after LOCAL_TRUST_MS),
+ * and written again at most every quarter of its TTL while the session is used (the bucket's TTL
+ * forgets idle sessions). DELETE removes it and tells every replica to drop its copy.
  */
 @Injectable()
 export class SessionStore implements OnModuleInit {
   private readonly log = new Logger(SessionStore.name);
   private kv?: Promise<KV>;
-  private readonly local = new Map<string, { record: SessionRecord; touched: number }>();
+  private readonly local = new Map<string, { record: SessionRecord; revision: number; touched: number; checked: number }>();
 
   constructor(
     private readonly messaging: MessagingClient,
@@ -42,26 +47,30 @@ export class SessionStore implements OnModuleInit {
   }
 
   async create(id: string, record: SessionRecord): Promise<void> {
-    await (await this.bucket()).put(id, JSON.stringify(record));
-    this.remember(id, record, Date.now());
+    const revision = await (await this.bucket()).put(id, JSON.stringify(record));
+    this.remember(id, record, revision, Date.now());
   }
 
   /** The session, or undefined when it never existed, expired or was deleted. */
   async get(id: string): Promise<SessionRecord | undefined> {
     const hit = this.local.get(id);
     const now = Date.now();
-    if (hit) {
+    if (hit && now - hit.checked < LOCAL_TRUST_MS) {
       if (now - hit.touched > this.config.GATEWAY_SESSION_TTL_MS / 4) {
         hit.touched = now;
-        // Keeps it alive in the bucket; a failure here costs nothing but an earlier expiry.
+        // Keeps it alive in the bucket — only as it was read (an update at its revision): a session
+        // deleted meanwhile on another replica is not brought back. A failure costs an earlier expiry.
         void this.bucket()
-          .then((kv) => kv.put(id, JSON.stringify(hit.record)))
-          .catch((e: Error) => this.log.warn(`could not refresh a session: ${e.message}`));
+          .then(async (kv) => (hit.revision = await kv.update(id, JSON.stringify(hit.record), hit.revision)))
+          .catch((e: Error) => this.log.debug(`a session was not refreshed: ${e.message}`));
       }
       return hit.record;
     }
     const entry = await (await this.bucket()).get(id);
-    if (!entry || entry.operation !== 'PUT' || entry.length === 0) return undefined;
+    if (!entry || entry.operation !== 'PUT' || entry.length === 0) {
+      this.local.delete(id);
+      return undefined;
+    }
     let record: SessionRecord;
     try {
       record = entry.json<SessionRecord>();
@@ -69,7 +78,7 @@ export class SessionStore implements OnModuleInit {
       return undefined;
     }
     if (record.v !== 1) return undefined;
-    this.remember(id, record, entry.created.getTime());
+    this.remember(id, record, entry.revision, entry.created.getTime());
     return record;
   }
 
@@ -79,9 +88,9 @@ export class SessionStore implements OnModuleInit {
     this.messaging.notify(McpSessionClosed, { session_id: id });
   }
 
-  private remember(id: string, record: SessionRecord, touched: number): void {
+  private remember(id: string, record: SessionRecord, revision: number, touched: number): void {
     if (this.local.size >= LOCAL_MAX) this.local.clear();
-    this.local.set(id, { record, touched });
+    this.local.set(id, { record, revision, touched, checked: Date.now() });
   }
 
   private bucket(): Promise<KV> {
