@@ -15,9 +15,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { crc32, deflateSync } from 'node:zlib';
-import { sleep } from './mcp-servers';
+import { LoopbackMcpServer, sleep } from './mcp-servers';
 
 /** A 1×1 red PNG, built here rather than pasted: signature, IHDR, IDAT (one filtered row), IEND. */
 function redPixelPng(): string {
@@ -153,32 +153,11 @@ class MemoryEventStore implements EventStore {
   }
 }
 
-export class ConformanceUpstream {
-  private http?: HttpServer;
-  private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+export class ConformanceUpstream extends LoopbackMcpServer {
   /** Tool calls served, by name (what reached this server through the gateway). */
   readonly calls: string[] = [];
-  port = 0;
 
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/mcp`;
-  }
-
-  async start(): Promise<this> {
-    this.http = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((r) => this.http!.listen(0, '127.0.0.1', () => r()));
-    this.port = (this.http.address() as { port: number }).port;
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.sessions.values()].map((s) => s.server.close().catch(() => undefined)));
-    this.sessions.clear();
-    this.http?.closeAllConnections();
-    await new Promise((r) => this.http?.close(r));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const s = this.sessions.get(sid);

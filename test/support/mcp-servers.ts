@@ -36,22 +36,13 @@ export interface Observed {
   authorizations: string[];
 }
 
-export class FakeMcpServer {
-  tools: FakeTool[] = [];
-  pageSize = 0;
-  /** Each tools/list page answers after this long (a slow listing). */
-  listDelayMs = 0;
-  /** When set, every request must carry exactly this Authorization header (else 401). */
-  requireAuthorization?: string;
-  /** When set, decides which Authorization headers are accepted (else 401). */
-  acceptAuthorization?: (header: string | undefined) => boolean;
-  /** The WWW-Authenticate of a 401 (an OAuth-protected server: resource_metadata, scope). */
-  wwwAuthenticate?: string;
-  /** Documents served at GET /.well-known/... (Protected Resource Metadata). */
-  wellKnown: Record<string, unknown> = {};
-  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {}, authorizations: [] };
-  private http?: HttpServer;
-  private readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+/**
+ * A stateful MCP server of the SDK over Streamable HTTP on a loopback port, for tests: its HTTP
+ * server, its sessions (one SDK Server each) and their lifetime; a subclass answers requests.
+ */
+export abstract class LoopbackMcpServer {
+  protected http?: HttpServer;
+  protected readonly sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
   port = 0;
 
   get url(): string {
@@ -73,6 +64,24 @@ export class FakeMcpServer {
     await new Promise((r) => this.http?.close(r));
   }
 
+  protected abstract handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+export class FakeMcpServer extends LoopbackMcpServer {
+  tools: FakeTool[] = [];
+  pageSize = 0;
+  /** Each tools/list page answers after this long (a slow listing). */
+  listDelayMs = 0;
+  /** When set, every request must carry exactly this Authorization header (else 401). */
+  requireAuthorization?: string;
+  /** When set, decides which Authorization headers are accepted (else 401). */
+  acceptAuthorization?: (header: string | undefined) => boolean;
+  /** The WWW-Authenticate of a 401 (an OAuth-protected server: resource_metadata, scope). */
+  wwwAuthenticate?: string;
+  /** Documents served at GET /.well-known/... (Protected Resource Metadata). */
+  wellKnown: Record<string, unknown> = {};
+  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {}, authorizations: [] };
+
   /** tools/list_changed to every connected client. */
   async notifyListChanged(): Promise<void> {
     await Promise.all([...this.sessions.values()].map((s) => s.server.sendToolListChanged().catch(() => undefined)));
@@ -87,7 +96,7 @@ export class FakeMcpServer {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
     if (req.method === 'GET' && path.startsWith('/.well-known/')) {
       const doc = this.wellKnown[path];
