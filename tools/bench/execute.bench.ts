@@ -14,6 +14,14 @@
  * on every call (every env cache misses), interleaved one call of each per round (p50), and CPU per
  * call of the apps, nats-server and postgres read around alternating blocks of BENCH_USER_BLOCK
  * calls per case. BENCH_USER=only runs just that section. BENCH_USER_N (default 600) calls per case.
+ *
+ * CPU per call (issue 28), first: BENCH_CPU_N (default 1000) warm calls and as many bare python3
+ * spawns (the baseline), in alternating blocks of 100: CPU ms per call of each app, nats-server,
+ * postgres, the runner's sandbox processes (approximate) and the bench's reaped spawns, write
+ * syscalls and wake-ups per call; then, in a block of its own, NATS messages and bytes per call
+ * (BENCH_NATS_N, default 1000 calls). BENCH_CPU=only runs just that section. BENCH_CPU_PROF=<dir>:
+ * every app writes a V8 CPU profile to <dir>/<app>/ when it stops, <dir>/window.json marks the
+ * CPU block (read them with tools/bench/profile-breakdown.ts).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,9 +29,9 @@ import { Client } from 'pg';
 import { createDatabase, dropDatabase } from '../../test/support/database';
 import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
-import { startStack, type Stack } from '../../test/support/stack';
+import { ALL_APPS, startStack, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { cpuMs, HEADER, measure, pidsOf, row, summarize, type Summary } from './stats';
+import { countNats, cpuMs, cpuProfileEnv, HEADER, measure, measureUsageBlocks, natsLines, pidsOf, profiledWindow, row, stackGroups, summarize, usageLines, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const ASYNC_N = Number(process.env.BENCH_ASYNC_N ?? 1000);
@@ -33,6 +41,9 @@ const EXECUTOR_ENV = JSON.parse(process.env.BENCH_EXECUTOR_ENV ?? '{}') as Recor
 const USER = process.env.BENCH_USER ?? '';
 const USER_N = Number(process.env.BENCH_USER_N ?? 600);
 const USER_BLOCK = Number(process.env.BENCH_USER_BLOCK ?? 50);
+const CPU = process.env.BENCH_CPU ?? '';
+const CPU_N = Number(process.env.BENCH_CPU_N ?? 1000);
+const NATS_N = Number(process.env.BENCH_NATS_N ?? 1000);
 const TRIVIAL = `def ping(x: int) -> int:
     """Return x.
 
@@ -69,7 +80,13 @@ async function benchStack(label: string, root?: string): Promise<Bench> {
     databaseUrl: databaseUrlFor(db),
     root,
     env: { LOG_LEVEL: 'warn' },
-    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16' }, ...(root ? {} : { executor: EXECUTOR_ENV }) },
+    appEnv: root
+      ? { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16' } }
+      : {
+          ...Object.fromEntries(ALL_APPS.map((a) => [a, cpuProfileEnv(a)])),
+          'runner-local': { RUNNER_MAX_CONCURRENCY: '16', ...cpuProfileEnv('runner-local') },
+          executor: { ...EXECUTOR_ENV, ...cpuProfileEnv('executor') },
+        },
   });
   const client = await RawClient.connect(prefix);
   const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: TRIVIAL } });
@@ -139,6 +156,26 @@ async function userCost(b: Bench): Promise<Array<{ label: string; s: Summary; cp
   return latency.map((l, k) => ({ ...l, cpuPerCallMs: cpu[k]! / USER_N }));
 }
 
+/**
+ * CPU per call of a warm trivial call beside a bare python3 spawn (the bench's own child), in
+ * alternating blocks; then NATS messages and bytes per call in a block of their own.
+ */
+async function cpuPerCall(b: Bench): Promise<void> {
+  const g = stackGroups(b.stack.apps, { bench: [process.pid] });
+  g.reaped = { 'bench-spawned python3 (reaped)': process.pid };
+  for (let w = 0; w < 100; w++) await b.call();
+  const cases = [
+    { label: 'bare /usr/bin/python3 -c spawn (baseline)', fn: spawnPython },
+    { label: 'tools.execute warm, concurrency 1', fn: () => b.call() },
+  ];
+  const res = await profiledWindow('tools.execute warm (alternating with bare spawns)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
+  process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
+  for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+  const counter = await countNats(b.client.nc, b.prefix);
+  for (let i = 0; i < NATS_N; i++) await b.call();
+  process.stdout.write(`${natsLines('tools.execute warm', await counter.stop(), NATS_N).join('\n')}\n`);
+}
+
 async function closeBench(b: Bench | undefined): Promise<void> {
   if (!b) return;
   await b.client.close();
@@ -196,6 +233,8 @@ async function main(): Promise<void> {
     if (up.error) throw new Error(JSON.stringify(up.error));
     if (BASELINE_ROOT) baseline = await benchStack('baseline', BASELINE_ROOT);
     await measure(20, 1, spawnPython);
+    await cpuPerCall(c);
+    if (CPU === 'only') return;
     if (USER) {
       const user = await userCost(c);
       process.stdout.write(`\nuser_id on the hot path (${new Date().toISOString()}, ${USER_N} calls per case, interleaved; CPU: apps + nats-server + postgres)\n`);

@@ -6,7 +6,8 @@
  *     against toolplane.v1.tools.execute of the same tool, agent and arguments over NATS (a plain
  *     NATS client with an org token), interleaved one call each per round after a warm-up;
  *  2. CPU (utime + stime) and write syscalls per call of every process — each app, the runner's
- *     sandboxes, nats-server, postgres, the bench itself — in alternating blocks of each path;
+ *     sandboxes, nats-server, postgres, the bench itself — in alternating blocks of each path; then
+ *     NATS messages and bytes per call of each path by subject family, each in a block of its own;
  *  3. calls/s at concurrency 16: 16 sessions, one call in flight on each, against 16 concurrent
  *     requests on one NATS connection (as an agent runtime multiplexes), with CPU per call again;
  *  4. BENCH_SESSIONS (1,000) sessions held at once — SDK clients, initialized, each with its GET
@@ -32,7 +33,7 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { freePort, startStack, type AppName, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { cpuMs, descendantsCpuMs, measure, measureInterleaved, pidsOf, rssKiB, summarize, writesOf, type Summary } from './stats';
+import { countNats, cpuMs, descendantsCpuMs, measure, measureInterleaved, natsLines, pidsOf, rssKiB, summarize, writesOf, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 1000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
@@ -331,6 +332,13 @@ async function main(): Promise<void> {
     const seq = (await alternate([{ label: 'gateway', fn: viaGateway(main.client) }, { label: 'nats', fn: viaNats }], N, 100, 1, probe)) as [Measured, Measured];
     cpuTable(`2. CPU per call by process (utime+stime, /proc), sequential, ${N} calls each in alternating blocks of 100. nats-server and postgres serve the whole machine; the runner's sandboxes (≈) are its descendants, read roughly and not summed`, seq);
     say(`   (latency in this phase: gateway p50 ${f2(seq[0].s.p50)} ms, NATS p50 ${f2(seq[1].s.p50)} ms)`);
+    say('');
+    // 2b. NATS messages and bytes per call on each path, each in a block of its own (the counting subscriber costs CPU).
+    for (const [label, fn] of [['gateway', viaGateway(main.client)], ['NATS', viaNats]] as const) {
+      const counter = await countNats(nats.nc, prefix);
+      for (let i = 0; i < N; i++) await fn();
+      say(natsLines(`2b. ${label}`, await counter.stop(), N).map((l) => `   ${l}`).join('\n'));
+    }
     say('');
 
     // 3. Throughput at concurrency 16: 16 sessions, one call in flight on each; 16 concurrent requests on one NATS connection.

@@ -5,7 +5,7 @@
  * (agent → executor → mcp-sync → server) against a direct SDK call to the same server, same run,
  * sequentially and at concurrency 8 and 16 (throughput in calls/s for both paths).
  * Starts its own stack (fresh database, own subject prefix) on the local NATS and Postgres.
- * BENCH_N (default 300) calls per case after BENCH_WARMUP (300) warm-up rounds; BENCH_STACK_ENV="K=V,..." settings for every app; BENCH_CPU_PROF=<dir> writes CPU profiles of mcp-sync, executor and credentials.
+ * BENCH_N (default 1000) calls per case after BENCH_WARMUP (300) warm-up rounds; BENCH_STACK_ENV="K=V,..." settings for every app; BENCH_CPU_PROF=<dir> writes CPU profiles of mcp-sync, executor and credentials; BENCH_NATS_N (1000) calls in the NATS message-count block.
  * BENCH_USER=1 adds a third case to the interleaved rounds: the same call made for an end user
  * (`user_id`, a user with no secrets of their own), so the cost of a user on an MCP call is read
  * beside the call without one in the same run.
@@ -20,11 +20,13 @@ import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
 import { RawClient } from '../../test/support/nats-client';
 import { startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { cpuMs, HEADER, measure, measureInterleaved, pidsOf, row, writesOf, type Summary } from './stats';
+import { countNats, cpuMs, cpuProfileEnv, HEADER, measure, measureInterleaved, natsLines, pidsOf, profiledWindow, row, wakeupsOf, writesOf, type Summary } from './stats';
 
-const N = Number(process.env.BENCH_N ?? 300);
+const N = Number(process.env.BENCH_N ?? 1000);
 const TOOLS = 1000;
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 300);
+/** Calls in the NATS counting block (messages and bytes per call). */
+const NATS_N = Number(process.env.BENCH_NATS_N ?? 1000);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function countTools(client: RawClient, org: string, tag: string): Promise<number> {
@@ -44,11 +46,8 @@ function stackEnv(): Record<string, string> {
   return Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
 }
 
-/** BENCH_CPU_PROF=<dir>: the services on the call path write V8 CPU profiles there (<dir>/<app>/*.cpuprofile) when they stop. */
-function cpuProfile(app: string): Record<string, string> {
-  const dir = process.env.BENCH_CPU_PROF;
-  return dir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}/${app}` } : {};
-}
+/** BENCH_CPU_PROF=<dir>: the services on the call path write V8 CPU profiles there (<dir>/<app>/*.cpuprofile) when they stop; <dir>/window.json marks the measured block. */
+const cpuProfile = cpuProfileEnv;
 
 async function main(): Promise<void> {
   const id = randomBytes(4).toString('hex');
@@ -107,15 +106,17 @@ async function main(): Promise<void> {
     for (const [name, app] of stack.apps) pids[name] = [app.proc.pid!];
     const cpu0 = cpuMs(pids);
     const w0 = writesOf(pids);
+    const z0 = wakeupsOf(pids);
     // Interleaved (one direct call, one through Toolplane, per round): drift on a shared machine hits both alike.
     const cases = [
       { label: 'direct', fn: directCall },
       { label: 'toolplane', fn: () => viaToolplane() },
       ...(asUser ? [{ label: 'toolplane, end user', fn: viaToolplaneAsUser }] : []),
     ];
-    const [d, t, u] = (await measureInterleaved(cases, N, 0)).map((c) => c.s) as [Summary, Summary, Summary | undefined];
+    const [d, t, u] = (await profiledWindow('MCP echo via Toolplane (interleaved with direct calls)', asUser ? 2 * N : N, () => measureInterleaved(cases, N, 0))).map((c) => c.s) as [Summary, Summary, Summary | undefined];
     const cpu1 = cpuMs(pids);
     const w1 = writesOf(pids);
+    const z1 = wakeupsOf(pids);
     say(row('direct SDK client.callTool', d));
     say(row('toolplane.v1.tools.execute (NATS, 2 hops)', t));
     if (u) say(`${row('the same call for an end user (user_id)', u)}\n  end user − none: p50 ${(u.p50 - t.p50).toFixed(2)} ms (CPU below: per Toolplane call, both cases together)`);
@@ -124,6 +125,11 @@ async function main(): Promise<void> {
     const calls = u ? 2 * N : N;
     if (Object.keys(cpu1).length) say(`CPU ms per Toolplane call: ${Object.keys(cpu1).map((k) => `${k} ${((cpu1[k]! - cpu0[k]!) / calls).toFixed(2)}`).join(', ')}`);
     if (existsSync('/proc/self/io')) say(`write syscalls per Toolplane call: ${Object.keys(w1).map((k) => `${k} ${((w1[k]! - w0[k]!) / calls).toFixed(2)}`).join(', ')}`);
+    if (existsSync('/proc/self/status')) say(`wake-ups (voluntary context switches) per Toolplane call: ${Object.keys(z1).map((k) => `${k} ${((z1[k]! - z0[k]!) / calls).toFixed(1)}`).join(', ')}`);
+    // NATS traffic in a block of its own (the counting subscriber costs CPU): messages and bytes per call.
+    const counter = await countNats(client.nc, prefix);
+    for (let i = 0; i < NATS_N; i++) await viaToolplane();
+    say(natsLines('MCP echo via Toolplane', await counter.stop(), NATS_N).join('\n'));
     const throughput: string[] = [`throughput (calls/s)     direct ${(1000 / d.mean).toFixed(0)}, toolplane ${(1000 / t.mean).toFixed(0)} at concurrency 1 (1 / mean latency)`];
     for (const c of [8, 16]) {
       const dc = await measure(N, c, directCall);

@@ -8,20 +8,31 @@
  * Starts its own stack (fresh database, own subject prefix).
  * BENCH_N (default 400) calls per warm case; BENCH_COLD (default 20) new tools for the cold case;
  * BENCH_NET (default 40) network-enabled calls per case; BENCH_FAIR (default 40) calls of the other org.
+ *
+ * CPU per call (issue 28), first: BENCH_CPU_N (default 1000) warm calls and as many fresh isolated
+ * interpreters (bwrap + python3, spawned and reaped by the bench: the baseline), in alternating
+ * blocks of 100: CPU ms per call of each app, nats-server, postgres, the runner's sandbox processes
+ * (approximate) and the bench's reaped spawns, write syscalls and wake-ups per call; then NATS
+ * messages and bytes per warm call in a block of their own (BENCH_NATS_N, default 1000).
+ * BENCH_CPU=only runs just that section. BENCH_CPU_PROF=<dir>: every app writes a V8 CPU profile
+ * to <dir>/<app>/ when it stops, <dir>/window.json marks the CPU block (profile-breakdown.ts).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createDatabase, dropDatabase } from '../../test/support/database';
 import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
-import { startStack } from '../../test/support/stack';
+import { ALL_APPS, startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { HEADER, measure, row, type Summary } from './stats';
+import { countNats, cpuProfileEnv, HEADER, measure, measureUsageBlocks, natsLines, profiledWindow, row, stackGroups, usageLines, type Summary } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 400);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
 const NET = Number(process.env.BENCH_NET ?? 40);
 const FAIR = Number(process.env.BENCH_FAIR ?? 40);
+const CPU = process.env.BENCH_CPU ?? '';
+const CPU_N = Number(process.env.BENCH_CPU_N ?? 1000);
+const NATS_N = Number(process.env.BENCH_NATS_N ?? 1000);
 const tool = (name: string) => `def ${name}(x: int) -> int:
     """Return x.
 
@@ -86,7 +97,10 @@ async function main(): Promise<void> {
     prefix,
     databaseUrl: databaseUrlFor(db),
     env: { LOG_LEVEL: 'warn' },
-    appEnv: { 'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16', RUNNER_ALLOW_NETWORK: 'true', RUNNER_POOL_WARM_NET: '2' } },
+    appEnv: {
+      ...Object.fromEntries(ALL_APPS.map((a) => [a, cpuProfileEnv(a)])),
+      'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16', RUNNER_ALLOW_NETWORK: 'true', RUNNER_POOL_WARM_NET: '2', ...cpuProfileEnv('runner-local') },
+    },
   });
   const client = await RawClient.connect(prefix);
   try {
@@ -106,6 +120,23 @@ async function main(): Promise<void> {
     const isolated = () => spawnAndWait('/usr/bin/bwrap', ISOLATED, asNobody);
     await measure(10, 1, bare);
     await measure(10, 1, isolated);
+
+    {
+      const g = stackGroups(stack.apps, { bench: [process.pid] });
+      g.reaped = { 'bench-spawned bwrap + python3 (reaped)': process.pid };
+      const cases = [
+        { label: 'fresh isolated interpreter per call (bwrap, baseline)', fn: isolated },
+        { label: 'execute warm, concurrency 1', fn: call() },
+      ];
+      const res = await profiledWindow('execute warm (alternating with fresh bwrap interpreters)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
+      process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
+      for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+      const counter = await countNats(client.nc, prefix);
+      const warm = call();
+      for (let k = 0; k < NATS_N; k++) await warm();
+      process.stdout.write(`${natsLines('execute warm', await counter.stop(), NATS_N).join('\n')}\n`);
+      if (CPU === 'only') return;
+    }
 
     // Cold: the first call of a tool never seen before (registered just now; not in any cache).
     const coldSamples: number[] = [];
