@@ -4,7 +4,8 @@
  * the monotonic clock and the calls made in it). For each app, and for all of them together: self
  * and inclusive ms per call by category — crypto and sealing, validation (zod), JSON, spans,
  * fair queues, records (the executor's records, TypeORM, pg), the runner (cgroups, pipe protocol,
- * pool), socket writes, the NATS client, Nest and rxjs, GC, V8's own (program) time, the rest —
+ * pool), socket writes (to NATS, and the others), the NATS client, the messaging plumbing, Nest and
+ * rxjs, the MCP client and HTTP, GC, V8's own (program) time, the rest —
  * and the functions with the most self time.
  *
  *   npm run bench:profile -- <dir> [--calls N] [--top N]
@@ -13,7 +14,9 @@
  * no script (a builtin, e.g. writev or JSON.parse) counts for its nearest caller that has one.
  * Inclusive: a sample counts for every category on its stack (categories overlap; they do not sum).
  * Samples outside window.json's block are left out (the whole profile when there is none, or when
- * the clocks do not match: then pass --calls). Idle time is left out.
+ * the clocks do not match: then pass --calls). Idle time is left out. A sample is on-thread wall
+ * time, not CPU: a thread waiting for a core inside a write syscall counts, so on a busy box these
+ * ms run above /proc's CPU per call (the benches' figures); read them as shares.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -55,6 +58,7 @@ const CATEGORIES: ReadonlyArray<readonly [string, (f: CallFrame) => boolean]> = 
   ['NATS client (@nats-io)', (f) => /@nats-io\//.test(f.url)],
   ['messaging plumbing (nats-json.server, request-mux, messaging-client)', (f) => /libs\/messaging\/src\/(nats-json\.server|request-mux|messaging-client|request-context|trace-context)/.test(f.url)],
   ['Nest, rxjs', (f) => /@nestjs\/|\/rxjs\//.test(f.url)],
+  ['MCP client and HTTP (@modelcontextprotocol/sdk, undici, web streams, node:http)', (f) => /@modelcontextprotocol\/|undici|eventsource|node:internal\/webstreams|node:_http|node:internal\/http|node:http/.test(f.url)],
 ];
 const IDLE = '(idle)';
 

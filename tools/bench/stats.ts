@@ -238,9 +238,23 @@ export function stackGroups(apps: Iterable<[string, { proc: { pid?: number } }]>
 /** Label of the runner's descendants (the sandboxes: bwrap, the zygote, forked runs). */
 export const SANDBOX_LABEL = 'sandbox processes (approx.)';
 
-/** Reads every group now. Postgres and nats-server count every client of theirs on the machine. */
+/** Label of the whole machine's CPU (/proc/stat: every process, other users' load included); never summed with the groups. */
+export const MACHINE_LABEL = 'whole machine';
+
+/** CPU ms the whole machine spent so far (/proc/stat: user, nice, system, irq, softirq of every core). */
+export function machineCpuMs(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return (f[0]! + f[1]! + f[2]! + f[5]! + f[6]!) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** Reads every group now (and the whole machine). Postgres and nats-server count every client of theirs on the machine. */
 export function usage(g: ProcGroups): Usage {
   const cpu = cpuMs(g.pids);
+  cpu[MACHINE_LABEL] = machineCpuMs();
   const writes = writesOf(g.pids);
   const wakeups = wakeupsOf(g.pids);
   for (const [k, pid] of Object.entries(g.trees ?? {})) {
@@ -286,9 +300,10 @@ export function usageLines(label: string, use: Usage, calls: number): string[] {
       .filter(([, v]) => v !== 0)
       .map(([k, v]) => `${k} ${(v / calls).toFixed(digits)}`)
       .join(', ');
-  const total = Object.values(use.cpu).reduce((a, v) => a + v, 0) / calls;
+  const { [MACHINE_LABEL]: machine, ...groups } = use.cpu;
+  const total = Object.values(groups).reduce((a, v) => a + v, 0) / calls;
   return [
-    `${label} (${calls} calls): CPU ms per call ${total.toFixed(2)} in all = ${per(use.cpu, 2)}`,
+    `${label} (${calls} calls): CPU ms per call ${total.toFixed(2)} in all = ${per(groups, 2)}; ${MACHINE_LABEL} (/proc/stat, other load included) ${((machine ?? 0) / calls).toFixed(2)}`,
     `  write syscalls per call: ${per(use.writes, 1)}`,
     `  wake-ups (voluntary context switches) per call: ${per(use.wakeups, 1)}`,
   ];
