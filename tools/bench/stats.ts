@@ -218,6 +218,28 @@ export interface Usage {
   cpu: Record<string, number>;
   writes: Record<string, number>;
   wakeups: Record<string, number>;
+  /** CPU ms of each tree by what makes it up (never summed with `cpu`): `<tree>: <command> own|reaped`, `<tree>: reaped by the root`. */
+  detail: Record<string, number>;
+}
+
+/** A tree's CPU ms by command: each live descendant's own time and what it reaped, and what the root reaped. */
+function treeDetail(label: string, pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  const add = (k: string, v: number) => (out[`${label}: ${k}`] = (out[`${label}: ${k}`] ?? 0) + v);
+  add('reaped by the root', reapedCpuMs(pid));
+  for (const p of descendantsOf(pid)) {
+    let comm = '?';
+    try {
+      comm = readFileSync(`/proc/${p}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const f = statOf(p);
+    if (!f) continue;
+    add(`${comm} own`, (Number(f[11]) + Number(f[12])) * TICK_MS);
+    add(`${comm} reaped`, (Number(f[13]) + Number(f[14])) * TICK_MS);
+  }
+  return out;
 }
 
 /** Groups for a stack: each app by name, nats-server, postgres, the runner's sandbox processes (when runner-local runs). */
@@ -257,16 +279,18 @@ export function usage(g: ProcGroups): Usage {
   cpu[MACHINE_LABEL] = machineCpuMs();
   const writes = writesOf(g.pids);
   const wakeups = wakeupsOf(g.pids);
+  const detail: Record<string, number> = {};
   for (const [k, pid] of Object.entries(g.trees ?? {})) {
     cpu[k] = descendantsCpuMs(pid);
     wakeups[k] = descendantsOf(pid).reduce((a, p) => a + wakeupsOfPid(p), 0);
+    Object.assign(detail, treeDetail(k, pid));
   }
   for (const [k, pid] of Object.entries(g.reaped ?? {})) cpu[k] = reapedCpuMs(pid);
-  return { cpu, writes, wakeups };
+  return { cpu, writes, wakeups, detail };
 }
 
 function addDiff(into: Usage, a: Usage, b: Usage): void {
-  for (const f of ['cpu', 'writes', 'wakeups'] as const) for (const k of Object.keys(b[f])) into[f][k] = (into[f][k] ?? 0) + b[f][k]! - (a[f][k] ?? 0);
+  for (const f of ['cpu', 'writes', 'wakeups', 'detail'] as const) for (const k of Object.keys(b[f])) into[f][k] = (into[f][k] ?? 0) + b[f][k]! - (a[f][k] ?? 0);
 }
 
 /**
@@ -275,7 +299,7 @@ function addDiff(into: Usage, a: Usage, b: Usage): void {
  * else (no subscriber, no profiler of the bench's) runs during them.
  */
 export async function measureUsageBlocks(cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown> }>, g: ProcGroups, n: number, block = 100): Promise<Array<{ label: string; calls: number; use: Usage; wallMs: number }>> {
-  const out = cases.map((c) => ({ label: c.label, calls: 0, use: { cpu: {}, writes: {}, wakeups: {} } as Usage, wallMs: 0 }));
+  const out = cases.map((c) => ({ label: c.label, calls: 0, use: { cpu: {}, writes: {}, wakeups: {}, detail: {} } as Usage, wallMs: 0 }));
   for (let done = 0; done < n; done += block) {
     const k = Math.min(block, n - done);
     for (const [i, c] of cases.entries()) {
@@ -306,6 +330,7 @@ export function usageLines(label: string, use: Usage, calls: number): string[] {
     `${label} (${calls} calls): CPU ms per call ${total.toFixed(2)} in all = ${per(groups, 2)}; ${MACHINE_LABEL} (/proc/stat, other load included) ${((machine ?? 0) / calls).toFixed(2)}`,
     `  write syscalls per call: ${per(use.writes, 1)}`,
     `  wake-ups (voluntary context switches) per call: ${per(use.wakeups, 1)}`,
+    ...(Object.values(use.detail).some((v) => v !== 0) ? [`  of which (CPU ms per call; a process that ended in between moves its time to its parent's "reaped"): ${per(use.detail, 2)}`] : []),
   ];
 }
 
