@@ -44,6 +44,8 @@ describe('MCP periodic resync, reconnect and auth', () => {
           MCP_RESYNC_JITTER: '0.2',
           MCP_STDIO_ENABLED: 'false',
           MCP_RECONNECT_BASE_MS: '50',
+          // Reconnection after an outage waits at most this long (the default 30 s cap outlives the waits below on a slow box).
+          MCP_RECONNECT_MAX_MS: '1000',
           MCP_CONNECT_TIMEOUT_MS: '2000',
         },
       },
@@ -85,7 +87,7 @@ describe('MCP periodic resync, reconnect and auth', () => {
     const back = new FakeMcpServer();
     back.tools = [echoTool('stay'), echoTool('new_one')];
     fakes.push(await back.start(port));
-    expect(await until(() => names(org, 'flaky'), (n) => n.length === 2)).toEqual(['new_one', 'stay']);
+    expect(await until(() => names(org, 'flaky'), (n) => n.length === 2, 30_000)).toEqual(['new_one', 'stay']);
     // As above, the tools reach the registry a moment before the sync is recorded on the server.
     const recovered = await until(() => get(org, 'flaky'), (s) => s.last_sync?.ok === true);
     expect(recovered.last_sync).toMatchObject({ trigger: 'periodic', ok: true, error: null, report: { removed: 0 } });
