@@ -161,15 +161,15 @@ export class CallToolService {
     if ('trace_id' in reply) return toCallToolResult(reply as ToolExecutionResult);
     if (reply.status === 'pending_approval') return this.approval(ctx, reply, extra);
     if (reply.status === 'awaiting_client') {
-      return errorResult(`${reply.tool_name} is a client-side tool: the agent runtime runs it, not this server (execution ${reply.execution_id})`, reply.execution_id);
+      return errorResult(`${reply.tool_name} is a client-side tool: the agent runtime runs it, not this server (execution ${reply.execution_id})`, reply.execution_id, reply.status);
     }
-    return errorResult(`The call was taken for later (execution ${reply.execution_id}, ${reply.status}): read its outcome with toolplane.v1.executions.get`, reply.execution_id);
+    return errorResult(`The call was taken for later (execution ${reply.execution_id}, ${reply.status}): read its outcome with toolplane.v1.executions.get`, reply.execution_id, reply.status);
   }
 
   private async approval(ctx: CallContext, held: Extract<ExecuteReply, { status: 'pending_approval' }>, extra: CallExtra): Promise<CallToolResult> {
     const how = `An approver runs it with toolplane.v1.executions.approve {"execution_id": "${held.execution_id}"} (CLI: toolplane executions approve ${held.execution_id}) or refuses it with executions.deny, before ${held.expires_at}.`;
     if (!ctx.capabilities?.elicitation) {
-      return errorResult(`This call of ${held.tool_name} needs approval: execution ${held.execution_id} waits for it. ${how}`, held.execution_id, 'APPROVAL_REQUIRED');
+      return errorResult(`This call of ${held.tool_name} needs approval: execution ${held.execution_id} waits for it. ${how}`, held.execution_id, held.status);
     }
     const answer = await extra.sendRequest(
       {
@@ -194,7 +194,7 @@ export class CallToolService {
       const denied = await this.messaging.request(ExecutionsDeny, { ...ref, reason }, opts);
       return toCallToolResult(denied.result);
     }
-    return errorResult(`The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`, held.execution_id, 'APPROVAL_REQUIRED');
+    return errorResult(`The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`, held.execution_id, held.status);
   }
 }
 
@@ -210,8 +210,9 @@ function progressOf(extra: CallExtra): { onProgress?: (p: RequestProgress) => vo
   };
 }
 
-function errorResult(text: string, executionId: string, code?: string): CallToolResult {
-  return { content: [{ type: 'text', text }], isError: true, _meta: { 'toolplane/execution_id': executionId, 'toolplane/trace_id': currentTraceId(), ...(code ? { 'toolplane/error_code': code } : {}) } };
+/** A call that did not run here (held, client-side, taken for later): a tool error naming its execution and the state it is in. */
+function errorResult(text: string, executionId: string, status: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true, _meta: { 'toolplane/execution_id': executionId, 'toolplane/execution_status': status, 'toolplane/trace_id': currentTraceId() } };
 }
 
 function toolLevel(e: unknown): CallToolResult | undefined {

@@ -11,7 +11,7 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { ToolplaneError, ToolsetsGet } from '@toolplane/contracts';
+import { ErrorCode, ToolplaneError, ToolsetsGet } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -272,7 +272,7 @@ export class McpHttpService {
       const { toolset } = await this.messaging.request(ToolsetsGet, { org_id: caller.org, name: endpoint.id }, { timeoutMs: 10_000 });
       return [toolset.description, toolset.instructions].filter((s): s is string => !!s).join('\n\n') || undefined;
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === 'TOOLSET_NOT_FOUND') throw new HttpRefusal(404, `No tool set named ${endpoint.id}`, {}, -32002);
+      if (e instanceof ToolplaneError && e.code === ErrorCode.TOOLSET_NOT_FOUND) throw new HttpRefusal(404, `No tool set named ${endpoint.id}`, {}, -32002);
       throw e;
     }
   }
@@ -324,7 +324,7 @@ export class McpHttpService {
     }
     if (e instanceof HttpRefusal) return json(res, e.status, { jsonrpc: '2.0', error: { code: e.rpcCode, message: e.message }, id: null }, e.headers);
     if (e instanceof ToolplaneError) {
-      const status = e.code === 'SERVICE_UNAVAILABLE' || e.retryable ? 503 : 500;
+      const status = e.code === ErrorCode.SERVICE_UNAVAILABLE || e.retryable ? 503 : 500;
       return json(res, status, { jsonrpc: '2.0', error: { code: -32603, message: e.message, data: { code: e.code, retryable: e.retryable } }, id: null }, e.retryable ? { 'retry-after': '1' } : {});
     }
     this.log.error(`request failed: ${(e as Error)?.message ?? String(e)}`);
