@@ -212,6 +212,7 @@ const AgentToolsEventBase = z.object({ event_id: z.string(), occurred_at: z.stri
 
 export const AgentToolsAttached = defineEvent({
   subject: 'toolplane.v1.events.agent-tools.attached',
+  publishedBy: ['registry'],
   summary: "Tools were attached to an agent, or the agent's settings for attached tools changed.",
   payload: AgentToolsEventBase.extend({
     tools: z.array(z.object({ tool_id: ToolId, tool_name: z.string(), requires_approval: z.boolean(), requires_approval_override: z.boolean().nullable() })),
@@ -220,6 +221,7 @@ export const AgentToolsAttached = defineEvent({
 
 export const AgentToolsDetached = defineEvent({
   subject: 'toolplane.v1.events.agent-tools.detached',
+  publishedBy: ['registry'],
   summary: 'Tools were detached from an agent: asked for (request), or their tool was deleted (tool_deleted) or removed by its source, e.g. an MCP resync (source_removed).',
   payload: AgentToolsEventBase.extend({
     tools: z.array(z.object({ tool_id: ToolId, tool_name: z.string() })),

@@ -102,6 +102,7 @@ export const AuthStateGet = defineRequest({
  */
 export const AuthChanged = defineEvent({
   subject: 'toolplane.internal.v1.events.auth.changed',
+  publishedBy: ['credentials'],
   summary: 'Token verification state changed: fetch it again.',
   payload: z.object({ version: z.string() }),
 });
@@ -115,6 +116,7 @@ export const AuthChanged = defineEvent({
  */
 export const OrgDeleted = defineEvent({
   subject: 'toolplane.internal.v1.events.org.deleted',
+  publishedBy: ['credentials'],
   summary: "An org was deleted with its stored credentials: drop every session and token held for it.",
   payload: z.object({ org_id: OrgId }),
 });

@@ -66,7 +66,7 @@ describe('contracts', () => {
     expect(() => defineRequest({ ...base, subject: 'toolplane.v1.x.y', visibility: 'public' })).toThrow(/scope/);
     expect(() => defineRequest({ ...base, subject: 'toolplane.internal.v1.x.y', visibility: 'internal', callers: [] })).toThrow(/callers/);
     expect(() => defineRequest({ ...base, subject: 'toolplane.v1.x.y', visibility: 'public', scope: 'tools:read', callers: ['executor'] })).toThrow();
-    expect(() => defineEvent({ subject: 'toolplane.v1.tool.created', summary: '', payload: z.object({}) })).toThrow();
+    expect(() => defineEvent({ subject: 'toolplane.v1.tool.created', summary: '', payload: z.object({}), publishedBy: ['registry'] })).toThrow();
   });
 
   it('requires org_id and exactly one tool reference where the API says so', () => {

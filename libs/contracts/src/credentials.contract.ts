@@ -263,6 +263,7 @@ export const ExecutionEnvResolve = defineRequest({
  */
 export const CredentialsChanged = defineEvent({
   subject: 'toolplane.internal.v1.events.credentials.changed',
+  publishedBy: ['credentials'],
   summary: "The org's secrets, sandbox configs or webhook changed: drop anything cached from them.",
   payload: z.object({ org_id: OrgId }),
 });

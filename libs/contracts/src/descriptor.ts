@@ -28,6 +28,12 @@ export interface EventDescriptor<P extends z.ZodType = z.ZodType> {
   readonly summary: string;
   readonly payload: P;
   /**
+   * The apps that may publish it (like `servedBy` on a request): every event is signed by its
+   * publisher, and a consumer drops one that is not signed by an app named here. MessagingClient
+   * refuses to publish an event for an app not named here.
+   */
+  readonly publishedBy: readonly AppName[];
+  /**
    * An internal broadcast that is an order, not a hint: sealed by one of `from` to every replica of
    * `to` (which opens it, checks the sender, and ignores anything else).
    */
@@ -81,5 +87,9 @@ export function defineWorkQueue<P extends z.ZodType>(d: Omit<WorkQueueDescriptor
 export function defineEvent<P extends z.ZodType>(d: Omit<EventDescriptor<P>, 'kind'>): EventDescriptor<P> {
   if (!EVENT_SUBJECT.test(d.subject)) throw new Error(`Bad event subject: ${d.subject}`);
   if (d.sealed && !d.subject.startsWith('toolplane.internal.')) throw new Error(`Sealed event ${d.subject} must be internal`);
+  if (!d.publishedBy?.length) throw new Error(`Event ${d.subject} names the apps that publish it (publishedBy)`);
+  if (d.sealed && (d.sealed.from.length !== d.publishedBy.length || d.sealed.from.some((a) => !d.publishedBy.includes(a)))) {
+    throw new Error(`Sealed event ${d.subject}: sealed.from and publishedBy name the same apps`);
+  }
   return { kind: 'event', ...d };
 }

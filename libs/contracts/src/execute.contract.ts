@@ -341,6 +341,7 @@ export const ModalRunnerRun = runnerRun('modal', 'runner-modal', 'Run one custom
 function runAbandoned<A extends AppName>(provider: Provider, app: A) {
   return defineEvent({
     subject: `toolplane.internal.v1.events.${provider}-run.abandoned`,
+    publishedBy: ['executor'],
     summary: `The executor gave up these ${provider} runner calls: stop them.`,
     payload: z.object({ run_ids: z.array(z.uuid()).min(1).max(10_000) }),
     sealed: { from: ['executor'], to: app },

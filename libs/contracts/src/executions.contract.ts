@@ -153,32 +153,38 @@ export type ExecutionEventPayload = z.infer<typeof ExecutionEventPayload>;
 
 export const ExecutionCompleted = defineEvent({
   subject: 'toolplane.v1.events.execution.completed',
+  publishedBy: ['executor'],
   summary: 'An execution succeeded (ran, or its client reported success). The result: executions.get.',
   payload: ExecutionEventPayload,
 });
 export const ExecutionFailed = defineEvent({
   subject: 'toolplane.v1.events.execution.failed',
+  publishedBy: ['executor'],
   summary: 'An execution failed (the tool raised or timed out, its executor was lost, its client reported an error). The result: executions.get.',
   payload: ExecutionEventPayload,
 });
 /** `held`: the subject grammar's verb is one lowercase word; the execution's status is pending_approval. */
 export const ExecutionHeld = defineEvent({
   subject: 'toolplane.v1.events.execution.held',
+  publishedBy: ['executor'],
   summary: 'A call needs approval: its execution is pending_approval (args: executions.get). approve or deny it before its expires_at.',
   payload: ExecutionEventPayload.extend({ expires_at: z.string() }),
 });
 export const ExecutionApproved = defineEvent({
   subject: 'toolplane.v1.events.execution.approved',
+  publishedBy: ['executor'],
   summary: 'A pending execution was approved (it runs, is queued, or waits for its client).',
   payload: ExecutionEventPayload.extend({ args_corrected: z.boolean() }),
 });
 export const ExecutionDenied = defineEvent({
   subject: 'toolplane.v1.events.execution.denied',
+  publishedBy: ['executor'],
   summary: 'A pending execution was denied: nothing ran.',
   payload: ExecutionEventPayload,
 });
 export const ExecutionExpired = defineEvent({
   subject: 'toolplane.v1.events.execution.expired',
+  publishedBy: ['executor'],
   summary: 'A pending execution was neither approved nor denied within its approval TTL: nothing ran.',
   payload: ExecutionEventPayload,
 });

@@ -22,6 +22,7 @@ export const McpSessionId = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'an MCP 
 
 export const McpSessionRelayed = defineEvent({
   subject: 'toolplane.internal.v1.events.mcp-session.relayed',
+  publishedBy: ['mcp-gateway'],
   summary: "A client's message (a JSON-RPC response, or a notification such as notifications/cancelled) for a request of its session that another gateway replica may be serving.",
   payload: z.object({ session_id: McpSessionId, message: z.record(z.string(), z.unknown()) }),
   sealed: { from: ['mcp-gateway'], to: 'mcp-gateway' },
@@ -29,6 +30,7 @@ export const McpSessionRelayed = defineEvent({
 
 export const McpSessionClosed = defineEvent({
   subject: 'toolplane.internal.v1.events.mcp-session.closed',
+  publishedBy: ['mcp-gateway'],
   summary: 'A client ended its MCP session (HTTP DELETE): every replica drops what it holds of it.',
   payload: z.object({ session_id: McpSessionId }),
   sealed: { from: ['mcp-gateway'], to: 'mcp-gateway' },

@@ -298,6 +298,7 @@ const McpServerEventBase = z.object({
 
 export const McpServerSynced = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.synced',
+  publishedBy: ['mcp-sync'],
   summary: "An MCP server's tools were synced (or the attempt failed: ok false, error says why).",
   payload: McpServerEventBase.extend({ trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() }),
 });
@@ -309,6 +310,7 @@ export const McpServerSynced = defineEvent({
  */
 export const McpServerProgressed = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.progressed',
+  publishedBy: ['mcp-sync'],
   summary: 'A running sync of an MCP server made progress: a page of its tools listed, or the write of its tool set begun or advanced.',
   payload: McpServerEventBase.extend({
     /** The same for every progress event of one sync run. */
@@ -329,6 +331,7 @@ export const McpServerProgressed = defineEvent({
 
 export const McpServerRemoved = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.removed',
+  publishedBy: ['mcp-sync'],
   summary: 'An MCP server was removed with its tools.',
   payload: McpServerEventBase.extend({ tools_removed: z.number().int() }),
 });
@@ -496,24 +499,28 @@ const ConnectionEventPayload = z.object({
 
 export const ConnectionAuthorized = defineEvent({
   subject: 'toolplane.v1.events.connection.authorized',
+  publishedBy: ['mcp-sync'],
   summary: 'An end user connected their account to an MCP server (mcp.oauth.complete).',
   payload: ConnectionEventPayload,
 });
 
 export const ConnectionRefreshed = defineEvent({
   subject: 'toolplane.v1.events.connection.refreshed',
+  publishedBy: ['mcp-sync'],
   summary: "An end user's tokens for an MCP server were refreshed.",
   payload: ConnectionEventPayload,
 });
 
 export const ConnectionExpired = defineEvent({
   subject: 'toolplane.v1.events.connection.expired',
+  publishedBy: ['mcp-sync'],
   summary: "An end user's connection to an MCP server can no longer be refreshed (or asks for more scope): the user must authorize it again.",
   payload: ConnectionEventPayload,
 });
 
 export const ConnectionRevoked = defineEvent({
   subject: 'toolplane.v1.events.connection.revoked',
+  publishedBy: ['mcp-sync'],
   summary: "An end user's connection to an MCP server was revoked (connections.revoke).",
   payload: ConnectionEventPayload,
 });

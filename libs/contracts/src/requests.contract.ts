@@ -26,6 +26,7 @@ export const MAX_PROGRESS_MESSAGES = 1000;
 function requestCancelled<A extends AppName>(app: A) {
   return defineEvent({
     subject: `toolplane.internal.v1.events.${app}-request.cancelled`,
+    publishedBy: APP_NAMES,
     summary: `A service cancelled its request to ${app}: the replica serving it stops the work.`,
     payload: z.object({ token: z.string().min(1).max(64) }),
     sealed: { from: APP_NAMES, to: app },

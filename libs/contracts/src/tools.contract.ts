@@ -94,16 +94,19 @@ export type ToolEventPayload = z.infer<typeof ToolEventPayload>;
 
 export const ToolCreated = defineEvent({
   subject: 'toolplane.v1.events.tool.created',
+  publishedBy: ['registry'],
   summary: 'A tool was created.',
   payload: ToolEventPayload.extend({ tool: Tool }),
 });
 export const ToolUpdated = defineEvent({
   subject: 'toolplane.v1.events.tool.updated',
+  publishedBy: ['registry'],
   summary: 'A tool was updated (upsert of an existing name).',
   payload: ToolEventPayload.extend({ tool: Tool }),
 });
 export const ToolDeleted = defineEvent({
   subject: 'toolplane.v1.events.tool.deleted',
+  publishedBy: ['registry'],
   summary: 'A tool was deleted.',
   payload: ToolEventPayload,
 });

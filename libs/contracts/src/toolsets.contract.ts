@@ -128,12 +128,14 @@ const ToolsetEventPayload = z.object({
 
 export const ToolsetUpserted = defineEvent({
   subject: 'toolplane.v1.events.toolset.upserted',
+  publishedBy: ['registry'],
   summary: 'A toolset was created or its definition changed (an upsert that changed nothing publishes none).',
   payload: ToolsetEventPayload.extend({ toolset: Toolset }),
 });
 
 export const ToolsetDeleted = defineEvent({
   subject: 'toolplane.v1.events.toolset.deleted',
+  publishedBy: ['registry'],
   summary: 'A toolset was deleted.',
   payload: ToolsetEventPayload,
 });

@@ -164,6 +164,7 @@ export class MessagingClient {
 
   /** Publish an event (or a work-queue message) to JetStream (waits for the stream's ack; msgID dedups retries). */
   async publish<E extends EventDescriptor | WorkQueueDescriptor>(e: E, payload: z.output<E['payload']>, msgId: string): Promise<void> {
+    if (e.kind === 'event') this.mayPublish(e);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
     this.js ??= jetstream(this.nc);
     await tracer.startActiveSpan(`publish ${e.subject}`, { kind: SpanKind.PRODUCER }, async (span) => {
@@ -184,6 +185,7 @@ export class MessagingClient {
    * (e.g. the reply to the request that caused it).
    */
   broadcast<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
+    this.mayPublish(e);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
     this.nc.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { headers: injectTraceContext() });
   }
@@ -191,6 +193,7 @@ export class MessagingClient {
   /** A sealed internal broadcast (EventDescriptor.sealed): only replicas of `sealed.to` can open it. */
   notify<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
     if (!e.sealed?.from.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not send ${e.subject}`);
+    this.mayPublish(e);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
     const subject = withPrefix(this.prefix, e.subject);
     const sealed = this.sealer.sealRequest(subject, e.sealed.to, encodeJson(body));
@@ -250,6 +253,11 @@ export class MessagingClient {
       }),
     );
     return { unsubscribe: () => subs.forEach((s) => s.unsubscribe()) };
+  }
+
+  /** An app publishes only the events its contract says it publishes (EventDescriptor.publishedBy). */
+  private mayPublish(e: EventDescriptor): void {
+    if (!e.publishedBy.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not publish ${e.subject} (publishedBy: ${e.publishedBy.join(', ')})`);
   }
 
   /** Events dropped because they did not match their contract, by subject (for metrics and tests). */
