@@ -83,16 +83,24 @@ export class RecordWriter implements OnModuleDestroy {
     this.timer = undefined;
     this.flushing ??= this.flush().finally(() => {
       this.flushing = undefined;
-      if (this.queue.length && !this.stopping) this.timer ??= setTimeout(() => this.kick(), this.config.EXECUTION_WRITE_BEHIND_MS);
+      if (!this.queue.length || this.stopping) return;
+      // What arrived during the write waits for its own window (or a full batch): writing it at
+      // once would chain one small transaction (and seal) per call whenever a write takes about
+      // as long as a call — the write-behind would batch nothing.
+      if (this.queue.length >= this.config.EXECUTION_WRITE_BEHIND_BATCH || this.room.length) this.kick();
+      else this.timer ??= setTimeout(() => this.kick(), this.config.EXECUTION_WRITE_BEHIND_MS);
     });
   }
 
+  /** Writes the calls waiting when it starts (in batches); later ones wait for the next kick. */
   private async flush(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue.slice(0, Math.max(this.config.EXECUTION_WRITE_BEHIND_BATCH, 1));
+    let left = this.queue.length;
+    while (left > 0 && this.queue.length) {
+      const batch = this.queue.slice(0, Math.min(left, Math.max(this.config.EXECUTION_WRITE_BEHIND_BATCH, 1)));
       try {
         await this.write(batch);
         this.queue.splice(0, batch.length);
+        left -= batch.length;
         for (const wake of this.room.splice(0)) wake();
         if (this.failures) this.log.log(`execution records are written again (${this.failures} failed attempt(s))`);
         this.failures = 0;
