@@ -17,4 +17,5 @@ export * from './schemas.contract';
 export * from './tool';
 export * from './tools.contract';
 export * from './toolsets.contract';
+export * from './traffic';
 export * from './web.contract';
