@@ -1,48 +1,24 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import type { Sandbox } from 'modal';
-import type { EnvironmentRequest, ModalSandboxes, ReadySandbox } from './environments';
-import { SandboxPool, type PoolEnvironment } from './sandbox-pool';
+import { RemotePool, type RemoteEnvironment } from './remote-pool';
+import type { RemoteEnvironmentRequest } from './remote-provider';
+import { FakeRemoteProvider, type FakeBox } from './testing/fake-remote-provider';
 
-/** Modal's side of the pool: creates finish when the test says (or at once with `auto`). */
-class Creates {
-  readonly pending: Array<{ org: string; finish: () => void }> = [];
-  readonly terminated: string[] = [];
-  private n = 0;
-  auto = false;
+// The cases of runner-modal's pool (apps/runner-modal/src/sandboxes/sandbox-pool.spec.ts before the core), unchanged in what they assert.
 
-  create(req: EnvironmentRequest): Promise<ReadySandbox> {
-    const ready = { sandbox: { sandboxId: `sb-${++this.n}` } as Sandbox, proof: { provedAt: 1, state: {} }, node: false };
-    if (this.auto) return Promise.resolve(ready);
-    return new Promise((resolve) => this.pending.push({ org: req.org, finish: () => resolve(ready) }));
-  }
-  async adopt(): Promise<ReadySandbox[]> {
-    return [];
-  }
-  async prove(): Promise<{ provedAt: number; state: Record<string, unknown> }> {
-    return { provedAt: 2, state: {} };
-  }
-  proofJson(): Record<string, unknown> {
-    return {};
-  }
-  async terminate(sandbox: Sandbox): Promise<void> {
-    this.terminated.push(sandbox.sandboxId);
-  }
-}
-
-const request = (org: string, lanes = 1): EnvironmentRequest => ({ org, account: { tokenId: 't', tokenSecret: 's' }, fingerprint: 'f1', network: false, cpu: 1, memoryMiB: 1024, pip: [], lanes, node: false });
+const request = (org: string, lanes = 1): RemoteEnvironmentRequest => ({ org, fingerprint: 'f1', pip: [], lanes });
 const until = async (cond: () => boolean) => {
   for (let i = 0; i < 400 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
   return cond();
 };
 const never = new AbortController().signal;
 
-describe('SandboxPool (runner-modal)', () => {
-  let creates: Creates;
-  let sut: SandboxPool;
-  const pool = (o: Partial<ConstructorParameters<typeof SandboxPool>[1]> = {}) => new SandboxPool(creates as unknown as ModalSandboxes, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, ...o });
-  const env = (org: string, lanes = 1): PoolEnvironment => sut.environment(request(org, lanes), { key: `k-${org}-${lanes}`, family: `fam-${org}` });
+describe('RemotePool (runner-modal cases)', () => {
+  let creates: FakeRemoteProvider;
+  let sut: RemotePool<RemoteEnvironmentRequest, FakeBox>;
+  const pool = (o: Partial<ConstructorParameters<typeof RemotePool>[1]> = {}) => new RemotePool(creates, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, buildRetryMs: 1000, ...o });
+  const env = (org: string, lanes = 1): RemoteEnvironment<RemoteEnvironmentRequest, FakeBox> => sut.environment(request(org, lanes), { key: `k-${org}-${lanes}`, family: `fam-${org}`, requirementsHash: null });
   beforeEach(() => {
-    creates = new Creates();
+    creates = new FakeRemoteProvider();
   });
   afterEach(() => sut.close());
 
@@ -80,7 +56,7 @@ describe('SandboxPool (runner-modal)', () => {
     const later = sut.lease(c, 30_000, never);
     sut.release(held[2]!, true);
     expect(await until(() => creates.pending.some((p) => p.org === 'c'))).toBe(true);
-    expect(creates.terminated).toContain(held[2]!.id);
+    expect(creates.killed).toContain(held[2]!.id);
     creates.pending.find((p) => p.org === 'c')!.finish();
     expect((await later).env).toBe(c);
     // Org a's third call gets one of its own sandboxes once freed.
@@ -102,7 +78,7 @@ describe('SandboxPool (runner-modal)', () => {
     expect(sut.alive()).toBe(4);
     expect(await until(() => sut.alive() === 0)).toBe(true);
     expect(sut.counters.reaps).toBe(4);
-    expect(creates.terminated).toHaveLength(4);
+    expect(creates.killed).toHaveLength(4);
   });
 
   it("a new config fingerprint in the family retires the old environment's sandboxes", async () => {
@@ -110,11 +86,11 @@ describe('SandboxPool (runner-modal)', () => {
     sut = pool();
     const old = env('a');
     const s = await sut.lease(old, 5000, never);
-    const next = sut.environment({ ...request('a'), fingerprint: 'f2' }, { key: 'k-a-f2', family: 'fam-a' });
+    const next = sut.environment({ ...request('a'), fingerprint: 'f2' }, { key: 'k-a-f2', family: 'fam-a', requirementsHash: null });
     // Idle ones at once; the busy one once its call ended.
-    expect(creates.terminated).not.toContain(s.id);
+    expect(creates.killed).not.toContain(s.id);
     sut.release(s, true);
-    expect(creates.terminated).toContain(s.id);
+    expect(creates.killed).toContain(s.id);
     expect((await sut.lease(next, 5000, never)).id).not.toBe(s.id);
   });
 });

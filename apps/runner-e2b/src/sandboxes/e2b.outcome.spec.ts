@@ -1,6 +1,5 @@
 import { ErrorCode } from '@toolplane/contracts';
-import { outcomeOf } from './e2b.driver';
-import type { RunReport } from './launcher';
+import { outcomeOf, type RunReport } from '@toolplane/sandbox';
 
 describe('outcomeOf (the launcher report → the call outcome)', () => {
   const nonce = 'n'.repeat(32);

@@ -2,7 +2,7 @@ import { ErrorCode } from '@toolplane/contracts';
 import { NotFoundError, ResourceExhaustedError, TimeoutError } from 'modal';
 import { ClientError, Status } from 'nice-grpc';
 import { isDeadline, isSandboxGone, providerError } from './modal.api';
-import { wholeSecondsMs } from './modal.driver';
+import { wholeSecondsMs } from './modal.provider';
 
 describe('providerError', () => {
   const account = { tokenId: 'ak-org-token', tokenSecret: 'as-org-secret-123' };
