@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { ErrorCode } from '@toolplane/contracts';
 import { ToolsUpsert, ToolplaneError } from '@toolplane/contracts';
 import { expectEventually } from '@toolplane/testing';
-import { sealerOf } from '../support/identity';
+import { eventsOf, sealerOf } from '../support/identity';
 import { MessagingClient } from '@toolplane/messaging';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
@@ -39,7 +39,7 @@ describe('bad input gets a typed error and changes nothing', () => {
   });
 
   it('refuses a 2 MB payload before it leaves the client, with PAYLOAD_TOO_LARGE', async () => {
-    const messaging = new MessagingClient(client.nc, testPrefix(), sealerOf('registry'));
+    const messaging = new MessagingClient(client.nc, testPrefix(), sealerOf('registry'), eventsOf('registry'));
     const big = `# ${'x'.repeat(2 * 1024 * 1024)}\n${ADD}`;
     const err = await messaging
       .request(ToolsUpsert, { org_id: 'acme', tool: { source_code: big } }, { timeoutMs: 5000 })

@@ -1,9 +1,13 @@
 import { ToolDeleted, ToolUpdated } from '@toolplane/contracts';
 import { expectEventually } from '@toolplane/testing';
 import { randomBytes } from 'node:crypto';
-import { serviceClient } from '../support/identity';
+import { serviceClient, signedEventHeaders } from '../support/identity';
 
-/** Consumers read events by descriptor: what does not match the contract never reaches them (real NATS). */
+/**
+ * Consumers read events by descriptor: what does not match the contract never reaches them (real
+ * NATS). The events here are signed as their owner (the registry): what is not is dropped before
+ * (event-signatures.e2e.ts).
+ */
 describe('MessagingClient.onEvents', () => {
   const prefix = `evt${randomBytes(4).toString('hex')}`;
   let a: Awaited<ReturnType<typeof serviceClient>>;
@@ -20,7 +24,10 @@ describe('MessagingClient.onEvents', () => {
     const invalid: unknown[] = [];
     const sub = a.messaging.onEvents([ToolUpdated, ToolDeleted], (e, p) => seen.push(`${e.subject.split('.').pop()}:${p.org_id}`), { invalid: (_e, raw) => invalid.push(raw) });
     await a.nc.flush();
-    const raw = (subject: string, body: string) => a.nc.publish(`${prefix}.${subject}`, new TextEncoder().encode(body));
+    const raw = (subject: string, body: string) => {
+      const data = new TextEncoder().encode(body);
+      a.nc.publish(`${prefix}.${subject}`, data, { headers: signedEventHeaders('registry', `${prefix}.${subject}`, data) });
+    };
     raw(ToolDeleted.subject, JSON.stringify({ org_id: 'org-bad' })); // misses required fields
     raw(ToolDeleted.subject, 'not json');
     raw(ToolDeleted.subject, JSON.stringify(deleted('org-1')));
@@ -51,7 +58,10 @@ describe('MessagingClient.onEvents', () => {
       const s1 = a.messaging.onEvents([ToolDeleted], (_e, p) => got.push(`a:${p.org_id}`), { queue: 'q' });
       const s2 = b.messaging.onEvents([ToolDeleted], (_e, p) => got.push(`b:${p.org_id}`), { queue: 'q' });
       await Promise.all([a.nc.flush(), b.nc.flush()]);
-      for (let i = 0; i < 20; i++) a.nc.publish(`${prefix}.${ToolDeleted.subject}`, new TextEncoder().encode(JSON.stringify(deleted(`org-${i}`))));
+      for (let i = 0; i < 20; i++) {
+        const data = new TextEncoder().encode(JSON.stringify(deleted(`org-${i}`)));
+        a.nc.publish(`${prefix}.${ToolDeleted.subject}`, data, { headers: signedEventHeaders('registry', `${prefix}.${ToolDeleted.subject}`, data) });
+      }
       await expectEventually(() => expect(got).toHaveLength(20));
       expect(new Set(got.map((g) => g.slice(2))).size).toBe(20);
       s1.unsubscribe();

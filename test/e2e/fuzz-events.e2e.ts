@@ -3,10 +3,13 @@
  * bytes that are not JSON) published on every event subject a service reads — tool, agent-tools and
  * mcp-server events, credentials.changed, auth.changed. Each service reads them by their contracts
  * and drops what does not match: afterwards every service still answers and a tool still runs.
+ * Each is published twice: unsigned (dropped at the signature check) and signed as the event's
+ * owner (so that the payload reaches the contract check the fuzz is about).
  * On a stack of its own: the junk lands in that stack's event stream, never in the shared one.
  */
 import fc from 'fast-check';
 import { AGENT_TOOL_EVENTS, AuthChanged, CredentialsChanged, MCP_SERVER_EVENTS, TOOL_EVENTS } from '@toolplane/contracts';
+import { signedEventHeaders } from '../support/identity';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
@@ -34,7 +37,9 @@ describe(`fuzz of consumed events (seed ${SEED})`, () => {
     expect(up.tool?.name).toBe('probe');
     // Warm what the events would evict: the executor's catalog and env, the registry's definitions.
     expect(await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'probe', args: { a: 1 } }, { timeoutMs: 60_000 })).toMatchObject({ status: 'success', func_return: 3 });
-    const consumed = [...TOOL_EVENTS, ...AGENT_TOOL_EVENTS, ...MCP_SERVER_EVENTS, CredentialsChanged, AuthChanged].map((e) => e.subject);
+    const events = [...TOOL_EVENTS, ...AGENT_TOOL_EVENTS, ...MCP_SERVER_EVENTS, CredentialsChanged, AuthChanged];
+    const owner = new Map(events.map((e) => [e.subject, e.publishedBy[0]!]));
+    const consumed = events.map((e) => e.subject);
     const near = fc.record(
       { event_id: fc.string(), occurred_at: fc.string(), org_id: fc.oneof(fc.string(), fc.constant(org)), tool_id: fc.oneof(fc.string(), fc.constant(up.tool.id)), tool_name: fc.oneof(fc.string(), fc.constant(null)), agent_id: fc.string(), server_id: fc.string(), version: fc.anything(), tool: fc.jsonValue() },
       { requiredKeys: [] },
@@ -42,7 +47,9 @@ describe(`fuzz of consumed events (seed ${SEED})`, () => {
     const cases = fc.sample(fc.tuple(fc.constantFrom(...consumed), fc.oneof(fc.jsonValue(), near, fc.string().map((x) => ({ __raw: x })))), { seed: SEED + 9, numRuns: RUNS * 8 });
     for (const [subject, body] of cases) {
       const raw = (body as { __raw?: string } | null)?.__raw;
-      client.nc.publish(client.subject(subject), new TextEncoder().encode(raw ?? JSON.stringify(body)));
+      const data = new TextEncoder().encode(raw ?? JSON.stringify(body));
+      client.nc.publish(client.subject(subject), data);
+      client.nc.publish(client.subject(subject), data, { headers: signedEventHeaders(owner.get(subject)!, client.subject(subject), data) });
     }
     await client.nc.flush();
     // Every service still answers, and what it caches still leads to the right tool.

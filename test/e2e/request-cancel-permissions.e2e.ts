@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
-import { sealerOf } from '../support/identity';
+import { eventsOf, sealerOf } from '../support/identity';
 import { freePort, stopProcess } from '../support/stack';
 
 const NATS_SERVER = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
@@ -63,7 +63,7 @@ describe('progress and cancel with the services’ own NATS users', () => {
     await new Promise<void>((r) => server.listen(r));
     await nc.flush();
     try {
-      const executor = new MessagingClient(await as('executor'), prefix, sealerOf('executor'));
+      const executor = new MessagingClient(await as('executor'), prefix, sealerOf('executor'), eventsOf('executor'));
       const run = (fn: string, opts: { signal?: AbortSignal; onProgress?: (p: RequestProgress) => void }) =>
         executor.request(
           E2bRunnerRun,

@@ -9,7 +9,7 @@ import { currentProgressReporter, currentRequestSignal, EdgeAuth, MessagingClien
 import { deferred, expectEventually } from '@toolplane/testing';
 import { randomBytes } from 'node:crypto';
 import { natsUrl } from '../support/env';
-import { sealerOf } from '../support/identity';
+import { eventsOf, sealerOf } from '../support/identity';
 
 type Req = { org_id: string; purpose: 'execution'; ref: string; plaintext: string };
 /** What the test's handler does with a request: `ref` names it, the reply says whether its signal was aborted. */
@@ -47,7 +47,7 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     await nc.flush();
     servers.push(server);
   };
-  const caller = async (prefix: string, app: 'executor' | 'mcp-sync' = 'executor') => new MessagingClient(await conn(`caller-${app}`), prefix, sealerOf(app));
+  const caller = async (prefix: string, app: 'executor' | 'mcp-sync' = 'executor') => new MessagingClient(await conn(`caller-${app}`), prefix, sealerOf(app), eventsOf(app));
   const seal = (m: MessagingClient, ref: string, opts: { signal?: AbortSignal; onProgress?: (p: RequestProgress) => void } = {}) =>
     m.request(SealedValuesSeal, { org_id: 'rc', purpose: 'execution', ref, plaintext: '' }, { timeoutMs: 30_000, ...opts });
   const failure = (p: Promise<unknown>) => p.then(() => new Error('did not fail'), (e: unknown) => e);

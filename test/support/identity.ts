@@ -1,8 +1,8 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { APP_NAMES, type AppName } from '@toolplane/contracts';
-import { KeyDirectory, MessagingClient, ServiceSealer, writeKeyPair } from '@toolplane/messaging';
+import { EventSigner, EventVerifier, KeyDirectory, MessagingClient, ServiceSealer, writeKeyPair, type EventSignatures } from '@toolplane/messaging';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,8 +51,29 @@ export function sealerOf(app: AppName): ServiceSealer {
   return new ServiceSealer(app, dir.ownKey(app, false).privateKey, dir);
 }
 
+/** The event signer of `app` with the run's keys, and a check of received events against every app's keys. */
+export function eventsOf(app: AppName): EventSignatures {
+  const dir = new KeyDirectory(ensureTestIdentity().keysDir);
+  return { signer: new EventSigner(app, dir.ownKey(app, false).signing.privateKey), verifier: new EventVerifier(dir) };
+}
+
+const eventSigners = new Map<AppName, EventSignatures>();
+
+/**
+ * Headers of an event signed as `app` with its real key (what the app itself would send): for a
+ * test publishing raw bytes as an event's owner, or as an app that does not own it. `subject` with
+ * the deployment prefix.
+ */
+export function signedEventHeaders(app: AppName, subject: string, body: Uint8Array, id: string = randomUUID()): MsgHdrs {
+  let events = eventSigners.get(app);
+  if (!events) eventSigners.set(app, (events = eventsOf(app)));
+  const h = headers();
+  events.signer.sign(h, subject, id, body);
+  return h;
+}
+
 /** A typed client acting as service `app`: its requests are sealed like the app's own. */
 export async function serviceClient(app: AppName, prefix: string): Promise<{ messaging: MessagingClient; nc: NatsConnection; close(): Promise<void> }> {
   const nc = await connect({ servers: natsUrl(), name: `test-as-${app}` });
-  return { messaging: new MessagingClient(nc, prefix, sealerOf(app)), nc, close: () => nc.close() };
+  return { messaging: new MessagingClient(nc, prefix, sealerOf(app), eventsOf(app)), nc, close: () => nc.close() };
 }

@@ -1,18 +1,22 @@
 /**
- * Service identities: one X25519 key per app (it seals and opens that app's messages) and every
- * app's public key.
+ * Service identities: one X25519 key per app (it seals and opens that app's messages; the app's
+ * Ed25519 event signing key is derived from it) and every app's public keys (`<app>.pub`, and
+ * `<app>.sign.pub`: what every consumer of events, the CLI and agent runtimes included, verifies
+ * the app's events with).
  *
  *   node dist/tools/deploy/service-keys.js --dir DIR
- *       writes DIR/<app>.key (0600) and DIR/<app>.pub for every app (keeps keys already there):
+ *       writes DIR/<app>.key (0600), DIR/<app>.pub and DIR/<app>.sign.pub for every app (keeps keys already there):
  *       a SERVICE_KEYS_DIR for a single host or docker compose.
  *   node dist/tools/deploy/service-keys.js --kubernetes [--namespace NS]
  *       prints, for `kubectl apply -f -`, a Secret toolplane-identity-<app> per app (its key only)
  *       and the ConfigMap toolplane-service-keys (every public key) that deploy/base mounts.
  *
- * Rotating an app's key: generate a new one, update its Secret and the ConfigMap, restart every app.
+ * Rotating an app's key: generate a new one; list both event keys in its `<app>.sign.pub` (old and new,
+ * one a line: consumers accept either), update its `<app>.pub`, its Secret and the ConfigMap, restart
+ * every app; drop the old event key once no replica signs with it.
  */
 import { APP_NAMES } from '@toolplane/contracts';
-import { generateX25519 } from '@toolplane/crypto';
+import { eventSigningKey, generateX25519 } from '@toolplane/crypto';
 import { writeKeyPair } from '@toolplane/messaging';
 
 function kubernetes(namespace: string | undefined): string {
@@ -22,7 +26,7 @@ function kubernetes(namespace: string | undefined): string {
     ({ app, seed }) => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: toolplane-identity-${app}${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ntype: Opaque\nstringData:\n  ${app}.key: ${JSON.stringify(seed)}\n`,
   );
   docs.push(
-    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: toolplane-service-keys${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ndata:\n${keys.map(({ app, publicKey }) => `  ${app}.pub: ${JSON.stringify(publicKey)}`).join('\n')}\n`,
+    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: toolplane-service-keys${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ndata:\n${keys.map(({ app, seed, publicKey }) => `  ${app}.pub: ${JSON.stringify(publicKey)}\n  ${app}.sign.pub: ${JSON.stringify(eventSigningKey(seed).publicKey)}`).join('\n')}\n`,
   );
   return docs.join('---\n');
 }

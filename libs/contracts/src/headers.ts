@@ -23,4 +23,14 @@ export const Headers = {
    * reply subject: its sequence number (1, 2, …): a progress report (RequestProgress), not the reply.
    */
   PROGRESS: 'toolplane-progress',
+  /** On every event a service publishes: the app that published it (one of its descriptor's `publishedBy`). */
+  EVENT_PUBLISHER: 'toolplane-publisher',
+  /**
+   * On every event a service publishes: `v1 <epoch ms> <event id> <signature>`, the signature
+   * Ed25519 (base64url) by the publisher's event signing key over
+   * `toolplane/event/v1 NUL subject NUL event id NUL publisher NUL epoch ms NUL` then the body bytes;
+   * the subject with the deployment prefix, the event id the JetStream msgID (a fresh id for a
+   * broadcast). Consumers drop an event without a valid one from an app in `publishedBy`.
+   */
+  EVENT_SIGNATURE: 'toolplane-event-signature',
 } as const;

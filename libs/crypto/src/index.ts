@@ -1,2 +1,3 @@
 export * from './aead';
 export * from './keys';
+export * from './signing';

@@ -11,3 +11,4 @@ export * from './subjects';
 export * from './token-verifier';
 export * from './trace-context';
 export * from './request-mux';
+export * from './event-signature';

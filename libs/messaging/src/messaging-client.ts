@@ -21,6 +21,7 @@ import type { z } from 'zod';
 import { decodeJson, encodeJson, parseContract } from './codec';
 import { currentRequestSignal } from './request-context';
 import { RequestFailed, RequestMux } from './request-mux';
+import { EventDrops, type EventDropReason, type EventSigner, type EventVerifier } from './event-signature';
 import type { ServiceSealer } from './service-seal';
 import { withPrefix } from './subjects';
 import { extractTraceContext, injectTraceContext } from './trace-context';
@@ -59,11 +60,18 @@ const DOWN = new Set<string>([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_T
 const tracer = trace.getTracer('@toolplane/messaging');
 const eventLog = new Logger('Events');
 
+/** An app's event signing key and the check of the events it receives (libs/messaging event-signature.ts). */
+export interface EventSignatures {
+  signer: EventSigner;
+  verifier: EventVerifier;
+}
+
 /**
  * Typed request/reply and event publishing by contract descriptor, as one service. Validates what
  * it sends and what it receives, seals every request to the service that serves the subject (and
- * opens only a reply sealed by it), carries W3C trace context in headers, and always bounds a
- * request in time.
+ * opens only a reply sealed by it), signs every event it publishes and drops every event it
+ * receives that is not signed by its owner, carries W3C trace context in headers, and always
+ * bounds a request in time.
  */
 export class MessagingClient {
   private js?: JetStreamClient;
@@ -73,6 +81,7 @@ export class MessagingClient {
     readonly nc: NatsConnection,
     readonly prefix: string,
     readonly sealer: ServiceSealer,
+    readonly events: EventSignatures,
   ) {
     this.mux = new RequestMux(nc);
   }
@@ -169,7 +178,12 @@ export class MessagingClient {
     this.js ??= jetstream(this.nc);
     await tracer.startActiveSpan(`publish ${e.subject}`, { kind: SpanKind.PRODUCER }, async (span) => {
       try {
-        await this.js!.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { msgID: msgId, headers: injectTraceContext(), timeout: 5000 });
+        const subject = withPrefix(this.prefix, e.subject);
+        const data = encodeJson(body);
+        const h = injectTraceContext();
+        // An event is signed by its publisher over its msgID (a work-queue message is the executor's own, not an event).
+        if (e.kind === 'event') this.events.signer.sign(h, subject, msgId, data);
+        await this.js!.publish(subject, data, { msgID: msgId, headers: h, timeout: 5000 });
       } catch (err) {
         span.setStatus({ code: SpanStatusCode.ERROR });
         throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`);
@@ -187,7 +201,11 @@ export class MessagingClient {
   broadcast<E extends EventDescriptor>(e: E, payload: EventOf<E>): void {
     this.mayPublish(e);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
-    this.nc.publish(withPrefix(this.prefix, e.subject), encodeJson(body), { headers: injectTraceContext() });
+    const subject = withPrefix(this.prefix, e.subject);
+    const data = encodeJson(body);
+    const h = injectTraceContext();
+    this.events.signer.sign(h, subject, this.events.signer.newId(), data);
+    this.nc.publish(subject, data, { headers: h });
   }
 
   /** A sealed internal broadcast (EventDescriptor.sealed): only replicas of `sealed.to` can open it. */
@@ -223,21 +241,27 @@ export class MessagingClient {
   }
 
   /**
-   * Core-NATS subscription to contract events, each payload validated by its descriptor as a
-   * request is (one that does not match is dropped and logged by subject, never handed on, never
-   * quoted): every replica receives them, or with `queue` one replica of the group does (work an
-   * event asks for once, not per replica).
+   * Core-NATS subscription to contract events. Each is first checked for its owner's signature
+   * (EventVerifier: signed by an app of its descriptor's publishedBy, not stale, not replayed;
+   * else dropped and counted in `refusedEvents` before its payload is parsed), then validated by
+   * its descriptor as a request is (one that does not match is dropped and logged by subject,
+   * never handed on, never quoted): every replica receives them, or with `queue` one replica of the
+   * group does (work an event asks for once, not per replica).
    */
   onEvents<E extends EventDescriptor>(
     events: readonly E[],
     onEvent: (event: E, payload: EventOf<E>) => void,
     opts: { queue?: string; /** Also told of a JSON payload that does not match (e.g. to drop what it may concern, in a rolling upgrade). */ invalid?: (event: E, raw: unknown) => void } = {},
   ): { unsubscribe(): void } {
+    // Ids seen by this subscription (another handler of the same event in this process gets it too).
+    const replay = this.events.verifier.replayWindow();
     const subs = events.map((e) =>
       this.nc.subscribe(withPrefix(this.prefix, e.subject), {
         ...(opts.queue ? { queue: opts.queue } : {}),
         callback: (err, msg) => {
           if (err) return;
+          const verdict = this.events.verifier.verify(e.publishedBy, msg.subject, msg.headers, msg.data, { replay });
+          if (!verdict.ok) return this.refused(e.subject, verdict.reason);
           let payload: EventOf<E>;
           let raw: unknown;
           try {
@@ -258,6 +282,15 @@ export class MessagingClient {
   /** An app publishes only the events its contract says it publishes (EventDescriptor.publishedBy). */
   private mayPublish(e: EventDescriptor): void {
     if (!e.publishedBy.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not publish ${e.subject} (publishedBy: ${e.publishedBy.join(', ')})`);
+  }
+
+  /** Events dropped before any handler because they were not signed by their owner, by subject and reason (for metrics and tests). */
+  readonly refusedEvents = new EventDrops();
+
+  private refused(subject: string, reason: EventDropReason): void {
+    const n = this.refusedEvents.add(subject, reason);
+    // The first of a subject and reason, then every 1,000th: a flood of forgeries cannot flood the log.
+    if (n === 1 || n % 1000 === 0) eventLog.warn(`dropped ${n} event(s) on ${subject}: ${reason.replace('_', ' ')}`);
   }
 
   /** Events dropped because they did not match their contract, by subject (for metrics and tests). */

@@ -147,24 +147,31 @@ function aad(kind: string, subject: string, from: string, to: string, ts: number
   return Buffer.from(['toolplane/seal/v1', kind, subject, from, to, String(ts), nonce, requestNonce].join('\u0000'));
 }
 
-/** Nonces seen within the last `windowMs` (two rotating generations; memory bounded by traffic in one window). */
+/**
+ * Ids seen within the last `windowMs` (two rotating generations; memory bounded by traffic in one
+ * window): sealed messages' nonces, and signed events' ids (EventVerifier).
+ */
 export class ReplayWindow {
-  private current = new Set<string>();
-  private previous = new Set<string>();
+  private current = new Map<string, string | number | undefined>();
+  private previous = new Map<string, string | number | undefined>();
   private rotatedAt = Date.now();
 
   constructor(private readonly windowMs: number) {}
 
-  /** false when seen before (a replay). */
-  add(id: string): boolean {
+  /**
+   * false when seen before (a replay). With a `tag` (e.g. a stream sequence), an id seen again
+   * with the same tag is not a replay (a redelivery of the same stored message).
+   */
+  add(id: string, tag?: string | number): boolean {
     const now = Date.now();
     if (now - this.rotatedAt >= this.windowMs) {
-      this.previous = now - this.rotatedAt >= 2 * this.windowMs ? new Set() : this.current;
-      this.current = new Set();
+      this.previous = now - this.rotatedAt >= 2 * this.windowMs ? new Map() : this.current;
+      this.current = new Map();
       this.rotatedAt = now;
     }
-    if (this.current.has(id) || this.previous.has(id)) return false;
-    this.current.add(id);
+    const seen = this.current.has(id) ? this.current.get(id) : this.previous.has(id) ? this.previous.get(id) : null;
+    if (seen !== null) return tag !== undefined && seen === tag;
+    this.current.set(id, tag);
     return true;
   }
 }

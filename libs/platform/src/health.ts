@@ -8,6 +8,8 @@ export class HealthRegistry {
   draining = false;
   /** Prometheus text exposition served on /metrics, when an app registers one. */
   metrics?: () => string;
+  /** Metrics every app serves (e.g. events dropped before any handler), after the app's own. */
+  readonly common: (() => string)[] = [];
 
   add(name: string, check: ReadinessCheck): void {
     this.checks.set(name, check);
@@ -37,8 +39,9 @@ export function startHealthServer(registry: HealthRegistry, host: string, port: 
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     if (req.url === '/healthz') return reply(200, { status: 'ok' });
-    if (req.url === '/metrics' && registry.metrics) {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(registry.metrics());
+    if (req.url === '/metrics' && (registry.metrics || registry.common.length)) {
+      const text = [registry.metrics?.() ?? '', ...registry.common.map((m) => m())].filter(Boolean).map((t) => (t.endsWith('\n') ? t : `${t}\n`));
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text.join(''));
       return;
     }
     if (req.url === '/readyz') {

@@ -2,7 +2,7 @@ import { credsAuthenticator, type ConnectionOptions } from '@nats-io/transport-n
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { AppName } from '@toolplane/contracts';
-import { KeyDirectory, ServiceSealer } from '@toolplane/messaging';
+import { EventSigner, EventVerifier, KeyDirectory, ServiceSealer, type EventSignatures } from '@toolplane/messaging';
 import type { BaseConfig } from './env';
 
 /** Connection options of one app from its config: servers, credentials, TLS and its own inbox prefix. */
@@ -28,7 +28,18 @@ export function serviceKeysDir(config: BaseConfig): string {
 
 /** This app's sealer: its own key from SERVICE_KEYS_DIR (created in development), the others' public keys beside it. */
 export function serviceSealer(config: BaseConfig, app: AppName): ServiceSealer {
+  return serviceIdentity(config, app).sealer;
+}
+
+/**
+ * This app's identity from SERVICE_KEYS_DIR: its sealer, and its event signer (the Ed25519 key
+ * derived from its own key) with the check of received events against every app's `.sign.pub`.
+ */
+export function serviceIdentity(config: BaseConfig, app: AppName): { sealer: ServiceSealer; events: EventSignatures } {
   const dir = new KeyDirectory(serviceKeysDir(config));
   const own = dir.ownKey(app, config.TOOLPLANE_PROFILE === 'development');
-  return new ServiceSealer(app, own.privateKey, dir, config.SERVICE_CLOCK_SKEW_MS);
+  return {
+    sealer: new ServiceSealer(app, own.privateKey, dir, config.SERVICE_CLOCK_SKEW_MS),
+    events: { signer: new EventSigner(app, own.signing.privateKey), verifier: new EventVerifier(dir, config.SERVICE_CLOCK_SKEW_MS) },
+  };
 }

@@ -9,7 +9,7 @@ import { EdgeAuth, MessagingClient, NatsJsonServer, PassThroughExceptionFilter, 
 import type { AddressInfo } from 'node:net';
 import type { BaseConfig } from './env';
 import { HealthRegistry, startHealthServer } from './health';
-import { natsConnectOptions, serviceSealer } from './nats-connection';
+import { natsConnectOptions, serviceIdentity } from './nats-connection';
 import { PlatformModule } from './platform.module';
 
 export interface ServiceSpec<C extends BaseConfig> {
@@ -42,7 +42,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
   Logger.overrideLogger(logger);
   const log = new Logger('Bootstrap');
 
-  const sealer = serviceSealer(config, name);
+  const { sealer, events } = serviceIdentity(config, name);
   const nc = await connect({
     ...natsConnectOptions(config, name),
     maxReconnectAttempts: -1,
@@ -52,7 +52,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     // Timeouts and no-responders still arrive as TimeoutError / RequestError, just without the caller's stack.
     noAsyncTraces: true,
   });
-  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer);
+  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer, events);
   // Org tokens are checked here, at the edge, against state fetched (sealed) from credentials.
   const tokens = new TokenVerifier((version) => messaging.request(AuthStateGet, version ? { version } : {}, { timeoutMs: 2000 }), {
     refreshMs: config.AUTH_REFRESH_MS,
@@ -61,6 +61,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
   });
   const authHints = messaging.onEvents([AuthChanged], (_e, p) => tokens.hint(p.version));
   const health = new HealthRegistry();
+  health.common.push(() => messaging.refusedEvents.metrics());
   health.add('nats', async () => {
     if (nc.isClosed() || nc.isDraining()) throw new Error('NATS connection closed');
     await nc.flush();
