@@ -2,7 +2,10 @@
  * The NATS layer of the trust boundary: a nats-server running the authorization Toolplane ships
  * (generated from the contracts), the services on it with their own users, and an agent runtime
  * that may send public requests and read its own replies — nothing else. The MCP gateway, the
- * HTTP edge, serves MCP with its own user and gets nothing it does not use.
+ * HTTP edge, serves MCP with its own user and gets nothing it does not use. Each service's user
+ * may send only what the service sends (nats-service-users.e2e.ts checks that subject by subject):
+ * here a representative flow crosses every service of the stack, and neither the nats-server's log
+ * nor any service's output shows one of their messages refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,10 +13,10 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { APP_NAMES, EVENTS_STREAM, Headers, MCP_EVENTS_STREAM, MCP_SESSIONS_BUCKET, mcpStreamSubject } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS_STREAM, ExecutionCompleted, Headers, MCP_EVENTS_STREAM, MCP_SESSIONS_BUCKET, McpServerSynced, mcpStreamSubject, ToolCreated } from '@toolplane/contracts';
 import { streamName } from '@toolplane/messaging';
 import { expectEventually } from '@toolplane/testing';
 import { agentUser, natsServerConfig } from '../../tools/deploy/nats-config';
@@ -22,7 +25,8 @@ import { agentEndpoint, mcpClient } from '../support/gateway';
 import { sealerOf } from '../support/identity';
 import { RawClient } from '../support/nats-client';
 import { freePort, startStack, stopProcess, type Stack } from '../support/stack';
-import { ADD } from '../support/tools';
+import { ADD, pythonTool } from '../support/tools';
+import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 
 const NATS_SERVER = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
 
@@ -35,6 +39,8 @@ describe('NATS users and permissions (the shipped authorization)', () => {
   let stack: Stack;
   let acme: RawClient;
   const org = uniqueOrg('np');
+  const natsLog = join(dir, 'nats-server.log');
+  const fakes: FakeMcpServer[] = [];
 
   const as = (user: string, extra: Record<string, unknown> = {}): Promise<NatsConnection> =>
     connect({ servers: url, user, pass: passwords[user], inboxPrefix: `_INBOX.${user}`, ...extra });
@@ -51,13 +57,14 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     url = `nats://127.0.0.1:${port}`;
     writeFileSync(join(dir, 'toolplane-auth.conf'), natsServerConfig({ prefix, agents: ['acme', 'evil'], passwords }));
     writeFileSync(join(dir, 'nats-server.conf'), `listen: 127.0.0.1:${port}\njetstream { store_dir: ${JSON.stringify(join(dir, 'js'))} }\ninclude ./toolplane-auth.conf\n`);
-    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats-server.conf')], { stdio: 'ignore' });
+    server = spawn(NATS_SERVER, ['-c', join(dir, 'nats-server.conf'), '-l', natsLog], { stdio: 'ignore' });
     await expectEventually(async () => (await as(agentUser('acme'))).close(), { timeoutMs: 20_000, intervalMs: 100 });
     const appEnv = Object.fromEntries(APP_NAMES.map((app) => [app, { NATS_URL: url, NATS_USER: app, NATS_PASSWORD: passwords[app]! }]));
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-gateway'], env: { LOG_LEVEL: 'warn' }, appEnv });
+    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync', 'web-tools', 'mcp-gateway'], env: { LOG_LEVEL: 'warn' }, appEnv });
     acme = await RawClient.connect(prefix, { nats: { servers: url, user: agentUser('acme'), pass: passwords[agentUser('acme')], inboxPrefix: `_INBOX.${agentUser('acme')}` } });
-  });
+  }, 240_000);
   afterAll(async () => {
+    await Promise.all(fakes.map((f) => f.stop()));
     await acme?.close();
     await stack?.stop();
     if (server) await stopProcess(server);
@@ -81,6 +88,46 @@ describe('NATS users and permissions (the shipped authorization)', () => {
       { timeoutMs: 60_000, intervalMs: 50 },
     );
     expect(rec.result).toMatchObject({ status: 'success', func_return: 3 });
+  });
+
+  it('lets every service of the stack do its part of one flow with its own user: secrets, an MCP server through mcp-sync, an async call and its events', async () => {
+    // The events the services publish, read as their readers read them (each with that reader's user).
+    const seen: Array<{ subject: string; body: any }> = [];
+    const readers = await Promise.all([as('executor'), as('mcp-gateway')]);
+    const watch = (nc: NatsConnection, subjects: string[]) =>
+      subjects.forEach((s) => nc.subscribe(`${prefix}.${s}`, { callback: (_e, m) => void seen.push({ subject: s, body: JSON.parse(m.string()) }) }));
+    watch(readers[0]!, [ExecutionCompleted.subject, ToolCreated.subject]);
+    watch(readers[1]!, [McpServerSynced.subject]);
+    await Promise.all(readers.map((nc) => nc.flush()));
+    const flowOrg = uniqueOrg('np-flow');
+    try {
+      // credentials: a secret, resolved into the sandbox of a tool run on runner-local (reversed: results are masked).
+      expect((await acme.req('toolplane.v1.secrets.set', { org_id: flowOrg, scope: 'sandbox', key: 'NP_SECRET', value: 'np-secret-value' })).error).toBeUndefined();
+      const envTool = pythonTool('np_env', 'import os\nreturn os.environ["NP_SECRET"][::-1]');
+      expect((await acme.req('toolplane.v1.tools.upsert', { org_id: flowOrg, tool: { source_code: envTool } })).tool.name).toBe('np_env');
+      expect(await acme.req('toolplane.v1.tools.execute', { org_id: flowOrg, tool_name: 'np_env' }, { timeoutMs: 30_000 })).toMatchObject({ status: 'success', func_return: 'eulav-terces-pn' });
+      // mcp-sync: an MCP server added (synced into the registry) and one of its tools called through the executor.
+      const mcp = new FakeMcpServer();
+      mcp.tools = [echoTool('np_shout', '>> ')];
+      fakes.push(await mcp.start());
+      const added = await acme.req('toolplane.v1.mcp.servers.add', { org_id: flowOrg, server: { name: 'np-mcp', transport: 'streamable_http', url: mcp.url } }, { timeoutMs: 30_000 });
+      expect(added.sync).toMatchObject({ added: 1, complete: true });
+      expect(await acme.req('toolplane.v1.tools.execute', { org_id: flowOrg, tool_name: 'np_shout', args: { text: 'hi' } }, { timeoutMs: 30_000 })).toMatchObject({ status: 'success', func_return: '>> hi' });
+      // An async call: queued on the executor's work queue, run, and its completion published.
+      const queued = await acme.req('toolplane.v1.tools.execute', { org_id: flowOrg, tool_name: 'np_env', mode: 'async' }, { timeoutMs: 30_000 });
+      expect(queued.status).toBe('queued');
+      await expectEventually(
+        () => {
+          const kinds = (s: string, pred: (b: any) => boolean) => seen.filter((e) => e.subject === s && pred(e.body)).length;
+          expect(kinds(ToolCreated.subject, (b) => b.org_id === flowOrg && b.tool_name === 'np_env')).toBeGreaterThanOrEqual(1);
+          expect(kinds(McpServerSynced.subject, (b) => b.org_id === flowOrg && b.server_id === added.server.id)).toBeGreaterThanOrEqual(1);
+          expect(kinds(ExecutionCompleted.subject, (b) => b.org_id === flowOrg && b.execution_id === queued.execution_id)).toBeGreaterThanOrEqual(1);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+    } finally {
+      await Promise.all(readers.map((nc) => nc.close()));
+    }
   });
 
   it('lets an agent neither subscribe to nor request an internal subject, nor read others’ traffic', async () => {
@@ -190,5 +237,16 @@ describe('NATS users and permissions (the shipped authorization)', () => {
     } finally {
       await nc.close();
     }
+  });
+
+  it('refused none of the services’ own traffic in this run (the nats-server log and every service’s output)', () => {
+    // The test's own connections carry no name; each service's is named after its app.
+    const violations = readFileSync(natsLog, 'utf8')
+      .split('\n')
+      .filter((l) => /Violation/.test(l) && APP_NAMES.some((app) => l.includes(`:nats.js:${app}"`)));
+    expect(violations).toEqual([]);
+    for (const [name, app] of stack.apps) expect([name, app.output().match(/.{0,200}Permissions Violation.{0,200}/g) ?? []]).toEqual([name, []]);
+    // The log is the one the server writes (it did log the refusals this file provoked).
+    expect(readFileSync(natsLog, 'utf8')).toMatch(/Publish Violation - User "agent-evil"/);
   });
 });
