@@ -143,4 +143,16 @@ describe('who sends and reads what (libs/contracts traffic.ts) against the apps�
     // What it does send is internal and open to every app (AuthStateGet).
     for (const d of sent(uses)) expect([d.subject, [...d.callers!].sort()]).toEqual([d.subject, [...APP_NAMES].sort()]);
   });
+
+  it('no other library an app runs (libs/remote-runner, …) sends a public request or reads an event on its apps’ behalf', () => {
+    // contracts and messaging are the mechanism itself; client and testing are not run by a service.
+    const libs = readdirSync(join(ROOT, 'libs')).filter((l) => !['contracts', 'messaging', 'client', 'testing', 'platform'].includes(l) && statSync(join(ROOT, 'libs', l, 'src'), { throwIfNoEntry: false })?.isDirectory());
+    expect(libs).toContain('sandbox');
+    for (const lib of libs) {
+      const { uses, unresolved } = usesIn(join(ROOT, 'libs', lib, 'src'), lib);
+      expect([lib, unresolved]).toEqual([lib, []]);
+      expect([lib, subjects(sent(uses).filter((d) => d.visibility === 'public'))]).toEqual([lib, []]);
+      expect([lib, subjects(uses.filter((u) => u.method === 'onEvents').flatMap((u) => u.descriptors))]).toEqual([lib, []]);
+    }
+  });
 });
