@@ -7,7 +7,8 @@
  *
  * BENCH_BASELINE_ROOT: another checkout, built (`npm run build` there; e.g. `git archive HEAD`
  * unpacked with this node_modules linked in): a second stack runs from its dist/ and sync calls
- * are measured on both, alternating in rounds, so the two p50s come from the same minutes.
+ * are measured on both, alternating in rounds, so the two p50s come from the same minutes; the
+ * CPU-per-call block alternates the baseline tree's warm call too (its apps as "baseline <app>").
  *
  * BENCH_USER=1 adds the cost of an end user on the call (`user_id`), on this tree's stack: sync
  * calls without a user, with a user who has no secrets, with a user who has 3, and with a new user
@@ -160,17 +161,39 @@ async function userCost(b: Bench): Promise<Array<{ label: string; s: Summary; cp
  * CPU per call of a warm trivial call beside a bare python3 spawn (the bench's own child), in
  * alternating blocks; then NATS messages and bytes per call in a block of their own.
  */
-async function cpuPerCall(b: Bench): Promise<void> {
+async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
   const g = stackGroups(b.stack.apps, { bench: [process.pid] });
   g.reaped = { 'bench-spawned python3 (reaped)': process.pid };
+  if (base) {
+    // The baseline tree's apps and sandboxes as groups of their own ("baseline …"); nats-server and postgres are shared.
+    const bg = stackGroups(base.stack.apps);
+    for (const [k, v] of Object.entries(bg.pids)) if (k !== 'nats-server' && k !== 'postgres') g.pids[`baseline ${k}`] = v;
+    g.trees = { ...g.trees, ...Object.fromEntries(Object.entries(bg.trees ?? {}).map(([k, v]) => [`baseline ${k}`, v])) };
+  }
   for (let w = 0; w < 100; w++) await b.call();
+  for (let w = 0; w < 100 && base; w++) await base.call();
   const cases = [
     { label: 'bare /usr/bin/python3 -c spawn (baseline)', fn: spawnPython },
     { label: 'tools.execute warm, concurrency 1', fn: () => b.call() },
+    ...(base ? [{ label: 'tools.execute warm, concurrency 1, BENCH_BASELINE_ROOT', fn: () => base.call() }] : []),
   ];
   const res = await profiledWindow('tools.execute warm (alternating with bare spawns)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
   process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
   for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+  if (base) {
+    // Each tree's own processes in its own block, beside the shared nats-server and postgres of that block.
+    const own = (r: (typeof res)[number], baseline: boolean) =>
+      Object.entries(r.use.cpu)
+        .filter(([k]) => k.startsWith('baseline ') === baseline && !['nats-server', 'postgres', 'bench', 'whole machine'].includes(k) && !k.includes('reaped'))
+        .reduce((a, [, v]) => a + v, 0) / r.calls;
+    const shared = (r: (typeof res)[number]) => ((r.use.cpu['nats-server'] ?? 0) + (r.use.cpu.postgres ?? 0)) / r.calls;
+    const [mine, theirs] = [res[1]!, res[2]!];
+    const a = own(mine, false) + shared(mine);
+    const b = own(theirs, true) + shared(theirs);
+    process.stdout.write(
+      `this tree vs BENCH_BASELINE_ROOT, CPU ms per warm call (apps + sandboxes + nats-server + postgres): ${a.toFixed(2)} vs ${b.toFixed(2)} = ${(a / b).toFixed(2)}x (apps + sandboxes ${own(mine, false).toFixed(2)} vs ${own(theirs, true).toFixed(2)}, nats-server + postgres ${shared(mine).toFixed(2)} vs ${shared(theirs).toFixed(2)})\n`,
+    );
+  }
   const counter = await countNats(b.client.nc, b.prefix);
   for (let i = 0; i < NATS_N; i++) await b.call();
   process.stdout.write(`${natsLines('tools.execute warm', await counter.stop(), NATS_N).join('\n')}\n`);
@@ -233,7 +256,7 @@ async function main(): Promise<void> {
     if (up.error) throw new Error(JSON.stringify(up.error));
     if (BASELINE_ROOT) baseline = await benchStack('baseline', BASELINE_ROOT);
     await measure(20, 1, spawnPython);
-    await cpuPerCall(c);
+    await cpuPerCall(c, baseline);
     if (CPU === 'only') return;
     if (USER) {
       const user = await userCost(c);

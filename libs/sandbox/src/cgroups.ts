@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmdirSync, writeFileSync, mkdirSync, constants as fsc } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, writeFileSync, mkdirSync, constants as fsc } from 'node:fs';
 import * as path from 'node:path';
 
 /**
@@ -108,6 +108,8 @@ export class SlotCgroup {
   private memory?: number;
   private pids?: number;
   private oomSeen = 0;
+  private oomFd?: number;
+  private readonly oomBuf = Buffer.alloc(512);
   /** Bytes the slot itself holds (its interpreter and waiting child), added to each call's memory. */
   baseline = 0;
 
@@ -163,17 +165,37 @@ export class SlotCgroup {
     }
   }
 
-  /** Out-of-memory kills in the group since the last call of this method. */
+  /** Out-of-memory kills in the group since the last call of this method (read after every call). */
   takeOomKills(): number {
-    const text = this.mode === 'v2' ? readQuiet(path.join(this.dirOf('memory'), 'memory.events')) : readQuiet(path.join(this.dirOf('memory'), 'memory.oom_control'));
-    const total = Number(/^oom_kill (\d+)$/m.exec(text ?? '')?.[1] ?? 0);
+    const total = Number(/^oom_kill (\d+)$/m.exec(this.readOomEvents() ?? '')?.[1] ?? 0);
     const fresh = total - this.oomSeen;
     this.oomSeen = total;
     return fresh;
   }
 
+  /**
+   * memory.events (v2) or memory.oom_control (v1), re-read from offset 0 of a descriptor kept open
+   * (a kernel seq file regenerates on each read from 0): no open and close per call.
+   */
+  private readOomEvents(): string | undefined {
+    try {
+      this.oomFd ??= openSync(path.join(this.dirOf('memory'), this.mode === 'v2' ? 'memory.events' : 'memory.oom_control'), fsc.O_RDONLY);
+      return this.oomBuf.toString('latin1', 0, readSync(this.oomFd, this.oomBuf, 0, this.oomBuf.length, 0));
+    } catch {
+      this.closeOomFd();
+      return undefined;
+    }
+  }
+
+  private closeOomFd(): void {
+    if (this.oomFd === undefined) return;
+    closeFds([this.oomFd]);
+    this.oomFd = undefined;
+  }
+
   /** Removes the group once its processes are gone (retried briefly: reaping takes a moment). */
   async remove(): Promise<void> {
+    this.closeOomFd();
     for (let i = 0; i < 50; i++) {
       const left = this.dirs.filter((d) => existsSync(d.dir) && !rmdirQuiet(d.dir));
       if (left.length === 0) return;
