@@ -11,9 +11,8 @@ import {
   type RequestOf,
   type ToolExecutionResult,
 } from '@toolplane/contracts';
-import type { ExecutionRow } from '../records/executions.repository';
 import { endUser, executionEvent, outcomeEvent, toWireRecord } from '../records/record.mapper';
-import { argsHashOf, ExecutionRecords, workItem } from '../records/records.service';
+import { argsHashOf, ExecutionRecords, workItem, type ExecutionRow } from '../records/records.service';
 import { ArgumentsService } from './arguments.service';
 import { CallLifecycle, waitingReply } from './call-lifecycle.service';
 import { executionNotFound, ownRecord } from './execution-queries.service';
@@ -53,29 +52,20 @@ export class ApprovalsService {
     if (corrected) await step('validate args', () => this.args.check(req.org_id, tool, args));
     const next = CLIENT_SIDE_TOOL_TYPES.has(tool.tool_type) ? 'awaiting_client' : row.mode === 'async' ? 'queued' : 'running';
     const call = { args, ...(stored.env ? { env: stored.env } : {}) };
-    const resealed = corrected && next !== 'running' ? await this.records.sealCall(row.org_id, call) : undefined;
-    const repo = this.records.repo;
-    const moved = await repo.transaction(async (m) => {
-      const callRef = await this.records.storePayload(m, resealed, 'call');
-      return this.records.move(
-        m,
-        row,
-        ['pending_approval'],
-        {
-          status: next,
-          expires_at: null,
-          ...(corrected ? { args_hash: argsHashOf(tool.id, args) } : {}),
-          ...(next === 'running' ? { claimed_by: this.records.instanceId, attempts: 1, nowColumns: ['started_at'] } : {}),
-          ...(next === 'queued' ? { nowColumns: ['queued_at'] } : {}),
-          ...(callRef ? { call_ref: callRef } : {}),
-        },
-        (r) => [executionEvent('approved', r, { args_corrected: corrected }), ...(next === 'queued' ? [workItem(r)] : [])],
-        // The stored call goes once it is not needed (it runs now) or was replaced.
-        { dropCall: next === 'running' || callRef !== null },
-      );
+    const moved = await this.records.move(row, ['pending_approval'], {
+      set: {
+        status: next,
+        expires_at: null,
+        ...(corrected ? { args_hash: argsHashOf(tool.id, args) } : {}),
+        ...(next === 'running' ? { claimed_by: this.records.instanceId, attempts: 1, nowColumns: ['started_at'] } : {}),
+        ...(next === 'queued' ? { nowColumns: ['queued_at'] } : {}),
+      },
+      events: (r) => [executionEvent('approved', r, { args_corrected: corrected }), ...(next === 'queued' ? [workItem(r)] : [])],
+      // The stored call goes once it is not needed (it runs now); corrected args that wait replace it.
+      dropCall: next === 'running',
+      ...(corrected && next !== 'running' ? { call } : {}),
     });
     if (!moved) throw await this.notPending(req.org_id, req.execution_id);
-    this.records.publish(row.org_id);
     this.log.log(`execution ${row.execution_id} approved${corrected ? ' with corrected args' : ''}: ${next}`);
     if (next !== 'running') return waitingReply(moved, args);
     // The approved call runs for the end user it was made for (the record's user_id), not the approver.
@@ -109,27 +99,22 @@ export class ApprovalsService {
       trace_id: row.trace_id,
       error: { code: ErrorCode.EXECUTION_DENIED, message },
     };
-    const sealed = await this.records.sealResult(row.org_id, row.execution_id, result);
-    const moved = await this.records.repo.transaction(async (m) => {
-      const resultRef = await this.records.storePayload(m, sealed, 'result');
-      return this.records.move(m, row, ['pending_approval'], { status: 'denied', error_code: ErrorCode.EXECUTION_DENIED, result_ref: resultRef, expires_at: null, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], {
-        dropCall: true,
-      });
+    const moved = await this.records.move(row, ['pending_approval'], {
+      set: { status: 'denied', error_code: ErrorCode.EXECUTION_DENIED, expires_at: null, nowColumns: ['finished_at'] },
+      events: (r) => [outcomeEvent(r)],
+      dropCall: true,
+      result,
     });
     if (!moved) throw await this.notPending(req.org_id, req.execution_id);
-    this.records.publish(row.org_id);
     this.log.log(`execution ${row.execution_id} denied`);
     return { execution: toWireRecord(moved), result };
   }
 
   /** The record, if it waits for approval now; one past its expiry is expired first (the sweep may not have come yet). */
   private async pending(orgId: string, executionId: string, userId: string | undefined): Promise<ExecutionRow> {
-    const row = ownRecord(await this.records.repo.get(orgId, executionId), executionId, userId);
+    const row = ownRecord(await this.records.get(orgId, executionId), executionId, userId);
     if (row.status === 'pending_approval' && row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) {
-      await this.records.repo.transaction((m) =>
-        this.records.move(m, row, ['pending_approval'], { status: 'expired', error_code: ErrorCode.EXECUTION_EXPIRED, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], { dropCall: true }),
-      );
-      this.records.publish(orgId);
+      await this.records.expire(row);
       throw await this.notPending(orgId, executionId);
     }
     if (row.status !== 'pending_approval') throw notPendingError(row);
@@ -137,7 +122,7 @@ export class ApprovalsService {
   }
 
   private async notPending(orgId: string, executionId: string): Promise<ToolplaneError> {
-    const row = await this.records.repo.get(orgId, executionId);
+    const row = await this.records.get(orgId, executionId);
     return row ? notPendingError(row) : executionNotFound(executionId);
   }
 }

@@ -5,9 +5,8 @@ import { ErrorCode, ExecutionWork, ToolplaneError, type Tool, type ToolExecution
 import { ensureEventsStream, extractTraceContext, MessagingClient, requestContext } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
-import type { ExecutionRow } from '../records/executions.repository';
 import { endUser } from '../records/record.mapper';
-import { ExecutionRecords } from '../records/records.service';
+import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
 import { ensureWorkStream, workStreamNames } from '../records/work-stream';
 import { ArgumentsService } from './arguments.service';
 import { asToolplaneError, errorResult } from './call-lifecycle.service';
@@ -128,8 +127,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Runs the execution if its record is queued and this executor claims it; 'retry' when it should be looked at again later. */
   private async runQueued(orgId: string, executionId: string): Promise<Outcome> {
-    const repo = this.records.repo;
-    let row = await repo.get(orgId, executionId);
+    let row = await this.records.get(orgId, executionId);
     if (row?.status === 'running' && row.claimed_by === this.records.instanceId) {
       // Claimed here and not running here: a claim left when handing it back failed (the tool never started).
       return this.running.has(executionId) ? 'done' : this.runClaimed(row);
@@ -141,7 +139,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
       row = settled;
     }
     if (!row || row.status !== 'queued') return 'done';
-    const claimed = await repo.transition(repo.ds, orgId, executionId, ['queued'], { status: 'running', claimed_by: this.records.instanceId, attempts: row.attempts + 1, nowColumns: ['started_at'] });
+    const claimed = await this.records.claimQueued(row);
     if (!claimed) return 'done';
     return this.runClaimed(claimed);
   }
@@ -197,8 +195,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
   /** Back to queued (the tool did not start); if even that fails the claim stays here and the next delivery takes it up. */
   private async requeue(row: ExecutionRow, why: unknown): Promise<Outcome> {
     this.log.warn(`async execution ${row.execution_id} did not start (${why instanceof ToolplaneError ? why.code : (why as Error).message}): queued again`);
-    const repo = this.records.repo;
-    await repo.transition(repo.ds, row.org_id, row.execution_id, ['running'], { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, this.records.instanceId).catch(() => undefined);
+    await this.records.handBack(row).catch(() => undefined);
     return 'retry';
   }
 }

@@ -4,9 +4,8 @@ import { ErrorCode, ToolplaneError, type ExecuteReply, type Tool, type ToolExecu
 import { currentRequestDeadline, currentRequestSignal } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
-import type { ExecutionRow } from '../records/executions.repository';
 import { OutcomeWaiter } from '../records/outcome-waiter';
-import { argsHashOf, ExecutionRecords, newExecutionId, syntheticResult, type OpenState, type RecordDraft } from '../records/records.service';
+import { argsHashOf, ExecutionRecords, newExecutionId, syntheticResult, type ExecutionRow, type OpenState, type RecordDraft } from '../records/records.service';
 import { NOT_STARTED_CODES, step, ToolRunner, type CallRequest } from './tool-runner';
 
 /** How a checked call goes on: run it, hold it for approval, or hand it to the client. */
@@ -118,9 +117,7 @@ export class CallLifecycle implements OnModuleDestroy {
       result = errorResult(row.execution_id, failure, started, row.trace_id);
     }
     await this.record(row, result);
-    if (failure && NOT_STARTED_CODES.has(failure.code) && row.idempotency_key) {
-      await this.records.repo.releaseIdempotencyKey(this.records.repo.ds, row.org_id, row.idempotency_key, row.execution_id).catch(() => undefined);
-    }
+    if (failure && NOT_STARTED_CODES.has(failure.code)) await this.records.releaseKey(row).catch(() => undefined);
     if (failure) throw withExecutionId(failure, row.execution_id);
     return result;
   }

@@ -1,8 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DEFAULT_RETURN_CHAR_LIMIT, ErrorCode, ToolplaneError, type ExecutionsSubmitResult, type ReplyOf, type RequestOf, type ToolExecutionResult } from '@toolplane/contracts';
-import type { ExecutionRow } from '../records/executions.repository';
 import { outcomeEvent, toWireRecord } from '../records/record.mapper';
-import { ExecutionRecords, finalStateOf } from '../records/records.service';
+import { ExecutionRecords, finalStateOf, type ExecutionRow } from '../records/records.service';
 import { executionNotFound, ownRecord } from './execution-queries.service';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
@@ -22,7 +21,7 @@ export class ClientResultsService {
   ) {}
 
   async submit(req: RequestOf<typeof ExecutionsSubmitResult>): Promise<ReplyOf<typeof ExecutionsSubmitResult>> {
-    const row = ownRecord(await this.records.repo.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
+    const row = ownRecord(await this.records.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
     if (row.status !== 'awaiting_client') throw alreadyCompleted(row);
     const limit = await this.catalog
       .find(req.org_id, { id: row.tool_id! })
@@ -40,23 +39,16 @@ export class ClientResultsService {
       trace_id: row.trace_id,
       ...(req.status === 'error' ? { error: { code: ErrorCode.TOOL_EXCEPTION, message: clientError(req.func_return) } } : {}),
     };
-    const sealed = await this.records.sealResult(row.org_id, row.execution_id, result);
-    const moved = await this.records.repo.transaction(async (m) => {
-      const resultRef = await this.records.storePayload(m, sealed, 'result');
-      return this.records.move(
-        m,
-        row,
-        ['awaiting_client'],
-        { status: finalStateOf(result), provider: 'client', error_code: result.error?.code ?? null, result_ref: resultRef, duration_ms: result.duration_ms, nowColumns: ['finished_at'] },
-        (r) => [outcomeEvent(r)],
-        { dropCall: true },
-      );
+    const moved = await this.records.move(row, ['awaiting_client'], {
+      set: { status: finalStateOf(result), provider: 'client', error_code: result.error?.code ?? null, duration_ms: result.duration_ms, nowColumns: ['finished_at'] },
+      events: (r) => [outcomeEvent(r)],
+      dropCall: true,
+      result,
     });
     if (!moved) {
-      const now = await this.records.repo.get(req.org_id, req.execution_id);
+      const now = await this.records.get(req.org_id, req.execution_id);
       throw now ? alreadyCompleted(now) : executionNotFound(req.execution_id);
     }
-    this.records.publish(row.org_id);
     this.log.log(`execution ${row.execution_id} completed by its client (${req.status})`);
     return { execution: toWireRecord(moved), result };
   }

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type ExecutionsGet, type ExecutionsList, type ReplyOf, type RequestOf } from '@toolplane/contracts';
-import type { ExecutionRow } from '../records/executions.repository';
 import { toWireRecord } from '../records/record.mapper';
-import { ExecutionRecords } from '../records/records.service';
+import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
 
 /** executions.get / .list: records of the caller's org only (another org's id is EXECUTION_NOT_FOUND). */
 @Injectable()
@@ -10,14 +9,14 @@ export class ExecutionQueries {
   constructor(private readonly records: ExecutionRecords) {}
 
   async get(req: RequestOf<typeof ExecutionsGet>): Promise<ReplyOf<typeof ExecutionsGet>> {
-    const row = ownRecord(await this.records.repo.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
+    const row = ownRecord(await this.records.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
     const waiting = row.status === 'pending_approval' || row.status === 'queued' || row.status === 'awaiting_client';
     const [call, result] = await Promise.all([waiting ? this.records.callOf(row) : null, this.records.resultOf(row)]);
     return { execution: toWireRecord(row), args: call?.args ?? null, result };
   }
 
   async list(req: RequestOf<typeof ExecutionsList>): Promise<ReplyOf<typeof ExecutionsList>> {
-    const rows = await this.records.repo.list({
+    const rows = await this.records.list({
       orgId: req.org_id,
       agentId: req.agent_id,
       userId: req.user_id,

@@ -3,8 +3,7 @@ import { EXECUTION_EVENTS } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
-import type { ExecutionRow } from './executions.repository';
-import { ExecutionRecords } from './records.service';
+import { ExecutionRecords, type ExecutionRow } from './records.service';
 
 /**
  * Waits for another call's record to reach a state — a duplicate (same idempotency key) waiting
@@ -38,7 +37,7 @@ export class OutcomeWaiter implements OnModuleInit, OnModuleDestroy {
   /** The record once `done(row)` holds, or as it is at `deadline` (epoch ms); undefined if it is gone. */
   async until(orgId: string, executionId: string, deadline: number, done: (row: ExecutionRow) => boolean, signal?: AbortSignal): Promise<ExecutionRow | undefined> {
     for (;;) {
-      let row = await this.records.repo.get(orgId, executionId);
+      let row = await this.records.get(orgId, executionId);
       if (row?.status === 'running') row = (await this.records.settleIfLost(row)) ?? row;
       if (!row || done(row)) return row;
       const left = deadline - Date.now();

@@ -8,9 +8,13 @@ import { RecordWriter } from './record-writer';
 import { ExecutionRecords } from './records.service';
 import { RecordsSweeper } from './records.sweeper';
 
-/** Execution records: the store (Postgres, sealed payloads), its write-behind, outbox, claims and sweeps. */
+/**
+ * Execution records: the store (Postgres, sealed payloads), its write-behind, outbox, claims and sweeps.
+ * Only ExecutionRecords (and the waiter on it) leave this module: every read and every move of a
+ * record goes through it, never through the repository.
+ */
 @Module({
   providers: [ExecutionsRepository, PayloadSealer, ExecutionOutbox, RecordWriter, ExecutorInstance, ExecutionRecords, OutcomeWaiter, RecordsSweeper],
-  exports: [ExecutionRecords, OutcomeWaiter, ExecutionsRepository],
+  exports: [ExecutionRecords, OutcomeWaiter],
 })
 export class RecordsModule {}

@@ -9,10 +9,9 @@ import {
 } from '@toolplane/contracts';
 import { APP_CONFIG, type PendingEvent } from '@toolplane/platform';
 import { createHash, randomUUID } from 'node:crypto';
-import type { EntityManager } from 'typeorm';
 import type { ExecutorConfig } from '../executor.config';
 import { ExecutionOutbox } from './execution-outbox';
-import { ExecutionsRepository, type ExecutionRow, type NewExecutionRow } from './executions.repository';
+import { ExecutionsRepository, type ExecutionRow, type ListFilter, type NewExecutionRow } from './executions.repository';
 import { ExecutorInstance } from './executor-instance';
 import { MAX_SEALED_CHARS, PayloadSealer, type SealedPayload } from './payload-sealer';
 import { executionEvent, outcomeEvent } from './record.mapper';
@@ -45,6 +44,26 @@ export interface StoredCall {
 }
 
 export type OpenState = Extract<ExecutionState, 'running' | 'queued' | 'pending_approval' | 'awaiting_client'>;
+
+export type { ExecutionRow, ListFilter };
+
+/** What a move sets on the record (columns, and those set to now()). */
+export type RecordChange = Parameters<ExecutionsRepository['transition']>[4];
+
+/** One move of a record: what it sets, what it announces, and what it keeps or drops. */
+export interface RecordMove {
+  set: RecordChange;
+  /** The events (or work) the move stages in its transaction, published once it commits. */
+  events?: (moved: ExecutionRow) => PendingEvent[];
+  /** Drops the record's stored call (its arguments are no longer needed). */
+  dropCall?: boolean;
+  /** Only while this executor still holds the claim. */
+  claimedBy?: string;
+  /** The outcome, kept sealed with the record (result_ref; none when too large to keep). */
+  result?: ToolExecutionResult;
+  /** A call kept sealed in place of the stored one (call_ref; approved with corrected args). */
+  call?: StoredCall;
+}
 
 export type Opened = { created: true; row: ExecutionRow } | { created: false; row: ExecutionRow; sameRequest: boolean };
 
@@ -88,7 +107,7 @@ export class ExecutionRecords {
   private readonly log = new Logger(ExecutionRecords.name);
 
   constructor(
-    readonly repo: ExecutionsRepository,
+    private readonly repo: ExecutionsRepository,
     private readonly sealer: PayloadSealer,
     private readonly outbox: ExecutionOutbox,
     private readonly writer: RecordWriter,
@@ -171,64 +190,78 @@ export class ExecutionRecords {
    * executor's (judged lost meanwhile): the outcome is then not recorded, and said so in the log.
    */
   async finish(row: ExecutionRow, result: ToolExecutionResult): Promise<ExecutionRow | undefined> {
-    const sealed = JSON.stringify(result).length <= MAX_SEALED_CHARS ? await this.sealer.seal(row.org_id, randomUUID(), { [row.execution_id]: result }) : undefined;
-    const done = await this.repo.transaction(async (m) => {
-      if (sealed) await this.repo.insertPayloads(m, [sealed], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
-      const moved = await this.repo.transition(
-        m,
-        row.org_id,
-        row.execution_id,
-        ['running'],
-        { status: finalStateOf(result), provider: result.provider || null, error_code: errorCodeOf(result), result_ref: sealed?.payloadId ?? null, duration_ms: result.duration_ms, call_ref: null, nowColumns: ['finished_at'] },
-        this.instance.id,
-      );
-      if (!moved) return undefined;
-      if (row.call_ref) await this.repo.deletePayload(m, row.call_ref);
-      await this.outbox.stage(m, [outcomeEvent(moved)]);
-      return moved;
+    const done = await this.move(row, ['running'], {
+      set: { status: finalStateOf(result), provider: result.provider || null, error_code: errorCodeOf(result), duration_ms: result.duration_ms, nowColumns: ['finished_at'] },
+      events: (moved) => [outcomeEvent(moved)],
+      dropCall: true,
+      claimedBy: this.instance.id,
+      result,
     });
     if (!done) this.log.warn(`execution ${row.execution_id} finished here after its claim was judged lost: its outcome (${result.status}) is not recorded`);
-    else void this.outbox.drain(row.org_id);
     return done;
   }
 
-  /** Moves a record in `m` and stages what the move announces (`events`), dropping its stored call when `dropCall`. */
-  async move(
-    m: EntityManager,
-    row: ExecutionRow,
-    from: readonly ExecutionState[],
-    set: Parameters<ExecutionsRepository['transition']>[4],
-    events: (moved: ExecutionRow) => PendingEvent[],
-    opts: { dropCall?: boolean; claimedBy?: string } = {},
-  ): Promise<ExecutionRow | undefined> {
-    const moved = await this.repo.transition(m, row.org_id, row.execution_id, from, { ...(opts.dropCall ? { call_ref: null } : {}), ...set }, opts.claimedBy);
-    if (!moved) return undefined;
-    if (opts.dropCall && row.call_ref) await this.repo.deletePayload(m, row.call_ref);
-    await this.outbox.stage(m, events(moved));
+  /**
+   * Moves a record out of one of `from` — one conditional UPDATE (undefined when someone else moved
+   * it first), in one transaction with what the move keeps (its sealed result or call), drops (its
+   * stored call) and announces (its events, published once it commits). A move that only sets
+   * columns is that one UPDATE alone.
+   */
+  async move(row: ExecutionRow, from: readonly ExecutionState[], mv: RecordMove): Promise<ExecutionRow | undefined> {
+    const [result, call] = await Promise.all([mv.result ? this.sealResult(row, mv.result) : undefined, mv.call ? this.sealer.seal(row.org_id, randomUUID(), mv.call) : undefined]);
+    const dropCall = mv.dropCall || call !== undefined;
+    const set: RecordChange = {
+      ...(dropCall ? { call_ref: null } : {}),
+      ...mv.set,
+      ...(mv.result ? { result_ref: result?.payloadId ?? null } : {}),
+      ...(call ? { call_ref: call.payloadId } : {}),
+    };
+    if (!result && !call && !(dropCall && row.call_ref) && !mv.events) return this.repo.transition(this.repo.ds, row.org_id, row.execution_id, from, set, mv.claimedBy);
+    const moved = await this.repo.transaction(async (m) => {
+      if (result) await this.repo.insertPayloads(m, [result], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
+      if (call) await this.repo.insertPayloads(m, [call], new Date(Date.now() + this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS));
+      const moved = await this.repo.transition(m, row.org_id, row.execution_id, from, set, mv.claimedBy);
+      if (!moved) return undefined;
+      if (dropCall && row.call_ref) await this.repo.deletePayload(m, row.call_ref);
+      if (mv.events) await this.outbox.stage(m, mv.events(moved));
+      return moved;
+    });
+    if (moved && mv.events) void this.outbox.drain(row.org_id);
     return moved;
   }
 
-  /** Publishes what the org's committed changes staged (never throws; the relay retries). */
-  publish(orgId: string): void {
-    void this.outbox.drain(orgId);
+  /** A queued record claimed by this executor (queued → running); undefined when another took it. */
+  claimQueued(row: ExecutionRow): Promise<ExecutionRow | undefined> {
+    return this.move(row, ['queued'], { set: { status: 'running', claimed_by: this.instance.id, attempts: row.attempts + 1, nowColumns: ['started_at'] } });
   }
 
-  /** A result sealed for its record (undefined: too large to keep), to store with `storePayload` in the move's transaction. */
-  async sealResult(orgId: string, executionId: string, result: ToolExecutionResult): Promise<SealedPayload | undefined> {
-    if (JSON.stringify(result).length > MAX_SEALED_CHARS) return undefined;
-    return this.sealer.seal(orgId, randomUUID(), { [executionId]: result });
+  /** A record this executor claimed and did not start, back to queued (running → queued) for the next delivery. */
+  async handBack(row: ExecutionRow): Promise<void> {
+    await this.move(row, ['running'], { set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, claimedBy: this.instance.id });
   }
 
-  /** A call sealed for its record (approved with corrected args), to store with `storePayload`. */
-  sealCall(orgId: string, call: StoredCall): Promise<SealedPayload> {
-    return this.sealer.seal(orgId, randomUUID(), call);
+  /** A pending approval past its expiry: expired, its call dropped, its outcome announced. */
+  expire(row: ExecutionRow): Promise<ExecutionRow | undefined> {
+    return this.move(row, ['pending_approval'], {
+      set: { status: 'expired', error_code: ErrorCode.EXECUTION_EXPIRED, nowColumns: ['finished_at'] },
+      events: (r) => [outcomeEvent(r)],
+      dropCall: true,
+    });
   }
 
-  async storePayload(m: EntityManager, p: SealedPayload | undefined, kind: 'result' | 'call'): Promise<string | null> {
-    if (!p) return null;
-    const keep = kind === 'result' ? this.config.EXECUTION_RESULT_RETENTION_MS : this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS;
-    await this.repo.insertPayloads(m, [p], new Date(Date.now() + keep));
-    return p.payloadId;
+  /** Lets the record's idempotency key go (its call never started: a retry may run it). */
+  async releaseKey(row: ExecutionRow): Promise<void> {
+    if (row.idempotency_key) await this.repo.releaseIdempotencyKey(this.repo.ds, row.org_id, row.idempotency_key, row.execution_id);
+  }
+
+  /** The record of an org's execution, as it is now. */
+  get(orgId: string, executionId: string): Promise<ExecutionRow | undefined> {
+    return this.repo.get(orgId, executionId);
+  }
+
+  /** An org's records, newest first (filter and page as ListFilter says). */
+  list(filter: ListFilter): Promise<ExecutionRow[]> {
+    return this.repo.list(filter);
   }
 
   /**
@@ -281,16 +314,17 @@ export class ExecutionRecords {
     if (row.status !== 'running' || row.claimed_by === this.instance.id || !this.instance.canJudgeOthers()) return undefined;
     if (row.claimed_by && (await this.repo.instanceAlive(row.claimed_by, this.config.EXECUTOR_LOST_AFTER_MS))) return undefined;
     const claimedBy = row.claimed_by ?? undefined;
-    const settled = await this.repo.transaction((m) =>
-      row.rerun_safe && row.call_ref
-        ? this.move(m, row, ['running'], { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, (moved) => [workItem(moved)], { claimedBy })
-        : this.move(m, row, ['running'], { status: 'failed', error_code: ErrorCode.EXECUTOR_LOST, nowColumns: ['finished_at'] }, (moved) => [outcomeEvent(moved)], { dropCall: true, claimedBy }),
-    );
-    if (settled) {
-      this.log.warn(`execution ${row.execution_id}: its executor ${row.claimed_by} is gone; ${settled.status === 'queued' ? 'queued again (idempotent tool)' : 'failed with EXECUTOR_LOST'}`);
-      this.publish(row.org_id);
-    }
+    const settled = await (row.rerun_safe && row.call_ref
+      ? this.move(row, ['running'], { set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, events: (moved) => [workItem(moved)], claimedBy })
+      : this.move(row, ['running'], { set: { status: 'failed', error_code: ErrorCode.EXECUTOR_LOST, nowColumns: ['finished_at'] }, events: (moved) => [outcomeEvent(moved)], dropCall: true, claimedBy }));
+    if (settled) this.log.warn(`execution ${row.execution_id}: its executor ${row.claimed_by} is gone; ${settled.status === 'queued' ? 'queued again (idempotent tool)' : 'failed with EXECUTOR_LOST'}`);
     return settled;
+  }
+
+  /** The one way a result is sealed for its record: undefined when too large to keep (the record keeps its outcome, not its value). */
+  private sealResult(row: ExecutionRow, result: ToolExecutionResult): Promise<SealedPayload | undefined> {
+    if (JSON.stringify(result).length > MAX_SEALED_CHARS) return Promise.resolve(undefined);
+    return this.sealer.seal(row.org_id, randomUUID(), { [row.execution_id]: result });
   }
 
   private baseRow(d: RecordDraft): NewExecutionRow {

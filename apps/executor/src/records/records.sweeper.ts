@@ -1,10 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
+import { ExecutionsRepository } from './executions.repository';
 import { ExecutorInstance } from './executor-instance';
-import { outcomeEvent } from './record.mapper';
 import { ExecutionRecords, workItem } from './records.service';
 import { workQueueIdle } from './work-stream';
 
@@ -28,6 +27,7 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly records: ExecutionRecords,
+    private readonly repo: ExecutionsRepository,
     private readonly instance: ExecutorInstance,
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: ExecutorConfig,
@@ -46,7 +46,7 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   async sweep(): Promise<void> {
     try {
       await this.expireApprovals();
-      if (this.instance.canJudgeOthers()) for (const row of await this.records.repo.lostClaims(this.config.EXECUTOR_LOST_AFTER_MS, BATCH)) await this.records.settleIfLost(row);
+      if (this.instance.canJudgeOthers()) for (const row of await this.repo.lostClaims(this.config.EXECUTOR_LOST_AFTER_MS, BATCH)) await this.records.settleIfLost(row);
       await this.requeueStale();
       if (++this.sweeps % RETENTION_EVERY === 0) await this.retention();
       if (this.failing) this.log.log('sweeps succeed again');
@@ -58,15 +58,8 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async expireApprovals(): Promise<void> {
-    const repo = this.records.repo;
-    for (const row of await repo.expiredApprovals(BATCH)) {
-      const moved = await repo.transaction((m) =>
-        this.records.move(m, row, ['pending_approval'], { status: 'expired', error_code: ErrorCode.EXECUTION_EXPIRED, nowColumns: ['finished_at'] }, (r) => [outcomeEvent(r)], { dropCall: true }),
-      );
-      if (moved) {
-        this.log.log(`execution ${row.execution_id} expired waiting for approval`);
-        this.records.publish(row.org_id);
-      }
+    for (const row of await this.repo.expiredApprovals(BATCH)) {
+      if (await this.records.expire(row)) this.log.log(`execution ${row.execution_id} expired waiting for approval`);
     }
   }
 
@@ -76,22 +69,17 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
    * running twice.
    */
   private async requeueStale(): Promise<void> {
-    const repo = this.records.repo;
-    const stale = await repo.staleQueued(this.config.EXECUTION_REQUEUE_AFTER_MS, BATCH);
+    const stale = await this.repo.staleQueued(this.config.EXECUTION_REQUEUE_AFTER_MS, BATCH);
     if (!stale.length || !(await workQueueIdle(this.messaging.nc, this.messaging.prefix).catch(() => false))) return;
     for (const row of stale) {
-      const moved = await repo.transaction((m) => this.records.move(m, row, ['queued'], { nowColumns: ['queued_at'] }, (r) => [workItem(r)]));
-      if (moved) {
-        this.log.warn(`execution ${row.execution_id} waited queued for ${this.config.EXECUTION_REQUEUE_AFTER_MS} ms: put on the work queue again`);
-        this.records.publish(row.org_id);
-      }
+      const moved = await this.records.move(row, ['queued'], { set: { nowColumns: ['queued_at'] }, events: (r) => [workItem(r)] });
+      if (moved) this.log.warn(`execution ${row.execution_id} waited queued for ${this.config.EXECUTION_REQUEUE_AFTER_MS} ms: put on the work queue again`);
     }
   }
 
   private async retention(): Promise<void> {
-    const repo = this.records.repo;
-    await repo.dropExpiredPayloads(5000);
-    await repo.dropOldRecords(this.config.EXECUTION_RECORD_RETENTION_MS, 5000);
-    await repo.forgetDeadInstances(Math.max(this.config.EXECUTOR_LOST_AFTER_MS * 10, 3600_000));
+    await this.repo.dropExpiredPayloads(5000);
+    await this.repo.dropOldRecords(this.config.EXECUTION_RECORD_RETENTION_MS, 5000);
+    await this.repo.forgetDeadInstances(Math.max(this.config.EXECUTOR_LOST_AFTER_MS * 10, 3600_000));
   }
 }
