@@ -143,7 +143,8 @@ export interface AppPermissions {
   subscribe: string[];
   /** Whether it serves requests (allow_responses). */
   serves: boolean;
-  comment: string;
+  /** What it serves, sends, publishes, reads and keeps: one clause a line. */
+  comment: string[];
 }
 
 /**
@@ -190,13 +191,13 @@ export function appPermissions(app: AppName, prefix = ''): AppPermissions {
     ...(OWN_STREAMS[app] ?? []).map((s) => `its stream ${streamName(prefix, s.stream)}`),
   ];
   const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-  const comment = [
+  const comment: string[] = [
     serves.length ? `serves ${count(serves.length, 'subject')}, replies and progress on the caller's inbox (allow_responses)` : 'serves no subject (no allow_responses)',
     `sends ${count(PUBLIC_REQUESTS_SENT[app].length, 'public request')} and ${count(sent.length - PUBLIC_REQUESTS_SENT[app].length, 'internal request')}${cancels.length ? ` (and their cancels)` : ''}`,
     events.length || broadcasts.length ? `publishes ${count(events.length, 'public event')} and ${count(broadcasts.length, 'internal broadcast')}, no other` : 'publishes no event',
     `reads ${count(reads.length + sealedToMe.length, 'event')}`,
     jetstream.length ? `JetStream: ${jetstream.join(', ')}, no other` : 'no JetStream',
-  ].join('; ');
+  ];
   return { publish: [...new Set(publish)], subscribe: [...new Set(subscribe)], serves: serves.length > 0, comment };
 }
 
@@ -216,7 +217,8 @@ export function natsServerConfig(o: NatsConfigOptions = {}): string {
   for (const app of APP_NAMES) {
     const perm = appPermissions(app, o.prefix ?? '');
     lines.push(
-      `    # ${app}: ${perm.comment}`,
+      `    # ${app}: ${perm.comment[0]}`,
+      ...perm.comment.slice(1).map((c) => `    #   ${c}`),
       `    { user: ${JSON.stringify(app)}, password: ${password(app)}, permissions: {`,
       `        publish: { allow: ${list(perm.publish)} }`,
       `        subscribe: { allow: ${list(perm.subscribe)} }`,
