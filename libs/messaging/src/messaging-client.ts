@@ -87,8 +87,9 @@ export class MessagingClient {
   }
 
   async request<D extends RequestDescriptor>(d: D, payload: RequestIn<D>, opts: RequestOptions): Promise<ReplyOf<D>> {
-    const body = parseContract(d.request, payload, `Request to ${d.subject}`);
-    const data = encodeJson(body);
+    // Validated once per hop, where it is received: the serving app parses every request against
+    // the same descriptor (sealed or not) and answers CONTRACT_VIOLATION, so the sender does not parse it first.
+    const data = encodeJson(payload);
     const max = this.nc.info?.max_payload ?? 1024 * 1024;
     if (data.byteLength > max) {
       throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request to ${d.subject} is ${data.byteLength} bytes; the limit is ${max}`, {
