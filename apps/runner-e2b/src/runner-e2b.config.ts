@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import { baseEnvShape, boolEnv as bool, parseEnv } from '@toolplane/platform';
-
-const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
-const absolute = z.string().startsWith('/', 'an absolute path');
+import { listEnv as list, sandboxPathEnv as absolute } from '@toolplane/remote-runner';
 
 export const e2bEnvShape = {
   ...baseEnvShape,
@@ -44,6 +42,8 @@ export const e2bEnvShape = {
   E2B_STDERR_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
   /** Output (stdout + stderr) past which the launcher stops the tool: OUTPUT_LIMIT_EXCEEDED. */
   E2B_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  /** Time a command gets past its tool's timeout (the launcher stops the tool itself at the timeout) before it is given up and its sandbox killed. */
+  E2B_COMMAND_GRACE_MS: z.coerce.number().int().min(100).default(10_000),
   /** Internet access of sandboxes whose sandbox config does not say. */
   E2B_NETWORK: bool.default(false),
   // Packages (installed in the sandbox, once per sandbox)
@@ -65,8 +65,6 @@ export const e2bEnvShape = {
   E2B_TOOL_UID: z.coerce.number().int().min(1).max(2 ** 31 - 2).default(1500),
   /** Paths whose changes (ctime) make a sandbox dirty after a call (it is then killed, never reused). */
   E2B_WATCH_PATHS: list.default(['/home/user', '/tmp', '/var/tmp', '/dev/shm']).pipe(z.array(absolute)),
-  /** Time a command gets past its tool's timeout (the launcher stops the tool itself at the timeout) before it is given up and its sandbox killed. */
-  E2B_COMMAND_GRACE_MS: z.coerce.number().int().min(100).default(10_000),
 };
 export type E2bRunnerConfig = z.infer<z.ZodObject<typeof e2bEnvShape>>;
 

@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import { baseEnvShape, boolEnv as bool, parseEnv } from '@toolplane/platform';
-
-const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
-const absolute = z.string().startsWith('/', 'an absolute path');
+import { listEnv as list, sandboxPathEnv as absolute } from '@toolplane/remote-runner';
 
 export const modalEnvShape = {
   ...baseEnvShape,

@@ -175,7 +175,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   prepare(env: RemoteEnvironment<R, B>): void {
     if (this.closed) return;
     if (this.live(env) === 0) env.wantsOne = true;
-    void this.discoverOnce(env).then(() => this.fill(env));
+    if (env.discovery && !env.discovering) this.fill(env);
+    else void this.discoverOnce(env);
   }
 
   /**
@@ -495,8 +496,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
     for (const e of this.envs.values()) if (e.queued > 0 && !e.retired && this.needed(e, true) > 0) this.makeRoom(e.org);
   }
 
-  /** At a bound: kills the least recently used idle sandbox (of the org when it is at its own bound, else of any org). */
-  private makeRoom(org: string): void {
+  /** The org, or all orgs, hold every place they may. */
+  private atBound(org: string): boolean {
     let orgCount = 0;
     let total = 0;
     for (const e of this.envs.values()) {
@@ -504,8 +505,15 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       total += n;
       if (e.org === org) orgCount += n;
     }
+    return orgCount >= this.o.maxPerOrg || total >= this.o.maxTotal;
+  }
+
+  /** At a bound: kills the least recently used idle sandbox (of the org when it is at its own bound, else of any org). */
+  private makeRoom(org: string): void {
+    if (!this.atBound(org)) return;
+    let orgCount = 0;
+    for (const e of this.envs.values()) if (e.org === org) orgCount += e.sandboxes.size + e.creating;
     const ownBound = orgCount >= this.o.maxPerOrg;
-    if (!ownBound && total < this.o.maxTotal) return;
     let victim: RemoteSandbox<B> | undefined;
     for (const e of this.envs.values()) {
       if (ownBound && e.org !== org) continue;
@@ -569,10 +577,10 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
     this.notify();
   }
 
-  /** Why a call waited past its wait: the bounds (nothing is being made for it: PROVIDER_RATE_LIMITED) or a sandbox still being made. */
+  /** Why a call waited past its wait: the bounds (nothing is being made for it, a creation waits for a place or the org holds every place it may: PROVIDER_RATE_LIMITED) or a sandbox still being made. */
   private waitedTooLong(env: RemoteEnvironment<R, B>): ToolplaneError {
     const p = this.provider;
-    if (env.creating === 0 && !env.discovering) {
+    if (env.creating === 0 && !env.discovering && (env.queued > 0 || this.atBound(env.org))) {
       return new ToolplaneError(
         ErrorCode.PROVIDER_RATE_LIMITED,
         `runner-${p.name}'s sandbox bound is reached (${p.configPrefix}_MAX_SANDBOXES ${this.o.maxTotal}, ${p.configPrefix}_MAX_SANDBOXES_PER_ORG ${this.o.maxPerOrg}) and every sandbox is busy: try again shortly`,
@@ -612,6 +620,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       }
       env.discovering = false;
       if (env.progress === 'looking for its sandboxes') env.progress = undefined;
+      // In the same turn: whoever waits sees the environment found or being built, never in between.
+      this.fill(env);
       this.notify();
     })();
     return env.discovery;

@@ -56,6 +56,12 @@ class Pool {
  * The slot pool: warm sandboxes per environment — acquire, release (reuse only a slot that proved
  * itself clean; a network-enabled slot serves one call and is replaced), keep the warm ones
  * ready, evict and reap idle ones. It knows how to start a slot only through `spawnFor`.
+ *
+ * It is not the remote runners' pool (libs/remote-runner `RemotePool`) and shares no code with it:
+ * a slot here is a child process of this runner (forked per call, its pipes read, proved clean by
+ * its own slot.py), bounded by a memory budget, with nothing to find again after a restart; the
+ * remote pool's org bounds and fair places, adoption, lanes and drain-and-prove have no local
+ * counterpart (libs/remote-runner/README.md, "Why libs/sandbox's SlotPool is not this pool").
  */
 export class SlotPool {
   private readonly pools = new Map<string, Pool>();

@@ -61,19 +61,18 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
   readonly name = 'modal';
   readonly label = 'Modal';
   readonly configPrefix = 'MODAL';
-  private readonly log = new Logger(ModalProvider.name);
+  /** The shared launcher's settings, and its dir in the sandbox (MODAL_STATE_DIR). */
   readonly launcher: { settings: LauncherSettings; layout: SandboxLayout };
 
   constructor(
     private readonly api: ModalApi,
     private readonly c: ModalRunnerConfig,
   ) {
-    this.launcher = { layout: new SandboxLayout(c.MODAL_STATE_DIR), settings: { python: c.MODAL_PYTHON, node: c.MODAL_NODE, toolUid: c.MODAL_TOOL_UID, watch: c.MODAL_WATCH_PATHS } };
+    const settings = { python: c.MODAL_PYTHON, node: c.MODAL_NODE, toolUid: c.MODAL_TOOL_UID, watch: c.MODAL_WATCH_PATHS };
+    this.launcher = { settings, layout: new SandboxLayout(c.MODAL_STATE_DIR) };
   }
 
-  private get layout(): SandboxLayout {
-    return this.launcher.layout;
-  }
+  private readonly log = new Logger(ModalProvider.name);
 
   request(req: RemoteEnvironmentAsk): ModalEnvironmentRequest {
     // The org's own token pair (its provider-scoped secrets), else the runner's: never another org's, never half of each.
@@ -121,7 +120,7 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
   }
 
   moduleDir(): string {
-    return this.layout.state;
+    return this.launcher.layout.state;
   }
 
   image(req: ModalEnvironmentRequest): Promise<Image> {
@@ -159,15 +158,15 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
   private async setUp(env: ModalEnvironment, sandbox: Sandbox): Promise<ReadySandbox<Sandbox>> {
     const req = env.request;
     const nonce = randomBytes(16).toString('hex');
-    const dir = this.layout.callDir(`setup-${nonce}`);
-    const spec = { ...launcherBase(this.launcher.settings, this.layout), python: this.python(env), nonce, report: `${dir}/report.json`, lanes: req.lanes, env_dir: null, requirements_hash: null, pip_args: null, npm_args: null };
+    const dir = this.launcher.layout.callDir(`setup-${nonce}`);
+    const spec = { ...launcherBase(this.launcher.settings, this.launcher.layout), python: this.python(env), nonce, report: `${dir}/report.json`, lanes: req.lanes, env_dir: null, requirements_hash: null, pip_args: null, npm_args: null };
     const attrs = { 'toolplane.sandbox.id': sandbox.sandboxId };
     await step('upload harness', attrs, async () => {
-      for (const f of SUPPORT_FILES) await sandbox.filesystem.writeBytes(f.data, this.layout.file(f.name));
+      for (const f of SUPPORT_FILES) await sandbox.filesystem.writeBytes(f.data, this.launcher.layout.file(f.name));
       await sandbox.filesystem.writeText(JSON.stringify(spec), `${dir}/spec.json`);
     });
     const exit = await step('probe sandbox', attrs, async () => {
-      const p = await sandbox.exec(['/bin/sh', '-c', this.layout.command(this.c.MODAL_PYTHON, 'setup', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 120_000 });
+      const p = await sandbox.exec(['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'setup', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 120_000 });
       return p.wait();
     });
     if (exit !== 0) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal sandbox could not be set up (the launcher exited with ${exit})`, { provider: 'modal' });
@@ -208,11 +207,11 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
 
   private async proveWithRuntime(env: ModalEnvironment, sandbox: Sandbox, extra: Record<string, unknown>): Promise<{ proof: Proof; node: boolean } | undefined> {
     const nonce = randomBytes(16).toString('hex');
-    const dir = this.layout.callDir(`prove-${nonce}`);
-    const spec = { ...launcherBase(this.launcher.settings, this.layout), python: this.python(env), ...extra, nonce, report: `${dir}/report.json`, lanes: env.lanes, env_dir: null };
+    const dir = this.launcher.layout.callDir(`prove-${nonce}`);
+    const spec = { ...launcherBase(this.launcher.settings, this.launcher.layout), python: this.python(env), ...extra, nonce, report: `${dir}/report.json`, lanes: env.lanes, env_dir: null };
     return step('prove sandbox', { 'toolplane.sandbox.id': sandbox.sandboxId }, async () => {
       await sandbox.filesystem.writeText(JSON.stringify(spec), `${dir}/spec.json`);
-      const p = await sandbox.exec(['/bin/sh', '-c', this.layout.command(this.c.MODAL_PYTHON, 'prove', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 60_000 });
+      const p = await sandbox.exec(['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'prove', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 60_000 });
       if ((await p.wait()) !== 0) return undefined;
       const r = parseReport(SetupReport, await sandbox.filesystem.readText(`${dir}/report.json`), nonce);
       const proof = r ? proofOf(r) : undefined;
