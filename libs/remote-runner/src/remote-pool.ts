@@ -287,30 +287,22 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
 
   /** Sandboxes alive (all orgs, or one org's). */
   alive(org?: string): number {
-    let n = 0;
-    for (const e of this.envs.values()) if (org === undefined || e.org === org) n += this.live(e);
-    return n;
+    return this.sum((e) => (org === undefined || e.org === org ? this.live(e) : 0));
   }
 
   /** Sandboxes being created (each holding its place). */
   creating(): number {
-    let n = 0;
-    for (const e of this.envs.values()) n += e.creating;
-    return n;
+    return this.sum((e) => e.creating);
   }
 
   /** Sandboxes being created, and environments looking for their sandboxes of an earlier runner. */
   building(): number {
-    let n = 0;
-    for (const e of this.envs.values()) n += e.creating + (e.discovering ? 1 : 0);
-    return n;
+    return this.sum((e) => e.creating + (e.discovering ? 1 : 0));
   }
 
   /** Sandbox creations waiting for a place within the bounds. */
   queuedForPlace(): number {
-    let n = 0;
-    for (const e of this.envs.values()) n += e.queued;
-    return n;
+    return this.sum((e) => e.queued);
   }
 
   /** Kills sandboxes idle past the TTL (and retired ones once idle); forgets environments with nothing left. */
@@ -364,6 +356,12 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       sandbox.active++;
       waiter(sandbox);
     }
+  }
+
+  private sum(of: (env: RemoteEnvironment<R, B>) => number): number {
+    let n = 0;
+    for (const e of this.envs.values()) n += of(e);
+    return n;
   }
 
   private live(env: RemoteEnvironment<R, B>): number {

@@ -42,7 +42,7 @@ class Store {
       },
       insertPayloads: async (_m, payloads) => void this.log.push(`payload ${payloads.map((p) => p.payloadId).join(',')}`),
       transition: async (m, _org, id, from, set, claimedBy) => {
-        this.log.push(`${m === 'ds' ? 'alone ' : ''}update ${from.join('|')} ${JSON.stringify(set)}${claimedBy ? ` claimed by ${claimedBy}` : ''}`);
+        this.log.push(`${(m as unknown) === 'ds' ? 'alone ' : ''}update ${from.join('|')} ${JSON.stringify(set)}${claimedBy ? ` claimed by ${claimedBy}` : ''}`);
         return this.moves ? ({ ...row(), execution_id: id, ...set } as ExecutionRow) : undefined;
       },
       deletePayload: async (_m, id) => void this.log.push(`drop ${id}`),
@@ -62,7 +62,7 @@ class Store {
   outbox(): Partial<ExecutionOutbox> {
     return {
       stage: async (_m, events: PendingEvent[]) => void this.log.push(`${this.inTx ? '' : 'outside '}stage ${events.length}`),
-      drain: async (orgId: string) => void this.drained.push(orgId),
+      drain: async (orgId: string) => (this.drained.push(orgId), 0),
     };
   }
 }
