@@ -1,5 +1,5 @@
 import { NoRespondersError, TimeoutError } from '@nats-io/transport-node';
-import type { ErrorBody } from '@toolplane/contracts';
+import { ToolplaneErrorBase, type ErrorBody } from '@toolplane/contracts';
 
 /** Codes the client makes itself (the service never answered, or the call never left). */
 export const ClientErrorCode = {
@@ -17,22 +17,17 @@ export const ClientErrorCode = {
 
 /**
  * A failed Toolplane call: the service's error envelope (`code`, `message`, `retryable`,
- * `details`, `trace_id`), or one of `ClientErrorCode` when no envelope came back.
+ * `details`, `trace_id`), or one of `ClientErrorCode` when no envelope came back. The same
+ * definition as the services' error (`ToolplaneErrorBase` in the contracts: the envelope's field
+ * names and an ES2022 `cause`), plus the `subject` that was called; `trace_id` is `''` when no
+ * trace id is known.
  */
-export class ToolplaneError extends Error {
-  readonly code: string;
-  readonly retryable: boolean;
-  readonly details?: Record<string, unknown>;
-  readonly trace_id: string;
+export class ToolplaneError extends ToolplaneErrorBase<string> {
+  declare readonly trace_id: string;
   readonly subject: string;
 
   constructor(init: { code: string; message: string; retryable: boolean; details?: Record<string, unknown>; trace_id?: string; subject: string }, options?: { cause?: unknown }) {
-    super(init.message, options);
-    this.name = 'ToolplaneError';
-    this.code = init.code;
-    this.retryable = init.retryable;
-    this.details = init.details;
-    this.trace_id = init.trace_id ?? '';
+    super({ code: init.code, message: init.message, retryable: init.retryable, details: init.details, trace_id: init.trace_id ?? '' }, options);
     this.subject = init.subject;
   }
 

@@ -30,6 +30,16 @@ describe('codec', () => {
     expect(toErrorBody(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'No tool x'), 't')).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false });
   });
 
+  it('puts only the body\'s fields of a wrapping error in the envelope: never its cause', () => {
+    const cause = new Error('GET https://api.example.com/?token=sk-live-123 failed');
+    const err = new ToolplaneError(ErrorCode.FETCH_FAILED, 'Could not fetch https://api.example.com', { url: 'https://api.example.com' }, { cause });
+    const body = toErrorBody(err, 't');
+    expect(body).toEqual({ code: 'FETCH_FAILED', message: 'Could not fetch https://api.example.com', retryable: true, details: { url: 'https://api.example.com' }, trace_id: 't' });
+    expect(new TextDecoder().decode(encodeJson({ error: body }))).not.toContain('sk-live-123');
+    // An unknown error wrapped as INTERNAL says nothing of what it wraps either.
+    expect(toErrorBody(new ToolplaneError(ErrorCode.INTERNAL, 'Internal error', undefined, { cause }), 't').message).toBe('Internal error');
+  });
+
   it('answers SERVICE_UNAVAILABLE (retryable, nothing of the cause) when a dependency is down', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });

@@ -3,6 +3,7 @@ import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
+  DEPENDENCY_DOWN_CODES,
   ErrorCode,
   ErrorEnvelope,
   Headers,
@@ -54,8 +55,6 @@ export interface RequestOptions {
    */
   down?: { code: ErrorCode; what: string };
 }
-
-const DOWN = new Set<string>([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_TIMEOUT]);
 
 const tracer = trace.getTracer('@toolplane/messaging');
 const eventLog = new Logger('Events');
@@ -127,8 +126,8 @@ export class MessagingClient {
         return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
-        if (opts.down && e instanceof ToolplaneError && (DOWN.has(e.code) || e.code === opts.unavailableCode)) {
-          throw new ToolplaneError(opts.down.code, `${opts.down.what}: ${e.message}`, e.details);
+        if (opts.down && e instanceof ToolplaneError && (DEPENDENCY_DOWN_CODES.has(e.code) || e.code === opts.unavailableCode)) {
+          throw new ToolplaneError(opts.down.code, `${opts.down.what}: ${e.message}`, e.details, { cause: e });
         }
         throw e;
       } finally {
@@ -187,7 +186,7 @@ export class MessagingClient {
         await this.js!.publish(subject, data, { msgID: msgId, headers: h, timeout: 5000 });
       } catch (err) {
         span.setStatus({ code: SpanStatusCode.ERROR });
-        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`);
+        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`, undefined, { cause: err });
       } finally {
         span.end();
       }
@@ -319,17 +318,17 @@ export class MessagingClient {
     if (e instanceof ToolplaneError) return e;
     if (e instanceof RequestFailed && e.reason === 'no_responders') {
       const code = opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE;
-      return new ToolplaneError(code, `No service is serving ${subject}`, { subject });
+      return new ToolplaneError(code, `No service is serving ${subject}`, { subject }, { cause: e });
     }
     if (e instanceof RequestFailed && e.reason === 'timeout') {
       return new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `No reply from ${subject} within ${opts.timeoutMs} ms`, {
         subject,
         timeout_ms: opts.timeoutMs,
-      });
+      }, { cause: e });
     }
     // The caller gave up: its typed reason (its deadline passed, its service is shutting down, its own caller cancelled), else cancelled.
     if (e instanceof RequestFailed && e.reason === 'aborted') {
-      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The request to ${subject} was cancelled`, { subject });
+      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The request to ${subject} was cancelled`, { subject }, { cause: e });
     }
     return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error)?.message ?? String(e)}`, { subject });
   }

@@ -287,7 +287,7 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
       return parseContract(d.reply, result, `Reply of ${d.subject}`);
     } catch (e) {
       this.log.error((e as Error).message);
-      throw new ToolplaneError(ErrorCode.INTERNAL, 'Internal error');
+      throw new ToolplaneError(ErrorCode.INTERNAL, 'Internal error', undefined, { cause: e });
     }
   }
 }

@@ -143,7 +143,7 @@ export class TokenVerifier {
   private async currentState(): Promise<NonNullable<TokenVerifier['state']>> {
     if (!this.state || Date.now() - this.fetchedAt > this.opts.maxStaleMs) {
       await this.refresh().catch((e: Error) => {
-        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Tokens cannot be verified now: the verification state is unavailable (${e.message})`);
+        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Tokens cannot be verified now: the verification state is unavailable (${e.message})`, undefined, { cause: e });
       });
     }
     return this.state!;

@@ -62,7 +62,7 @@ export class WebhooksService {
     try {
       await this.guard.check(url);
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.WEBHOOK_URL_REFUSED) throw new ToolplaneError(ErrorCode.WEBHOOK_URL_REFUSED, `Webhook URL refused: ${e.message}`, { host: url.hostname });
+      if (e instanceof ToolplaneError && e.code === ErrorCode.WEBHOOK_URL_REFUSED) throw new ToolplaneError(ErrorCode.WEBHOOK_URL_REFUSED, `Webhook URL refused: ${e.message}`, { host: url.hostname }, { cause: e });
       throw e;
     }
     const sealed = this.box.seal(req.signing_secret, aad.webhook(req.org_id));

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import {
   ErrorCode,
   type ExecutionEnvResolve,
+  INFRASTRUCTURE_CODES,
   type ProviderRunReply,
   type ReplyOf,
   type Tool,
@@ -25,24 +26,6 @@ export const WEB_TOOLS_PROVIDER = 'web-tools';
 
 /** The env var holding an org's/agent's Exa key (as the reference names it). */
 const EXA_API_KEY = 'EXA_API_KEY';
-
-/**
- * Errors that say web-tools could not be asked or could not answer (down, restarting, timed out,
- * refused the message): the call fails as an envelope error. Any other typed error is web-tools'
- * answer about the page or the search (scheme, egress, size, content type, fetch, Exa): the
- * tool's error result, with that code.
- */
-const INFRASTRUCTURE_CODES: ReadonlySet<string> = new Set([
-  ErrorCode.SERVICE_UNAVAILABLE,
-  ErrorCode.SERVICE_RESTARTING,
-  ErrorCode.REQUEST_TIMEOUT,
-  ErrorCode.INTERNAL,
-  ErrorCode.CONTRACT_VIOLATION,
-  ErrorCode.MALFORMED_MESSAGE,
-  ErrorCode.PAYLOAD_TOO_LARGE,
-  ErrorCode.UNAUTHENTICATED,
-  ErrorCode.FORBIDDEN,
-]);
 
 export function isWebBuiltin(tool: Tool): boolean {
   return tool.tool_type === 'letta_builtin' && (tool.name === 'fetch_webpage' || tool.name === 'web_search');
@@ -88,6 +71,9 @@ export class WebToolsClient {
           : await this.messaging.request(WebSearch, { org_id: req.org_id, args: req.args as WebSearchArgs, ...exa }, opts);
       return reply({ status: 'success', func_return: text });
     } catch (e) {
+      // web-tools could not be asked or could not answer (INFRASTRUCTURE_CODES): the call fails as an
+      // envelope error. Any other typed error is its answer about the page or the search: the tool's
+      // error result, with that code.
       if (!(e instanceof ToolplaneError) || INFRASTRUCTURE_CODES.has(e.code)) throw e;
       return reply({ status: 'error', func_return: e.message, error: { code: e.code, message: e.message } });
     }

@@ -42,7 +42,7 @@ export class ArgumentsService {
     try {
       validate = this.ajv.compile({ ...parameters, additionalProperties: parameters.additionalProperties ?? false });
     } catch (e) {
-      throw new ToolplaneError(ErrorCode.SCHEMA_INVALID, `The json_schema of ${tool.name} cannot be used to check arguments: ${(e as Error).message}`);
+      throw new ToolplaneError(ErrorCode.SCHEMA_INVALID, `The json_schema of ${tool.name} cannot be used to check arguments: ${(e as Error).message}`, undefined, { cause: e });
     }
     this.compiled.set(orgId, tool.id, { tool, source, validate }, VALIDATOR_TTL_MS, this.compiled.versionOf(orgId));
     return validate;

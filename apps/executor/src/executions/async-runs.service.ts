@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { context, trace } from '@opentelemetry/api';
-import { ErrorCode, ExecutionWork, ToolplaneError, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import { ErrorCode, ExecutionWork, NOT_STARTED_CODES, ToolplaneError, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
 import { ensureEventsStream, extractTraceContext, MessagingClient, requestContext } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -10,7 +10,7 @@ import { ExecutionRecords, type ExecutionRow } from '../records/records.service'
 import { ensureWorkStream, workStreamNames } from '../records/work-stream';
 import { ArgumentsService } from './arguments.service';
 import { asToolplaneError, errorResult } from './call-lifecycle.service';
-import { NOT_STARTED_CODES, step, ToolRunner, type CallRequest } from './tool-runner';
+import { step, ToolRunner, type CallRequest } from './tool-runner';
 import { ToolCatalogService } from './tool-catalog.service';
 
 const tracer = trace.getTracer('executor');

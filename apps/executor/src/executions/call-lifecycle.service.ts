@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import { ErrorCode, ToolplaneError, type ExecuteReply, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import { ErrorCode, NOT_STARTED_CODES, ToolplaneError, type ExecuteReply, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
 import { currentRequestDeadline, currentRequestSignal } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { OutcomeWaiter } from '../records/outcome-waiter';
 import { argsHashOf, ExecutionRecords, newExecutionId, syntheticResult, type ExecutionRow, type OpenState, type RecordDraft } from '../records/records.service';
-import { NOT_STARTED_CODES, step, ToolRunner, type CallRequest } from './tool-runner';
+import { step, ToolRunner, type CallRequest } from './tool-runner';
 
 /** How a checked call goes on: run it, hold it for approval, or hand it to the client. */
 export type CallKind = 'run' | 'approval' | 'client';
@@ -189,12 +189,12 @@ export function errorResult(executionId: string, err: ToolplaneError, started: n
 export function asToolplaneError(e: unknown, log: Logger): ToolplaneError {
   if (e instanceof ToolplaneError) return e;
   log.error(`execution failed inside the executor: ${(e as Error)?.stack ?? String(e)}`);
-  return new ToolplaneError(ErrorCode.INTERNAL, 'The call failed inside the executor');
+  return new ToolplaneError(ErrorCode.INTERNAL, 'The call failed inside the executor', undefined, { cause: e });
 }
 
 /** The error, naming the call's execution in its details (the record says how it ended). */
 export function withExecutionId(err: ToolplaneError, executionId: string): ToolplaneError {
-  const out = new ToolplaneError(err.code, err.message, { ...err.details, execution_id: executionId }, err.retryable);
-  out.remoteTraceId = err.remoteTraceId;
+  const out = new ToolplaneError(err.code, err.message, { ...err.details, execution_id: executionId }, { retryable: err.retryable, cause: err });
+  out.trace_id = err.trace_id;
   return out;
 }

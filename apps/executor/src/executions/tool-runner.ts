@@ -38,12 +38,6 @@ type RunReply = ReplyOf<typeof LocalRunnerRun>;
  */
 export type CallRequest = Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id' | 'user_id' | 'env' | 'timeout_ms'>;
 
-/**
- * Errors that prove the tool did not start (the provider could not take it, its environment is
- * still being built, its credentials could not be resolved): a call that failed so may run again.
- */
-export const NOT_STARTED_CODES: ReadonlySet<string> = new Set([...FALLBACK_CODES, ErrorCode.ENVIRONMENT_BUILDING, ErrorCode.CREDENTIALS_UNAVAILABLE, ErrorCode.PROVIDER_AUTH_FAILED]);
-
 /** One function per lifecycle step, one span per step. */
 export function step<T>(name: string, fn: (span: Span) => Promise<T> | T): Promise<T> {
   return inSpan('executor', name, fn);

@@ -15,6 +15,7 @@ import {
   ExecutionsApprove,
   ExecutionsDeny,
   ToolplaneError,
+  TOOL_LEVEL_CODES,
   ToolsExecute,
   type ExecuteReply,
   type RequestProgress,
@@ -40,9 +41,6 @@ export interface CallContext {
   endpoint: Endpoint;
   capabilities: ClientCapabilities | undefined;
 }
-
-/** Toolplane's failures of the caller's making that the model can correct: a tool error, not a protocol error. */
-const TOOL_LEVEL = new Set<string>([ErrorCode.INVALID_ARGUMENTS, ErrorCode.SCHEMA_INVALID, ErrorCode.EXECUTION_DENIED]);
 
 /**
  * tools/call → toolplane.v1.tools.execute, with everything that path does (validation, provider
@@ -106,7 +104,7 @@ export class CallToolService {
     return {
       content: [{ type: 'text', text }],
       isError: true,
-      _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.remoteTraceId ?? currentTraceId(), ...(url ? { 'toolplane/authorization_url': url, 'toolplane/state': d.state ?? null, 'toolplane/expires_at': d.expires_at ?? null } : {}) },
+      _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.trace_id ?? currentTraceId(), ...(url ? { 'toolplane/authorization_url': url, 'toolplane/state': d.state ?? null, 'toolplane/expires_at': d.expires_at ?? null } : {}) },
     };
   }
 
@@ -216,8 +214,8 @@ function errorResult(text: string, executionId: string, status: string): CallToo
 }
 
 function toolLevel(e: unknown): CallToolResult | undefined {
-  if (!(e instanceof ToolplaneError) || !TOOL_LEVEL.has(e.code)) return undefined;
-  return { content: [{ type: 'text', text: e.message }], isError: true, _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.remoteTraceId ?? currentTraceId() } };
+  if (!(e instanceof ToolplaneError) || !TOOL_LEVEL_CODES.has(e.code)) return undefined;
+  return { content: [{ type: 'text', text: e.message }], isError: true, _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.trace_id ?? currentTraceId() } };
 }
 
 /** A Toolplane failure as a JSON-RPC error: its code, retry flag and trace id in `data`; never a stack or an internal address. */
@@ -225,7 +223,7 @@ export function protocolError(e: unknown): McpError {
   if (e instanceof McpError) return e;
   if (e instanceof ToolplaneError) {
     const code = e.code === ErrorCode.TOOL_NOT_FOUND || e.code === ErrorCode.TOOLSET_NOT_FOUND ? McpErrorCode.InvalidParams : McpErrorCode.InternalError;
-    return new McpError(code, e.message, { code: e.code, retryable: e.retryable, trace_id: e.remoteTraceId ?? currentTraceId() });
+    return new McpError(code, e.message, { code: e.code, retryable: e.retryable, trace_id: e.trace_id ?? currentTraceId() });
   }
   return new McpError(McpErrorCode.InternalError, 'Internal error', { code: ErrorCode.INTERNAL, retryable: false, trace_id: currentTraceId() });
 }

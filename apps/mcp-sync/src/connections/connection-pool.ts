@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
+import { AWAITING_USER_CODES, CONNECTION_PERMANENT_CODES, ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
 import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../servers/secret-sealer';
@@ -48,14 +48,7 @@ export interface ServerTarget {
 
 export type ListChangedListener = (serverId: string, orgId: string) => void;
 
-/** Not worth another attempt: the same settings fail the same way. */
-const PERMANENT = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.SECRET_NOT_FOUND, ErrorCode.MCP_TRANSPORT_DISABLED, ErrorCode.ENCRYPTION_KEY_MISSING]);
 const MIN_ATTEMPT_MS = 200;
-/**
- * Waiting for a person, not for the server: no backoff (the answer comes from memory until they
- * authorize, and the first call after they did connects at once).
- */
-const AWAITING_USER = new Set<string>([ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE]);
 
 class ServerPool {
   readonly conns: McpConnection[] = [];
@@ -101,7 +94,7 @@ class ServerPool {
         return await this.openOne(deadline);
       } catch (e) {
         if (best) return best;
-        if (e instanceof ToolplaneError && (PERMANENT.has(e.code) || !e.retryable)) throw e;
+        if (e instanceof ToolplaneError && (CONNECTION_PERMANENT_CODES.has(e.code) || !e.retryable)) throw e;
         if (attempt >= attempts || Date.now() + this.backoff(this.failures) + MIN_ATTEMPT_MS > deadline) throw e;
       }
     }
@@ -134,7 +127,8 @@ class ServerPool {
         },
         (e: unknown) => {
           this.lastError = e;
-          if (e instanceof ToolplaneError && AWAITING_USER.has(e.code)) throw e;
+          // Waiting for a person, not for the server: no backoff (the answer comes from memory until they authorize).
+          if (e instanceof ToolplaneError && AWAITING_USER_CODES.has(e.code)) throw e;
           this.failures += 1;
           this.nextAttemptAt = Date.now() + this.backoff(this.failures);
           throw e;
@@ -199,7 +193,7 @@ export class ConnectionPool implements OnModuleDestroy {
       if (isBrokenConnection(e)) {
         // The transport failed under the request (server gone, stream cut): replace it on next use.
         pool.discard(conn);
-        throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Lost the connection to MCP server ${target.name}: ${describe(e)}`, { server: target.name });
+        throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Lost the connection to MCP server ${target.name}: ${describe(e)}`, { server: target.name }, { cause: e });
       }
       if (!isSessionExpired(e)) throw e;
       this.log.log(`session of ${target.name} (${target.id}) expired: re-initializing`);

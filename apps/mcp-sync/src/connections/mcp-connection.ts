@@ -112,7 +112,8 @@ export function isSessionExpired(e: unknown): boolean {
 
 export function describe(e: unknown): string {
   if (e instanceof Error) {
-    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    // A ToolplaneError's cause is what it wraps, already told in its message.
+    const cause = e instanceof ToolplaneError ? undefined : (e as { cause?: { code?: string; message?: string } }).cause;
     return cause?.code ? `${e.message} (${cause.code})` : e.message;
   }
   return String(e);

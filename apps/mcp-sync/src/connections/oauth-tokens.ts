@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { auth as sdkAuth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { InvalidGrantError, OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens as SdkTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { ErrorCode, ToolplaneError, type McpServerInput, type OAuthTokenSet } from '@toolplane/contracts';
+import { ErrorCode, NO_REDISCOVERY_CODES, ToolplaneError, type McpServerInput, type OAuthTokenSet } from '@toolplane/contracts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -14,9 +14,6 @@ import { OAuthTokenStore } from './oauth-token-store';
 import { canonicalResource, coversServer, grantOf, issuerOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
 
 export type { OAuthAuth, OAuthState } from './oauth-provider';
-
-/** Failures another discovery cannot fix. */
-const NO_REDISCOVERY = new Set<string>([ErrorCode.MCP_URL_REFUSED, ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE, ErrorCode.SECRET_NOT_FOUND, ErrorCode.CREDENTIALS_UNAVAILABLE]);
 
 /** Past this many awaited authorizations, expired ones are swept before another is kept. */
 const MAX_AWAITING = 1000;
@@ -306,7 +303,7 @@ export class OAuthTokens implements OnModuleDestroy {
     try {
       result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
     } catch (e) {
-      if (!provider.rediscoverable() || (e instanceof ToolplaneError && NO_REDISCOVERY.has(e.code))) throw e;
+      if (!provider.rediscoverable() || (e instanceof ToolplaneError && NO_REDISCOVERY_CODES.has(e.code))) throw e;
       // What discovery found earlier may be out of date (an endpoint moved): discover again, once.
       this.log.log(`OAuth for MCP server ${t.name} (${t.serverId}) failed with what was discovered earlier (${(e as Error).message}): discovering again`);
       provider.invalidateCredentials('discovery');
@@ -407,18 +404,18 @@ export class OAuthTokens implements OnModuleDestroy {
     if (e instanceof ToolplaneError) return e;
     const where = new URL(t.url).origin;
     if (e instanceof InvalidGrantError) {
-      return new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The authorization server refused the grant (${e.message}): authorize the server again`, { server_id: t.serverId }, false);
+      return new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The authorization server refused the grant (${e.message}): authorize the server again`, { server_id: t.serverId }, { retryable: false, cause: e });
     }
     if (e instanceof OAuthError) {
       const why = withoutRawBody(e.message);
-      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${why ? `: ${why}` : ''}`, { server_id: t.serverId }, false);
+      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${why ? `: ${why}` : ''}`, { server_id: t.serverId }, { retryable: false, cause: e });
     }
     const cause = (e as { cause?: unknown })?.cause;
     if (cause instanceof ToolplaneError) return cause;
     if (e instanceof TypeError || (e as { name?: string })?.name === 'TimeoutError') {
-      return new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`, { server_id: t.serverId });
+      return new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`, { server_id: t.serverId }, { cause: e });
     }
-    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${withoutRawBody((e as Error)?.message ?? String(e))}`, { server_id: t.serverId }, false);
+    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${withoutRawBody((e as Error)?.message ?? String(e))}`, { server_id: t.serverId }, { retryable: false, cause: e });
   }
 }
 

@@ -85,9 +85,9 @@ export class FetchWebpageService implements OnModuleDestroy {
       }
     } catch (e) {
       if (e instanceof ToolplaneError) throw e;
-      if (signal.aborted) throw new ToolplaneError(ErrorCode.FETCH_TIMEOUT, `The page did not load within ${timeoutMs} ms`, { timeout_ms: timeoutMs });
+      if (signal.aborted) throw new ToolplaneError(ErrorCode.FETCH_TIMEOUT, `The page did not load within ${timeoutMs} ms`, { timeout_ms: timeoutMs }, { cause: e });
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new ToolplaneError(ErrorCode.FETCH_FAILED, `Could not fetch ${url.origin}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, { url: url.origin });
+      throw new ToolplaneError(ErrorCode.FETCH_FAILED, `Could not fetch ${url.origin}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, { url: url.origin }, { cause: e });
     }
   }
 

@@ -30,7 +30,7 @@ export function pdfText(bytes: Uint8Array, timeoutMs: number, heapMb = 256): Pro
     worker.once('message', (m: { result?: PdfText; error?: string }) =>
       done(() => (m.result ? resolve(m.result) : reject(new ToolplaneError(ErrorCode.FETCH_FAILED, `The PDF could not be read: ${m.error ?? 'unknown error'}`, undefined, false)))),
     );
-    worker.once('error', (e) => done(() => reject(new ToolplaneError(ErrorCode.FETCH_FAILED, `The PDF could not be read: ${e.message.slice(0, 200)}`, undefined, false))));
+    worker.once('error', (e) => done(() => reject(new ToolplaneError(ErrorCode.FETCH_FAILED, `The PDF could not be read: ${e.message.slice(0, 200)}`, undefined, { retryable: false, cause: e }))));
     worker.once('exit', (code) => done(() => reject(new ToolplaneError(ErrorCode.FETCH_FAILED, `The PDF reader stopped (exit ${code})`, undefined, false))));
   });
 }

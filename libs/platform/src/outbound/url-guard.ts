@@ -109,7 +109,7 @@ export class UrlGuard {
       try {
         addresses = await this.resolve(host);
       } catch (e) {
-        throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: ${(e as Error).message}`, { host });
+        throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: ${(e as Error).message}`, { host }, { cause: e });
       }
       if (addresses.length === 0) throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: no address`, { host });
     }
