@@ -22,7 +22,9 @@
  * syscalls and wake-ups per call; then, in a block of its own, NATS messages and bytes per call
  * (BENCH_NATS_N, default 1000 calls). BENCH_CPU=only runs just that section. BENCH_CPU_PROF=<dir>:
  * every app writes a V8 CPU profile to <dir>/<app>/ when it stops, <dir>/window.json marks the
- * CPU block (read them with tools/bench/profile-breakdown.ts).
+ * CPU block (read them with tools/bench/profile-breakdown.ts). The CPU block also alternates a sync
+ * call with an idempotency key (recorded before it answers) and an async call waited for with
+ * executions.get (BENCH_CPU_RECORDS=0 leaves them out): their extra CPU over a plain call.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -45,6 +47,8 @@ const USER_BLOCK = Number(process.env.BENCH_USER_BLOCK ?? 50);
 const CPU = process.env.BENCH_CPU ?? '';
 const CPU_N = Number(process.env.BENCH_CPU_N ?? 1000);
 const NATS_N = Number(process.env.BENCH_NATS_N ?? 1000);
+/** BENCH_CPU_RECORDS=0 leaves the durable cases (idempotency key, async) out of the CPU block. */
+const RECORDS = process.env.BENCH_CPU_RECORDS !== '0';
 const TRIVIAL = `def ping(x: int) -> int:
     """Return x.
 
@@ -172,31 +176,60 @@ async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
   }
   for (let w = 0; w < 100; w++) await b.call();
   for (let w = 0; w < 100 && base; w++) await base.call();
+  let key = 0;
+  const pending: string[] = [];
+  const tag = randomBytes(4).toString('hex');
   const cases = [
     { label: 'bare /usr/bin/python3 -c spawn (baseline)', fn: spawnPython },
     { label: 'tools.execute warm, concurrency 1', fn: () => b.call() },
     ...(base ? [{ label: 'tools.execute warm, concurrency 1, BENCH_BASELINE_ROOT', fn: () => base.call() }] : []),
+    // Durable before it runs and answers: the record opened (key claimed) in one transaction, the outcome written in another, its event published.
+    ...(RECORDS ? [{ label: 'tools.execute with an idempotency_key (recorded before it answers)', fn: () => b.call({ idempotency_key: `bench-${tag}-${++key}` }) }] : []),
+    // Queued, taken from the work queue, run, recorded, its event published: submitted one after another, the block ends when all are done.
+    ...(RECORDS ? [{ label: 'tools.execute async (queued, run from the work queue, recorded)', fn: () => submitAsync(b, pending), settle: () => untilDone(b, pending) }] : []),
   ];
   const res = await profiledWindow('tools.execute warm (alternating with bare spawns)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
   process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
   for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+  // Each tree's own processes in its own block, beside the shared nats-server and postgres of that block.
+  const own = (r: (typeof res)[number], baseline: boolean) =>
+    Object.entries(r.use.cpu)
+      .filter(([k]) => k.startsWith('baseline ') === baseline && !['nats-server', 'postgres', 'bench', 'whole machine'].includes(k) && !k.includes('reaped'))
+      .reduce((a, [, v]) => a + v, 0) / r.calls;
+  const shared = (r: (typeof res)[number]) => ((r.use.cpu['nats-server'] ?? 0) + (r.use.cpu.postgres ?? 0)) / r.calls;
+  const total = (r: (typeof res)[number], baseline = false) => own(r, baseline) + shared(r);
+  const plain = res[1]!;
   if (base) {
-    // Each tree's own processes in its own block, beside the shared nats-server and postgres of that block.
-    const own = (r: (typeof res)[number], baseline: boolean) =>
-      Object.entries(r.use.cpu)
-        .filter(([k]) => k.startsWith('baseline ') === baseline && !['nats-server', 'postgres', 'bench', 'whole machine'].includes(k) && !k.includes('reaped'))
-        .reduce((a, [, v]) => a + v, 0) / r.calls;
-    const shared = (r: (typeof res)[number]) => ((r.use.cpu['nats-server'] ?? 0) + (r.use.cpu.postgres ?? 0)) / r.calls;
-    const [mine, theirs] = [res[1]!, res[2]!];
-    const a = own(mine, false) + shared(mine);
-    const b = own(theirs, true) + shared(theirs);
+    const theirs = res[2]!;
     process.stdout.write(
-      `this tree vs BENCH_BASELINE_ROOT, CPU ms per warm call (apps + sandboxes + nats-server + postgres): ${a.toFixed(2)} vs ${b.toFixed(2)} = ${(a / b).toFixed(2)}x (apps + sandboxes ${own(mine, false).toFixed(2)} vs ${own(theirs, true).toFixed(2)}, nats-server + postgres ${shared(mine).toFixed(2)} vs ${shared(theirs).toFixed(2)})\n`,
+      `this tree vs BENCH_BASELINE_ROOT, CPU ms per warm call (apps + sandboxes + nats-server + postgres): ${total(plain).toFixed(2)} vs ${total(theirs, true).toFixed(2)} = ${(total(plain) / total(theirs, true)).toFixed(2)}x (apps + sandboxes ${own(plain, false).toFixed(2)} vs ${own(theirs, true).toFixed(2)}, nats-server + postgres ${shared(plain).toFixed(2)} vs ${shared(theirs).toFixed(2)})\n`,
     );
+  }
+  for (const r of res.slice(base ? 3 : 2)) {
+    process.stdout.write(`${r.label}: ${total(r).toFixed(2)} ms CPU per call (apps + sandboxes + nats-server + postgres), ${(total(r) - total(plain)).toFixed(2)} more than a plain call (${total(plain).toFixed(2)})\n`);
   }
   const counter = await countNats(b.client.nc, b.prefix);
   for (let i = 0; i < NATS_N; i++) await b.call();
   process.stdout.write(`${natsLines('tools.execute warm', await counter.stop(), NATS_N).join('\n')}\n`);
+}
+
+/** Queues one async call (its id kept in `pending`). */
+async function submitAsync(b: Bench, pending: string[]): Promise<void> {
+  const r = await b.client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: 1 }, mode: 'async' });
+  if (r.status !== 'queued') throw new Error(JSON.stringify(r));
+  pending.push(r.execution_id);
+}
+
+/** Waits until every queued call is done, reading the record of the oldest still pending every 20 ms (the reads count in the block's CPU). */
+async function untilDone(b: Bench, pending: string[]): Promise<void> {
+  while (pending.length) {
+    const g = await b.client.req('toolplane.v1.executions.get', { org_id: 'bench', execution_id: pending[0] });
+    if (g.error) throw new Error(JSON.stringify(g.error));
+    const s = g.execution.status;
+    if (s === 'succeeded') pending.shift();
+    else if (s === 'queued' || s === 'running') await new Promise((res) => setTimeout(res, 20));
+    else throw new Error(JSON.stringify(g.execution));
+  }
 }
 
 async function closeBench(b: Bench | undefined): Promise<void> {

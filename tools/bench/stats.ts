@@ -298,7 +298,12 @@ function addDiff(into: Usage, a: Usage, b: Usage): void {
  * every group read around each block: drift on a shared machine hits every case alike, and nothing
  * else (no subscriber, no profiler of the bench's) runs during them.
  */
-export async function measureUsageBlocks(cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown> }>, g: ProcGroups, n: number, block = 100): Promise<Array<{ label: string; calls: number; use: Usage; wallMs: number }>> {
+export async function measureUsageBlocks(
+  cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown>; /** Awaited at the end of each block, inside the measurement (e.g. until queued work is done). */ settle?: () => Promise<void> }>,
+  g: ProcGroups,
+  n: number,
+  block = 100,
+): Promise<Array<{ label: string; calls: number; use: Usage; wallMs: number }>> {
   const out = cases.map((c) => ({ label: c.label, calls: 0, use: { cpu: {}, writes: {}, wakeups: {}, detail: {} } as Usage, wallMs: 0 }));
   for (let done = 0; done < n; done += block) {
     const k = Math.min(block, n - done);
@@ -306,6 +311,7 @@ export async function measureUsageBlocks(cases: ReadonlyArray<{ label: string; f
       const a = usage(g);
       const t = performance.now();
       for (let j = 0; j < k; j++) await c.fn();
+      await c.settle?.();
       out[i]!.wallMs += performance.now() - t;
       addDiff(out[i]!.use, a, usage(g));
       out[i]!.calls += k;
