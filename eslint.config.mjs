@@ -1,6 +1,36 @@
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Inside an app, feature folders depend one way: shared state at the bottom, use cases above it.
+ * A folder may import the folders listed before it, never one listed after it (an import back up
+ * is an error). A new folder goes where its imports put it.
+ */
+const FOLDER_LAYERS = {
+  executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
+  'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],
+  registry: ['catalog', 'database', 'events', 'builtins', 'agents', 'tools', 'toolsets'],
+};
+
+const folderLayers = Object.entries(FOLDER_LAYERS).flatMap(([app, layers]) =>
+  layers.slice(0, -1).map((folder, i) => ({
+    files: [`apps/${app}/src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: layers.slice(i + 1).flatMap((above) => [`../${above}`, `../${above}/*`, `../../${above}/*`]),
+              message: `apps/${app}/src/${folder}/ sits below ${layers.slice(i + 1).join(', ')} (FOLDER_LAYERS in eslint.config.mjs): move what both need down, or the use case up.`,
+            },
+          ],
+        },
+      ],
+    },
+  })),
+);
+
 export default [
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.toolplane/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   ...tseslint.configs.recommended,
@@ -30,6 +60,7 @@ export default [
     files: ['**/*.config.ts', '**/main.ts', 'tools/**/*.ts', 'test/**/*.ts', '**/*.spec.ts', '**/test/**/*.ts', 'libs/sandbox/**/*.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
+  ...folderLayers,
   {
     files: ['libs/contracts/**/*.ts'],
     rules: {

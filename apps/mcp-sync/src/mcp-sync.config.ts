@@ -1,8 +1,31 @@
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
-import { StdioAllowEntry } from './connections/stdio-policy';
 import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, jsonEnv, parseEnv } from '@toolplane/platform';
+
+/** The stdio server's working directory and HOME: a tmpfs of its own, which no bind passes through (unlike /tmp, where a read path under /tmp leaves its mount points). */
+export const STDIO_HOME = '/sandbox';
+
+/** One command an operator lets tenants run as a stdio MCP server. */
+export const StdioAllowEntry = z.strictObject({
+  /** Absolute path of the program, matched exactly. */
+  command: z.string().refine((c) => isAbsolute(c) && normalize(c) === c, 'an absolute, normalized path'),
+  /** One pattern per argument, each matched in full (anchored); the argument count must match too. */
+  args: z.array(z.string()).max(64).default([]),
+  /** Directories the server may read (its code and data): bound read-only, nothing else of the host but system directories. */
+  read_paths: z
+    .array(
+      z
+        .string()
+        .refine((p) => isAbsolute(p) && normalize(p) === p, 'absolute, normalized paths')
+        .refine((p) => p !== STDIO_HOME && !p.startsWith(`${STDIO_HOME}/`), `not under ${STDIO_HOME}, the server's own working directory`),
+    )
+    .max(32)
+    .default([]),
+  /** Names of env vars a tenant may set for it (default: any but loader and interpreter injection variables). */
+  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).max(128).optional(),
+});
+export type StdioAllowEntry = z.infer<typeof StdioAllowEntry>;
 
 const ms = (def: number, min = 100) => z.coerce.number().int().min(min).default(def);
 const list = z

@@ -15,7 +15,7 @@ import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { z } from 'zod';
 import type { ExecutorConfig } from '../executor.config';
-import type { CallRequest } from '../executions/tool-runner';
+import type { CallRequest } from '../calls/call';
 import { runCodeCall, type RunCodeLanguage } from './run-code';
 
 type ResolvedEnv = ReplyOf<typeof ExecutionEnvResolve>;

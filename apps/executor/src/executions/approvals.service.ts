@@ -16,7 +16,7 @@ import { argsHashOf, ExecutionRecords, workItem, type ExecutionRow } from '../re
 import { ArgumentsService } from './arguments.service';
 import { CallLifecycle, waitingReply } from './call-lifecycle.service';
 import { executionNotFound, ownRecord } from './execution-queries.service';
-import { step } from './tool-runner';
+import { step } from '../calls/call';
 import { ToolCatalogService } from './tool-catalog.service';
 
 /** What the agent gets for a denied call: the reference system's tool error, word for word. */

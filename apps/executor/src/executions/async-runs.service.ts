@@ -10,7 +10,8 @@ import { ExecutionRecords, type ExecutionRow } from '../records/records.service'
 import { ensureWorkStream, workStreamNames } from '../records/work-stream';
 import { ArgumentsService } from './arguments.service';
 import { asToolplaneError, errorResult } from './call-lifecycle.service';
-import { step, ToolRunner, type CallRequest } from './tool-runner';
+import { step, type CallRequest } from '../calls/call';
+import { ToolRunner } from './tool-runner';
 import { ToolCatalogService } from './tool-catalog.service';
 
 const tracer = trace.getTracer('executor');

@@ -6,7 +6,8 @@ import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { OutcomeWaiter } from '../records/outcome-waiter';
 import { argsHashOf, ExecutionRecords, newExecutionId, syntheticResult, type ExecutionRow, type OpenState, type RecordDraft } from '../records/records.service';
-import { step, ToolRunner, type CallRequest } from './tool-runner';
+import { step, type CallRequest } from '../calls/call';
+import { ToolRunner } from './tool-runner';
 
 /** How a checked call goes on: run it, hold it for approval, or hand it to the client. */
 export type CallKind = 'run' | 'approval' | 'client';

@@ -1,7 +1,5 @@
 import { Module } from '@nestjs/common';
 import { WebToolsClient } from '../builtins/builtin-calls';
-import { EnvironmentsController } from '../environments/environments.controller';
-import { EnvironmentsService } from '../environments/environments.service';
 import { RecordsModule } from '../records/records.module';
 import { ApprovalPolicy } from './approval-policy';
 import { ApprovalsService } from './approvals.service';
@@ -19,13 +17,12 @@ import { ToolRunner } from './tool-runner';
 
 @Module({
   imports: [RecordsModule],
-  controllers: [ExecutionsController, EnvironmentsController, ExecutionRecordsController],
+  controllers: [ExecutionsController, ExecutionRecordsController],
   providers: [
     ExecutionsService,
     ToolCatalogService,
     ArgumentsService,
     CredentialsClient,
-    EnvironmentsService,
     ToolRunner,
     WebToolsClient,
     CallLifecycle,
@@ -35,5 +32,6 @@ import { ToolRunner } from './tool-runner';
     ExecutionQueries,
     AsyncRuns,
   ],
+  exports: [CredentialsClient, ToolCatalogService],
 })
 export class ExecutionsModule {}

@@ -19,7 +19,7 @@ import { ExecutionRecords } from '../records/records.service';
 import { ApprovalPolicy } from './approval-policy';
 import { ArgumentsService } from './arguments.service';
 import { asToolplaneError, CallLifecycle, errorResult, type CallKind, type CheckedCall } from './call-lifecycle.service';
-import { step } from './tool-runner';
+import { step } from '../calls/call';
 import { ToolCatalogService } from './tool-catalog.service';
 
 export { providerOf } from './tool-runner';

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { trace, type Span } from '@opentelemetry/api';
-import { inSpan } from '@toolplane/observability';
+import { trace } from '@opentelemetry/api';
 import {
   ErrorCode,
   type ExecutionEnvResolve,
@@ -11,16 +10,15 @@ import {
   Provider,
   ToolplaneError,
   type ReplyOf,
-  type RequestOf,
   type Tool,
   type ToolExecutionResult,
-  type ToolsExecute,
 } from '@toolplane/contracts';
 import { currentProgressReporter, currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, SecretMasker } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import { builtinCall, isWebBuiltin, WEB_TOOLS_PROVIDER, WebToolsClient } from '../builtins/builtin-calls';
 import { assertLanguage, languagesOf } from '../builtins/run-code';
+import { step, type CallRequest } from '../calls/call';
 import type { ExecutorConfig } from '../executor.config';
 import { CredentialsClient } from './credentials.client';
 import { truncateReturn } from './return-value';
@@ -31,17 +29,6 @@ const RUNNABLE_SOURCE_TYPES = new Set(['python', 'typescript', 'javascript']);
 
 type ResolvedEnv = ReplyOf<typeof ExecutionEnvResolve>;
 type RunReply = ReplyOf<typeof LocalRunnerRun>;
-
-/**
- * What running a call needs beyond its tool (a tools.execute request, or a stored async/approved
- * call, rebuilt from its record: `user_id` is the record's). `user_id` picks the end user's secrets.
- */
-export type CallRequest = Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id' | 'user_id' | 'env' | 'timeout_ms'>;
-
-/** One function per lifecycle step, one span per step. */
-export function step<T>(name: string, fn: (span: Span) => Promise<T> | T): Promise<T> {
-  return inSpan('executor', name, fn);
-}
 
 /**
  * Runs a looked-up tool whose arguments are valid: provider, env, dispatch (with fallback), and

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, MCP_SERVER_ID, ToolplaneError, type ConnectionsList, type McpConnection, type OAuthTokenRecord, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
-import type { McpServerEntity } from '../servers/mcp-server.entity';
-import { ServersRepository } from '../servers/servers.repository';
+import type { McpServerEntity } from '../store/mcp-server.entity';
+import { ServersRepository } from '../store/servers.repository';
 
 /**
  * Connected accounts as connections.list and .get show them: which token records the credentials

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ConnectionsModule } from '../connections/connections.module';
-import { ServerStoreModule } from '../servers/server-store.module';
+import { ServerStoreModule } from '../store/server-store.module';
 import { AccountQueries } from './account-queries';
 import { AccountsController } from './accounts.controller';
 import { RevokeAccount } from './revoke-account';

@@ -6,7 +6,7 @@ import { ConnectionPool } from '../connections/connection-pool';
 import { issuerOf } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
 import { OAuthTokens } from '../connections/oauth-tokens';
-import { ServerTargets } from '../servers/server-targets';
+import { ServerTargets } from '../connections/server-targets';
 import { AccountQueries } from './account-queries';
 
 /**

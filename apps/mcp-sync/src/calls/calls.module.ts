@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ConnectionsModule } from '../connections/connections.module';
-import { ServerStoreModule } from '../servers/server-store.module';
+import { ServerStoreModule } from '../store/server-store.module';
 import { CallsController } from './calls.controller';
 import { CallsService } from './calls.service';
 

@@ -5,7 +5,7 @@ import { ErrorCode, ToolplaneError, type McpToolsCall, type ReplyOf, type Reques
 import { currentRequestSignal, reportProgress } from '@toolplane/messaging';
 import { z } from 'zod';
 import { ConnectionPool } from '../connections/connection-pool';
-import { ServerCache } from '../servers/server-cache';
+import { ServerCache } from '../connections/server-cache';
 import { errorText, toFuncReturn } from './content-mapper';
 
 type Reply = ReplyOf<typeof McpToolsCall>;

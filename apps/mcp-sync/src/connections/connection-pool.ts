@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { AWAITING_USER_CODES, CONNECTION_PERMANENT_CODES, ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
 import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import type { ServerSecrets } from '../servers/secret-sealer';
+import type { ServerSecrets } from '../store/secret-sealer';
 import {
   authTemplates,
   ORG_SECRET_SOURCE,
@@ -12,7 +12,7 @@ import {
   templateNames,
   type OrgSecretSource,
   type TemplateCaller,
-} from '../servers/templates';
+} from '../store/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
 import { OAuthTokens, type OAuthTarget } from './oauth-tokens';

@@ -1,12 +1,14 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import { ServerStoreModule } from '../servers/server-store.module';
+import { ServerStoreModule } from '../store/server-store.module';
 import { ConnectionEvents } from './connection-events';
 import { ConnectionPool } from './connection-pool';
 import { OAuthTokenStore } from './oauth-token-store';
 import { OAuthTokens } from './oauth-tokens';
 import { OrgDeletions } from './org-deletions';
+import { ServerCache } from './server-cache';
+import { ServerTargets } from './server-targets';
 import { StdioPolicy } from './stdio-policy';
 
 function stdioPolicy(c: McpSyncConfig): StdioPolicy {
@@ -31,7 +33,7 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
 
 @Module({
   imports: [ServerStoreModule],
-  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, OrgDeletions, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
-  exports: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, StdioPolicy],
+  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, OrgDeletions, ServerTargets, ServerCache, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  exports: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, StdioPolicy, ServerTargets, ServerCache],
 })
 export class ConnectionsModule {}

@@ -4,21 +4,12 @@ import type { AuthorizationServerMetadata, OAuthClientInformationMixed, OAuthCli
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { ErrorCode, ToolplaneError, type McpAuthInput, type TokenEndpointAuthMethod } from '@toolplane/contracts';
 import { randomBytes } from 'node:crypto';
+import type { OAuthState } from '../store/oauth-state';
 
 /** An OAuth server auth with its templates (client_secret, private_key) resolved: memory only. */
 export type OAuthAuth = Extract<McpAuthInput, { type: 'oauth' }>;
 
-/**
- * What Toolplane learned about an MCP server's authorization and keeps with the server (sealed
- * with its other secrets): the discovered metadata, the client it registered (DCR or a Client ID
- * Metadata Document), and the RFC 8707 resource its tokens are bound to.
- */
-export interface OAuthState {
-  discovery?: OAuthDiscoveryState;
-  client?: OAuthClientInformationMixed & { issuer?: string };
-  /** The resource indicator every authorization and token request carried. */
-  resource?: string;
-}
+export type { OAuthState };
 
 /** Where a provider keeps the tokens of its issuer (the credentials service, through OAuthTokens). */
 export interface TokenSink {

@@ -2,11 +2,11 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { MCP_SERVER_EVENTS } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
-import type { ServerTarget } from '../connections/connection-pool';
+import type { ServerTarget } from './connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import type { McpServerEntity } from './mcp-server.entity';
+import type { McpServerEntity } from '../store/mcp-server.entity';
 import { ServerTargets } from './server-targets';
-import { ServersRepository } from './servers.repository';
+import { ServersRepository } from '../store/servers.repository';
 
 export interface CachedServer {
   server: McpServerEntity;

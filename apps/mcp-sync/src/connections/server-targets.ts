@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { ServerTarget } from '../connections/connection-pool';
-import type { McpServerEntity } from './mcp-server.entity';
-import { SecretSealer, serverRef } from './secret-sealer';
-import { ServersRepository } from './servers.repository';
+import type { ServerTarget } from './connection-pool';
+import type { McpServerEntity } from '../store/mcp-server.entity';
+import { SecretSealer, serverRef } from '../store/secret-sealer';
+import { ServersRepository } from '../store/servers.repository';
 
 /**
  * A stored server → what the connection pool needs (secrets opened, in memory only). Secrets found

@@ -1,6 +1,6 @@
 import type { OwnedSchema } from '@toolplane/platform';
-import { McpServerEntity } from '../servers/mcp-server.entity';
-import { OAuthAuthorizationEntity } from '../servers/oauth-authorization.entity';
+import { McpServerEntity } from '../store/mcp-server.entity';
+import { OAuthAuthorizationEntity } from '../store/oauth-authorization.entity';
 import { CreateMcpServers1764100000000 } from './migrations/1764100000000-create-mcp-servers';
 import { CreateOAuthAuthorizations1764300000000 } from './migrations/1764300000000-create-oauth-authorizations';
 import { AddPendingAuthorization1764500000000 } from './migrations/1764500000000-add-pending-authorization';

@@ -6,11 +6,11 @@ import { ConnectionPool } from '../connections/connection-pool';
 import type { OAuthState } from '../connections/oauth-provider';
 import { SyncProgress } from '../sync/sync-progress';
 import { SyncService } from '../sync/sync.service';
-import type { McpServerEntity } from './mcp-server.entity';
+import type { McpServerEntity } from '../store/mcp-server.entity';
 import { isAuthorizationCode, OAuthAuthorizationsService } from './oauth-authorizations.service';
 import { exists, secretsOf, ServerRecords } from './server-records';
 import { toWireServer } from './server.mapper';
-import { DuplicateServerName, ServersRepository } from './servers.repository';
+import { DuplicateServerName, ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.add: a server is stored only once it was reached and listed (or an authorization URL is answered). */
 @Injectable()

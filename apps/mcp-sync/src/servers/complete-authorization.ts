@@ -8,12 +8,12 @@ import { OAuthTokenStore } from '../connections/oauth-token-store';
 import { SyncService } from '../sync/sync.service';
 import { AddServer } from './add-server';
 import { OAuthAuthorizationsService } from './oauth-authorizations.service';
-import { SecretSealer, serverRef } from './secret-sealer';
-import { ServerCache } from './server-cache';
+import { SecretSealer, serverRef } from '../store/secret-sealer';
+import { ServerCache } from '../connections/server-cache';
 import { exists, inputOf } from './server-records';
 import { toWireServer } from './server.mapper';
-import { ServerTargets } from './server-targets';
-import { ServersRepository } from './servers.repository';
+import { ServerTargets } from '../connections/server-targets';
+import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.oauth.complete: a server being added is connected and stored; a stored one is authorized again. */
 @Injectable()

@@ -4,10 +4,10 @@ import { APP_CONFIG } from '@toolplane/platform';
 import { OAuthTokens, type OAuthAuth, type OAuthState, type OAuthTarget } from '../connections/oauth-tokens';
 import { grantOf } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import { OAuthAuthorizationsRepository } from './oauth-authorizations.repository';
-import { SecretSealer, type SealRef } from './secret-sealer';
-import { ServersRepository } from './servers.repository';
-import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, templateNames, type OrgSecretSource } from './templates';
+import { OAuthAuthorizationsRepository } from '../store/oauth-authorizations.repository';
+import { SecretSealer, type SealRef } from '../store/secret-sealer';
+import { ServersRepository } from '../store/servers.repository';
+import { authTemplates, ORG_SECRET_SOURCE, resolveOAuth, templateNames, type OrgSecretSource } from '../store/templates';
 
 interface Pending {
   /** A server being added; absent for a stored server authorized again (or with more scope). */

@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { ConnectionPool } from '../connections/connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SyncService } from '../sync/sync.service';
-import { ServerCache } from './server-cache';
+import { ServerCache } from '../connections/server-cache';
 import { ServerRecords } from './server-records';
-import { ServersRepository } from './servers.repository';
+import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.remove: the row, then its tools (put back if the registry refuses), its tokens, and the removal event. */
 @Injectable()

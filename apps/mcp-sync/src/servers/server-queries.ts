@@ -3,7 +3,7 @@ import type { McpServersGet, McpServersList, McpServersSync, ReplyOf, RequestOf 
 import { SyncService } from '../sync/sync.service';
 import { ServerRecords } from './server-records';
 import { toWireServer } from './server.mapper';
-import { ServersRepository } from './servers.repository';
+import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.get, .list and .sync (a manual resync). */
 @Injectable()

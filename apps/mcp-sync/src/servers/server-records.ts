@@ -6,9 +6,9 @@ import type { OAuthState } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SyncScheduler } from '../sync/sync.scheduler';
-import type { McpServerEntity } from './mcp-server.entity';
-import { SecretSealer, serverRef, type ServerSecrets } from './secret-sealer';
-import { ServersRepository, type ServerFields } from './servers.repository';
+import type { McpServerEntity } from '../store/mcp-server.entity';
+import { SecretSealer, serverRef, type ServerSecrets } from '../store/secret-sealer';
+import { ServersRepository, type ServerFields } from '../store/servers.repository';
 
 export type ServerRef = { org_id: string; id?: string; name?: string };
 

@@ -2,9 +2,9 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { APP_CONFIG } from '@toolplane/platform';
 import { OAuthTokens } from '../connections/oauth-tokens';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import { SecretSealer, serverRef } from './secret-sealer';
-import { ServerTargets } from './server-targets';
-import { ServersRepository } from './servers.repository';
+import { SecretSealer, serverRef } from '../store/secret-sealer';
+import { ServerTargets } from '../connections/server-targets';
+import { ServersRepository } from '../store/servers.repository';
 
 /**
  * What is sealed with the stored servers stays current: rows sealed under an old key of the ring

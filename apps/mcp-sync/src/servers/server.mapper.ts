@@ -1,5 +1,5 @@
 import type { McpServer, McpSyncReport } from '@toolplane/contracts';
-import type { McpServerEntity } from './mcp-server.entity';
+import type { McpServerEntity } from '../store/mcp-server.entity';
 
 /** Row → the API's server: names of env vars and headers, the auth type, never a value. */
 export function toWireServer(s: McpServerEntity): McpServer {

@@ -9,9 +9,9 @@ import { UpdateServer } from './update-server';
 import { AccountsModule } from '../accounts/accounts.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { SyncModule } from '../sync/sync.module';
-import { OAuthAuthorizationsRepository } from './oauth-authorizations.repository';
+import { OAuthAuthorizationsRepository } from '../store/oauth-authorizations.repository';
 import { OAuthAuthorizationsService } from './oauth-authorizations.service';
-import { ServerStoreModule } from './server-store.module';
+import { ServerStoreModule } from '../store/server-store.module';
 import { ServersController } from './servers.controller';
 
 /** The servers feature, one class per use case (add, complete an authorization, update, remove, queries) over shared steps (ServerRecords). */

@@ -3,11 +3,11 @@ import { McpServerInput, type McpServersUpdate, type ReplyOf, type RequestOf } f
 import { parseContract } from '@toolplane/messaging';
 import { ConnectionPool } from '../connections/connection-pool';
 import { SyncService } from '../sync/sync.service';
-import { ServerCache } from './server-cache';
+import { ServerCache } from '../connections/server-cache';
 import { secretsOf, ServerRecords, stripUndefined } from './server-records';
 import { toWireServer } from './server.mapper';
-import { ServerTargets } from './server-targets';
-import { ServersRepository } from './servers.repository';
+import { ServerTargets } from '../connections/server-targets';
+import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.update: the merged settings checked, stored, cached copies and sessions dropped, then a resync. */
 @Injectable()

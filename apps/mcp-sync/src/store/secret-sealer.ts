@@ -6,7 +6,7 @@ import { openAead } from '@toolplane/crypto';
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { OAuthState } from '../connections/oauth-provider';
+import type { OAuthState } from './oauth-state';
 import type { McpSyncConfig } from '../mcp-sync.config';
 
 /** What a server keeps sealed: every value that may carry a secret (templates included). */

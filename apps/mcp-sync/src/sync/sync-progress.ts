@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { McpServerProgressed, type EventOf } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { randomUUID } from 'node:crypto';
-import type { LastSync } from '../servers/mcp-server.entity';
+import type { LastSync } from '../store/mcp-server.entity';
 
 type Payload = EventOf<typeof McpServerProgressed>;
 type State = Pick<Payload, 'phase' | 'pages' | 'listed' | 'errors' | 'invalid' | 'write'>;

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ConnectionsModule } from '../connections/connections.module';
-import { ServerStoreModule } from '../servers/server-store.module';
+import { ServerStoreModule } from '../store/server-store.module';
 import { SyncScheduler } from './sync.scheduler';
 import { SyncService } from './sync.service';
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleD
 import { APP_CONFIG } from '@toolplane/platform';
 import { ConnectionPool } from '../connections/connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import { ServersRepository } from '../servers/servers.repository';
+import { ServersRepository } from '../store/servers.repository';
 import { SyncService } from './sync.service';
 
 /** The next periodic resync, `interval ± jitter`, so servers spread out. */

@@ -5,9 +5,9 @@ import type { z } from 'zod';
 import { ConnectionPool, type ServerTarget } from '../connections/connection-pool';
 import type { McpConnection } from '../connections/mcp-connection';
 import { loadMcpSyncConfig } from '../mcp-sync.config';
-import type { McpServerEntity } from '../servers/mcp-server.entity';
-import { ServerTargets } from '../servers/server-targets';
-import { ServersRepository } from '../servers/servers.repository';
+import type { McpServerEntity } from '../store/mcp-server.entity';
+import { ServerTargets } from '../connections/server-targets';
+import { ServersRepository } from '../store/servers.repository';
 import { SyncService } from './sync.service';
 
 const ORG = 'org-sync';

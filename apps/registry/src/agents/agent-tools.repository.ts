@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { AgentToolDetachment } from '@toolplane/contracts';
 import { DataSource, type EntityManager } from 'typeorm';
-import { ToolEntity } from '../tools/tool.entity';
+import { ToolEntity } from '../catalog/tool.entity';
 
 /** The transaction a tool writer runs in (what its repository hands to the callbacks it takes). */
 export type Transaction = EntityManager;

@@ -12,8 +12,8 @@ import {
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { attachedEvent, detachedEvents } from '../events/agent-tool-events';
 import { EventOutbox } from '../events/event-outbox';
-import { decodeCursor, encodeCursor } from '../tools/page-cursor';
-import { toWireTool } from '../tools/tool.mapper';
+import { decodeCursor, encodeCursor } from '../catalog/page-cursor';
+import { toWireTool } from '../catalog/tool.mapper';
 import { AgentToolsRepository, type Attachment, type ToolRefs } from './agent-tools.repository';
 import { ToolDefinitionsService } from './tool-definitions.service';
 

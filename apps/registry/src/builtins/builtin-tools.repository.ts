@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { ToolEntity } from '../tools/tool.entity';
+import { ToolEntity } from '../catalog/tool.entity';
 import { builtinRow, builtinToolId, type BuiltinTool } from './builtin-tools';
 
 type Row = ReturnType<typeof builtinRow>;

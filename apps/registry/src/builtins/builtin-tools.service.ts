@@ -2,7 +2,7 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy }
 import { BUILTIN_TOOL_TYPES, ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
-import type { ToolEntity } from '../tools/tool.entity';
+import type { ToolEntity } from '../catalog/tool.entity';
 import { BUILTIN_SCHEMA_VERSION, BUILTIN_TOOLS, builtinRow } from './builtin-tools';
 import { BuiltinToolsRepository } from './builtin-tools.repository';
 

@@ -1,6 +1,6 @@
 import type { OwnedSchema } from '@toolplane/platform';
-import { ToolEntity } from '../tools/tool.entity';
-import { ToolsetEntity } from '../toolsets/toolset.entity';
+import { ToolEntity } from '../catalog/tool.entity';
+import { ToolsetEntity } from '../catalog/toolset.entity';
 import { CreateTools1763880000000 } from './migrations/1763880000000-create-tools';
 import { CreateExternalToolPages1764400000000 } from './migrations/1764400000000-create-external-tool-pages';
 import { CreateEventOutbox1764500000000 } from './migrations/1764500000000-create-event-outbox';

@@ -1,7 +1,7 @@
 import { ToolCreated, ToolDeleted, ToolUpdated } from '@toolplane/contracts';
 import { randomUUID } from 'node:crypto';
-import type { ToolEntity } from '../tools/tool.entity';
-import { toWireTool } from '../tools/tool.mapper';
+import type { ToolEntity } from '../catalog/tool.entity';
+import { toWireTool } from '../catalog/tool.mapper';
 import type { PendingEvent } from './event-outbox';
 
 /** The event of a tool change, for the outbox. */

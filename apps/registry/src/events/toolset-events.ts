@@ -1,7 +1,7 @@
 import { ToolsetDeleted, ToolsetUpserted } from '@toolplane/contracts';
 import { randomUUID } from 'node:crypto';
-import type { ToolsetEntity } from '../toolsets/toolset.entity';
-import { toWireToolset } from '../toolsets/toolset.mapper';
+import type { ToolsetEntity } from '../catalog/toolset.entity';
+import { toWireToolset } from '../catalog/toolset.mapper';
 import type { PendingEvent } from './event-outbox';
 
 /** The event of a toolset change, for the outbox. */

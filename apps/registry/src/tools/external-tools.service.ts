@@ -14,7 +14,7 @@ import { ToolSetChanges } from '../agents/tool-set-changes.service';
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
-import type { ToolEntity } from './tool.entity';
+import type { ToolEntity } from '../catalog/tool.entity';
 import { ExternalToolPagesRepository, type PageRef } from './external-tool-pages.repository';
 import { ToolsRepository, type ToolFields } from './tools.repository';
 

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity.js';
-import { ToolEntity } from './tool.entity';
+import { ToolEntity } from '../catalog/tool.entity';
 
 export type ToolFields = Partial<Omit<ToolEntity, 'seq' | 'id' | 'orgId' | 'createdAt' | 'updatedAt'>>;
 export interface ListFilter {

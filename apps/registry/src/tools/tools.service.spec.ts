@@ -9,7 +9,7 @@ import { BUILTIN_TOOLS, builtinRow, builtinToolId } from '../builtins/builtin-to
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { EventOutbox, type PendingEvent } from '../events/event-outbox';
 import { loadRegistryConfig } from '../registry.config';
-import type { ToolEntity } from './tool.entity';
+import type { ToolEntity } from '../catalog/tool.entity';
 import { ToolsRepository, type ListFilter, type ToolFields } from './tools.repository';
 import { ToolsService } from './tools.service';
 

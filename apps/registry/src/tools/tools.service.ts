@@ -20,9 +20,9 @@ import { BuiltinToolsService, refuseBuiltin } from '../builtins/builtin-tools.se
 import { EventOutbox } from '../events/event-outbox';
 import { toolEvent } from '../events/tool-events';
 import type { RegistryConfig } from '../registry.config';
-import { decodeCursor, encodeCursor } from './page-cursor';
-import type { ToolEntity } from './tool.entity';
-import { toWireTool } from './tool.mapper';
+import { decodeCursor, encodeCursor } from '../catalog/page-cursor';
+import type { ToolEntity } from '../catalog/tool.entity';
+import { toWireTool } from '../catalog/tool.mapper';
 import { ToolsRepository, type ToolFields } from './tools.repository';
 
 @Injectable()

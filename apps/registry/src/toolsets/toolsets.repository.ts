@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { ToolEntity } from '../tools/tool.entity';
-import { ToolsetEntity } from './toolset.entity';
+import { ToolEntity } from '../catalog/tool.entity';
+import { ToolsetEntity } from '../catalog/toolset.entity';
 
 /** A toolset's definition: everything an upsert replaces. */
 export interface ToolsetDefinition {

@@ -3,8 +3,8 @@ import { newTestService, type TestService } from '@toolplane/testing';
 import type { EntityManager } from 'typeorm';
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { EventOutbox, type PendingEvent } from '../events/event-outbox';
-import type { ToolEntity } from '../tools/tool.entity';
-import type { ToolsetEntity } from './toolset.entity';
+import type { ToolEntity } from '../catalog/tool.entity';
+import type { ToolsetEntity } from '../catalog/toolset.entity';
 import { ToolsetsRepository, type MemberKey, type Membership, type ToolsetDefinition } from './toolsets.repository';
 import { decodeMemberCursor, encodeMemberCursor, ToolsetsService } from './toolsets.service';
 

@@ -14,10 +14,10 @@ import {
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
 import { EventOutbox } from '../events/event-outbox';
 import { toolsetEvent } from '../events/toolset-events';
-import { decodeCursor, encodeCursor } from '../tools/page-cursor';
-import { toWireTool } from '../tools/tool.mapper';
-import type { ToolsetEntity } from './toolset.entity';
-import { toWireToolset } from './toolset.mapper';
+import { decodeCursor, encodeCursor } from '../catalog/page-cursor';
+import { toWireTool } from '../catalog/tool.mapper';
+import type { ToolsetEntity } from '../catalog/toolset.entity';
+import { toWireToolset } from '../catalog/toolset.mapper';
 import { ToolsetsRepository, type MemberKey, type ToolsetDefinition } from './toolsets.repository';
 
 /**
