@@ -5,8 +5,8 @@ import { ConnectionEvents } from '../connections/connection-events';
 import { ConnectionPool } from '../connections/connection-pool';
 import { issuerOf } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
-import { OAuthTokens } from '../connections/oauth-tokens';
-import { ServerTargets } from '../connections/server-targets';
+import { OAuthClient } from '../connections/oauth-client';
+import { TargetBuilder } from '../connections/target-builder';
 import { AccountQueries } from './account-queries';
 
 /**
@@ -22,9 +22,9 @@ export class RevokeAccount implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly accounts: AccountQueries,
-    private readonly targets: ServerTargets,
+    private readonly targets: TargetBuilder,
     private readonly store: OAuthTokenStore,
-    private readonly oauth: OAuthTokens,
+    private readonly oauth: OAuthClient,
     private readonly pool: ConnectionPool,
     private readonly events: ConnectionEvents,
     private readonly messaging: MessagingClient,

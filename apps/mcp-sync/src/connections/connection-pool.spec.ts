@@ -1,7 +1,7 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { ConnectionPool, poolKey, type ServerTarget } from './connection-pool';
 import { McpConnection } from './mcp-connection';
-import type { OAuthTokens } from './oauth-tokens';
+import type { OAuthClient } from './oauth-client';
 import type { StdioPolicy } from './stdio-policy';
 
 /** A connection that is never opened for real: which target (server, user, agent) it was made for. */
@@ -52,7 +52,7 @@ describe('ConnectionPool: connections per end user', () => {
     oauth = { forget: jest.fn() };
     lookups = [];
     const secrets = { lookup: async (_org: string, _names: string[], caller?: { userId?: string; agentId?: string }) => (lookups.push(caller), Object.fromEntries(_names.map((n) => [n, 'v']))) };
-    const pool = new ConnectionPool(config as never, secrets, oauth as unknown as OAuthTokens, {} as StdioPolicy);
+    const pool = new ConnectionPool(config as never, secrets, oauth as unknown as OAuthClient, {} as StdioPolicy);
     const internals = pool as unknown as { open: (t: ServerTarget) => Promise<McpConnection>; resolve: (t: ServerTarget) => Promise<unknown> };
     jest.spyOn(internals, 'open').mockImplementation(async (t: ServerTarget) => {
       await internals.resolve(t); // the templates, resolved as a real open does

@@ -15,7 +15,7 @@ import {
 } from '../store/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
-import { OAuthTokens, type OAuthTarget } from './oauth-tokens';
+import { OAuthClient, type OAuthTarget } from './oauth-client';
 import { StdioPolicy } from './stdio-policy';
 
 /** A server as the pool needs it: its settings (templates unresolved) and a version that changes on update. */
@@ -164,7 +164,7 @@ export class ConnectionPool implements OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
     @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
-    private readonly oauth: OAuthTokens,
+    private readonly oauth: OAuthClient,
     readonly stdio: StdioPolicy,
   ) {
     this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });

@@ -1,14 +1,14 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
-import { ServerStoreModule } from '../store/server-store.module';
+import { StoreModule } from '../store/store.module';
 import { ConnectionEvents } from './connection-events';
 import { ConnectionPool } from './connection-pool';
 import { OAuthTokenStore } from './oauth-token-store';
-import { OAuthTokens } from './oauth-tokens';
+import { OAuthClient } from './oauth-client';
 import { OrgDeletions } from './org-deletions';
 import { ServerCache } from './server-cache';
-import { ServerTargets } from './server-targets';
+import { TargetBuilder } from './target-builder';
 import { StdioPolicy } from './stdio-policy';
 
 function stdioPolicy(c: McpSyncConfig): StdioPolicy {
@@ -32,8 +32,8 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
 }
 
 @Module({
-  imports: [ServerStoreModule],
-  providers: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, OrgDeletions, ServerTargets, ServerCache, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
-  exports: [ConnectionPool, ConnectionEvents, OAuthTokens, OAuthTokenStore, StdioPolicy, ServerTargets, ServerCache],
+  imports: [StoreModule],
+  providers: [ConnectionPool, ConnectionEvents, OAuthClient, OAuthTokenStore, OrgDeletions, TargetBuilder, ServerCache, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  exports: [ConnectionPool, ConnectionEvents, OAuthClient, OAuthTokenStore, StdioPolicy, TargetBuilder, ServerCache],
 })
 export class ConnectionsModule {}

@@ -11,7 +11,7 @@ export type OAuthAuth = Extract<McpAuthInput, { type: 'oauth' }>;
 
 export type { OAuthState };
 
-/** Where a provider keeps the tokens of its issuer (the credentials service, through OAuthTokens). */
+/** Where a provider keeps the tokens of its issuer (the credentials service, through OAuthClient). */
 export interface TokenSink {
   load(issuer: string): Promise<OAuthTokens | undefined>;
   save(issuer: string, tokens: OAuthTokens): Promise<void>;

@@ -5,7 +5,7 @@ import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { ServerTarget } from './connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { McpServerEntity } from '../store/mcp-server.entity';
-import { ServerTargets } from './server-targets';
+import { TargetBuilder } from './target-builder';
 import { ServersRepository } from '../store/servers.repository';
 
 export interface CachedServer {
@@ -32,7 +32,7 @@ export class ServerCache implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly servers: ServersRepository,
-    private readonly targets: ServerTargets,
+    private readonly targets: TargetBuilder,
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
   ) {}

@@ -7,8 +7,8 @@ import type { OAuthState } from '../connections/oauth-provider';
 import { SyncProgress } from '../sync/sync-progress';
 import { SyncService } from '../sync/sync.service';
 import type { McpServerEntity } from '../store/mcp-server.entity';
-import { isAuthorizationCode, OAuthAuthorizationsService } from './oauth-authorizations.service';
-import { exists, secretsOf, ServerRecords } from './server-records';
+import { isAuthorizationCode, AuthorizationCodeFlow } from './authorization-code-flow';
+import { exists, secretsOf, ServerSteps } from './server-steps';
 import { toWireServer } from './server.mapper';
 import { DuplicateServerName, ServersRepository } from '../store/servers.repository';
 
@@ -18,9 +18,9 @@ export class AddServer {
   private readonly log = new Logger(AddServer.name);
 
   constructor(
-    private readonly records: ServerRecords,
+    private readonly records: ServerSteps,
     private readonly servers: ServersRepository,
-    private readonly authorizations: OAuthAuthorizationsService,
+    private readonly authorizations: AuthorizationCodeFlow,
     private readonly pool: ConnectionPool,
     private readonly sync: SyncService,
     private readonly messaging: MessagingClient,

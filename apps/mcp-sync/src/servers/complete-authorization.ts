@@ -7,12 +7,12 @@ import type { OAuthState } from '../connections/oauth-provider';
 import { OAuthTokenStore } from '../connections/oauth-token-store';
 import { SyncService } from '../sync/sync.service';
 import { AddServer } from './add-server';
-import { OAuthAuthorizationsService } from './oauth-authorizations.service';
+import { AuthorizationCodeFlow } from './authorization-code-flow';
 import { SecretSealer, serverRef } from '../store/secret-sealer';
 import { ServerCache } from '../connections/server-cache';
-import { exists, inputOf } from './server-records';
+import { exists, inputOf } from './server-steps';
 import { toWireServer } from './server.mapper';
-import { ServerTargets } from '../connections/server-targets';
+import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.oauth.complete: a server being added is connected and stored; a stored one is authorized again. */
@@ -22,9 +22,9 @@ export class CompleteAuthorization {
 
   constructor(
     private readonly add: AddServer,
-    private readonly authorizations: OAuthAuthorizationsService,
+    private readonly authorizations: AuthorizationCodeFlow,
     private readonly servers: ServersRepository,
-    private readonly targets: ServerTargets,
+    private readonly targets: TargetBuilder,
     private readonly sealer: SecretSealer,
     private readonly tokens: OAuthTokenStore,
     private readonly cache: ServerCache,

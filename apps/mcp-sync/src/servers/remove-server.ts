@@ -7,7 +7,7 @@ import { ConnectionPool } from '../connections/connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SyncService } from '../sync/sync.service';
 import { ServerCache } from '../connections/server-cache';
-import { ServerRecords } from './server-records';
+import { ServerSteps } from './server-steps';
 import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.remove: the row, then its tools (put back if the registry refuses), its tokens, and the removal event. */
@@ -16,7 +16,7 @@ export class RemoveServer {
   private readonly log = new Logger(RemoveServer.name);
 
   constructor(
-    private readonly records: ServerRecords,
+    private readonly records: ServerSteps,
     private readonly servers: ServersRepository,
     private readonly cache: ServerCache,
     private readonly pool: ConnectionPool,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { McpServersGet, McpServersList, McpServersSync, ReplyOf, RequestOf } from '@toolplane/contracts';
 import { SyncService } from '../sync/sync.service';
-import { ServerRecords } from './server-records';
+import { ServerSteps } from './server-steps';
 import { toWireServer } from './server.mapper';
 import { ServersRepository } from '../store/servers.repository';
 
@@ -9,7 +9,7 @@ import { ServersRepository } from '../store/servers.repository';
 @Injectable()
 export class ServerQueries {
   constructor(
-    private readonly records: ServerRecords,
+    private readonly records: ServerSteps,
     private readonly servers: ServersRepository,
     private readonly sync: SyncService,
   ) {}

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG } from '@toolplane/platform';
-import { OAuthTokens } from '../connections/oauth-tokens';
+import { OAuthClient } from '../connections/oauth-client';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { SecretSealer, serverRef } from '../store/secret-sealer';
-import { ServerTargets } from '../connections/server-targets';
+import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 
 /**
@@ -20,8 +20,8 @@ export class ServerSecretsKeeper implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly servers: ServersRepository,
     private readonly sealer: SecretSealer,
-    private readonly targets: ServerTargets,
-    private readonly oauthTokens: OAuthTokens,
+    private readonly targets: TargetBuilder,
+    private readonly oauthTokens: OAuthClient,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
   ) {}
 

@@ -4,18 +4,18 @@ import { parseContract } from '@toolplane/messaging';
 import { ConnectionPool } from '../connections/connection-pool';
 import { SyncService } from '../sync/sync.service';
 import { ServerCache } from '../connections/server-cache';
-import { secretsOf, ServerRecords, stripUndefined } from './server-records';
+import { secretsOf, ServerSteps, stripUndefined } from './server-steps';
 import { toWireServer } from './server.mapper';
-import { ServerTargets } from '../connections/server-targets';
+import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 
 /** mcp.servers.update: the merged settings checked, stored, cached copies and sessions dropped, then a resync. */
 @Injectable()
 export class UpdateServer {
   constructor(
-    private readonly records: ServerRecords,
+    private readonly records: ServerSteps,
     private readonly servers: ServersRepository,
-    private readonly targets: ServerTargets,
+    private readonly targets: TargetBuilder,
     private readonly cache: ServerCache,
     private readonly pool: ConnectionPool,
     private readonly sync: SyncService,

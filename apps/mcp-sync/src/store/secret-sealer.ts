@@ -36,7 +36,7 @@ const MAGIC = Buffer.from('TPK1');
  *
  * Rows sealed before (with MCP_ENCRYPTION_KEY, or the development key file) still open with that
  * key when it is configured, and are reported `stale`; so is a blob under a key that is no longer
- * the ring's active one: the owner seals it again (migration and rotation, see ServerTargets).
+ * the ring's active one: the owner seals it again (migration and rotation, see TargetBuilder).
  */
 @Injectable()
 export class SecretSealer {

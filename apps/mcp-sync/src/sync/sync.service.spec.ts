@@ -6,7 +6,7 @@ import { ConnectionPool, type ServerTarget } from '../connections/connection-poo
 import type { McpConnection } from '../connections/mcp-connection';
 import { loadMcpSyncConfig } from '../mcp-sync.config';
 import type { McpServerEntity } from '../store/mcp-server.entity';
-import { ServerTargets } from '../connections/server-targets';
+import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 import { SyncService } from './sync.service';
 
@@ -184,14 +184,14 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
         return { ...r };
       },
     };
-    const targets: Partial<ServerTargets> = {
+    const targets: Partial<TargetBuilder> = {
       of: async (s) => ({ id: s.id, orgId: s.orgId, name: s.name, transport: s.transport, command: s.command, args: s.args, url: s.url, version: s.updatedAt.getTime(), secrets: {} }),
     };
     t = await newTestService(SyncService, {
       config: loadMcpSyncConfig({}),
       edges: [
         { provide: ServersRepository, useValue: servers },
-        { provide: ServerTargets, useValue: targets },
+        { provide: TargetBuilder, useValue: targets },
         { provide: ConnectionPool, useValue: mcp.pool() },
         { provide: MessagingClient, useValue: bus.asClient() },
       ],

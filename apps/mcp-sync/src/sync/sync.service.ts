@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import {
+  DEPENDENCY_DOWN_CODES,
   ErrorCode,
   ExternalToolsStage,
   ExternalToolsSync,
@@ -18,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { ConnectionPool, type ServerTarget } from '../connections/connection-pool';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { LastSync, McpServerEntity } from '../store/mcp-server.entity';
-import { ServerTargets } from '../connections/server-targets';
+import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 import { SyncProgress } from './sync-progress';
 import { discoverTools, type Discovery } from './tool-discovery';
@@ -50,7 +51,7 @@ export class SyncService {
 
   constructor(
     private readonly servers: ServersRepository,
-    private readonly targets: ServerTargets,
+    private readonly targets: TargetBuilder,
     private readonly pool: ConnectionPool,
     private readonly messaging: MessagingClient,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
@@ -279,7 +280,7 @@ async function retryOnce<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof ToolplaneError && (e.code === ErrorCode.REQUEST_TIMEOUT || e.code === ErrorCode.SERVICE_UNAVAILABLE)) return fn();
+    if (e instanceof ToolplaneError && DEPENDENCY_DOWN_CODES.has(e.code)) return fn();
     throw e;
   }
 }

@@ -48,7 +48,7 @@ interface Job {
   timer?: NodeJS.Timeout;
 }
 
-interface Slot {
+interface PoolWorker {
   worker: Worker;
   ready: boolean;
   /** Set once the slot is gone (terminated, crashed): late events from its worker are ignored. */
@@ -66,12 +66,12 @@ const RESPAWN_DELAY_MS = 1000;
  * loop or another job. Jobs wait in a bounded FIFO queue for a free worker.
  */
 export class WorkerPool {
-  private readonly slots = new Set<Slot>();
+  private readonly slots = new Set<PoolWorker>();
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
   private readonly replaced: Record<'timeout' | 'crashed' | 'out_of_memory', number> = { timeout: 0, crashed: 0, out_of_memory: 0 };
-  private readonly startWaiters = new Map<Slot, { resolve(): void; reject(e: Error): void }>();
+  private readonly startWaiters = new Map<PoolWorker, { resolve(): void; reject(e: Error): void }>();
 
   constructor(private readonly opts: WorkerPoolOptions) {}
 
@@ -131,7 +131,7 @@ export class WorkerPool {
     );
   }
 
-  private idleSlot(): Slot | undefined {
+  private idleSlot(): PoolWorker | undefined {
     for (const slot of this.slots) if (slot.ready && !slot.job) return slot;
     return undefined;
   }
@@ -146,13 +146,13 @@ export class WorkerPool {
     }
   }
 
-  private spawn(): Slot {
+  private spawn(): PoolWorker {
     const worker = new Worker(this.opts.script, {
       eval: this.opts.eval ?? false,
       workerData: this.opts.workerData,
       resourceLimits: this.opts.resourceLimits,
     });
-    const slot: Slot = { worker, ready: false, gone: false };
+    const slot: PoolWorker = { worker, ready: false, gone: false };
     this.slots.add(slot);
     worker.on('message', (m: FromWorker) => this.onMessage(slot, m));
     worker.on('error', (e: Error & { code?: string }) => this.onDeath(slot, e));
@@ -160,7 +160,7 @@ export class WorkerPool {
     return slot;
   }
 
-  private onMessage(slot: Slot, m: FromWorker): void {
+  private onMessage(slot: PoolWorker, m: FromWorker): void {
     if (slot.gone) return;
     if ('ready' in m) {
       slot.ready = true;
@@ -178,7 +178,7 @@ export class WorkerPool {
     this.dispatch();
   }
 
-  private timeOut(slot: Slot): void {
+  private timeOut(slot: PoolWorker): void {
     if (slot.gone || !slot.job) return;
     const job = slot.job;
     this.retire(slot);
@@ -188,7 +188,7 @@ export class WorkerPool {
     this.replace(0);
   }
 
-  private onDeath(slot: Slot, error: Error & { code?: string }): void {
+  private onDeath(slot: PoolWorker, error: Error & { code?: string }): void {
     if (slot.gone) return;
     const wasReady = slot.ready;
     this.retire(slot);
@@ -212,7 +212,7 @@ export class WorkerPool {
     this.replace(wasReady ? 0 : RESPAWN_DELAY_MS);
   }
 
-  private retire(slot: Slot): void {
+  private retire(slot: PoolWorker): void {
     slot.gone = true;
     this.slots.delete(slot);
   }

@@ -11,8 +11,8 @@ import { ServersRepository } from '../store/servers.repository';
  * server's version.
  */
 @Injectable()
-export class ServerTargets {
-  private readonly log = new Logger(ServerTargets.name);
+export class TargetBuilder {
+  private readonly log = new Logger(TargetBuilder.name);
 
   constructor(
     private readonly sealer: SecretSealer,

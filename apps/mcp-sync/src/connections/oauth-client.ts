@@ -74,8 +74,8 @@ export interface StartedAuthorization {
  * one user's token, or authorization URL, never serves another.
  */
 @Injectable()
-export class OAuthTokens implements OnModuleDestroy {
-  private readonly log = new Logger(OAuthTokens.name);
+export class OAuthClient implements OnModuleDestroy {
+  private readonly log = new Logger(OAuthClient.name);
   private readonly cache = new Map<string, OAuthTokenSet>();
   private readonly pending = new Map<string, Promise<string>>();
   private readonly http: PinnedHttp;

@@ -14,8 +14,8 @@ export type ServerRef = { org_id: string; id?: string; name?: string };
 
 /** The steps the server use cases share: finding a server, the checks before connecting, the stored fields, forgetting tokens. */
 @Injectable()
-export class ServerRecords {
-  private readonly log = new Logger(ServerRecords.name);
+export class ServerSteps {
+  private readonly log = new Logger(ServerSteps.name);
 
   constructor(
     private readonly servers: ServersRepository,

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type McpAuthorizationRequest, type McpServerInput } from '@toolplane/contracts';
 import { APP_CONFIG } from '@toolplane/platform';
-import { OAuthTokens, type OAuthAuth, type OAuthState, type OAuthTarget } from '../connections/oauth-tokens';
+import { OAuthClient, type OAuthAuth, type OAuthState, type OAuthTarget } from '../connections/oauth-client';
 import { grantOf } from '../connections/oauth-provider';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import { OAuthAuthorizationsRepository } from '../store/oauth-authorizations.repository';
@@ -37,18 +37,18 @@ export function isAuthorizationCode(auth: McpServerInput['auth']): auth is OAuth
 
 /**
  * OAuth 2.1 authorization code with PKCE for MCP servers: `begin` discovers and registers as
- * needed (OAuthTokens), keeps the server settings, the verifier and what it learned (sealed, single
+ * needed (OAuthClient), keeps the server settings, the verifier and what it learned (sealed, single
  * use, until MCP_OAUTH_STATE_TTL_MS) and gives the URL to open; `complete` takes the code back,
  * exchanges it with the verifier and stores the tokens.
  */
 @Injectable()
-export class OAuthAuthorizationsService implements OnModuleInit {
-  private readonly log = new Logger(OAuthAuthorizationsService.name);
+export class AuthorizationCodeFlow implements OnModuleInit {
+  private readonly log = new Logger(AuthorizationCodeFlow.name);
 
   constructor(
     private readonly pending: OAuthAuthorizationsRepository,
     private readonly sealer: SecretSealer,
-    private readonly oauth: OAuthTokens,
+    private readonly oauth: OAuthClient,
     @Inject(ORG_SECRET_SOURCE) private readonly secrets: OrgSecretSource,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
     private readonly servers: ServersRepository,
