@@ -27,11 +27,13 @@ export class FakeRemoteProvider implements RemoteProvider<RemoteEnvironmentReque
   auto = false;
   failWith?: Error;
   dirty = false;
+  /** Whether the sandboxes it makes have Node. */
+  node = true;
   proves = 0;
   private n = 0;
 
   create(env: RemoteEnvironment<RemoteEnvironmentRequest, FakeBox>): Promise<ReadySandbox<FakeBox>> {
-    const ready = { box: { sandboxId: `sbx-${++this.n}` }, proof: { provedAt: 1, state: {} }, node: true };
+    const ready = { box: { sandboxId: `sbx-${++this.n}` }, proof: { provedAt: 1, state: {} }, node: this.node };
     if (this.failWith) return Promise.reject(this.failWith);
     if (this.auto) return Promise.resolve(ready);
     return new Promise((resolve, reject) => this.pending.push({ org: env.org, finish: () => resolve(ready), fail: reject }));
@@ -58,17 +60,19 @@ export class FakeRemoteProvider implements RemoteProvider<RemoteEnvironmentReque
   id(box: FakeBox): string {
     return box.sandboxId;
   }
-  readonly launcher = undefined as never;
-  python = notUsed;
-  moduleDir = notUsed;
-  write = notUsed;
-  start = notUsed;
-  read = notUsed;
-  isGone = notUsed;
-  providerError = notUsed;
-  scrub = notUsed;
-  noNode = notUsed;
+  readonly launcher: Provider['launcher'] = undefined as never;
+  python: Provider['python'] = notUsed;
+  moduleDir: Provider['moduleDir'] = notUsed;
+  write: Provider['write'] = notUsed;
+  start: Provider['start'] = notUsed;
+  read: Provider['read'] = notUsed;
+  isGone: Provider['isGone'] = notUsed;
+  providerError: Provider['providerError'] = notUsed;
+  scrub: Provider['scrub'] = notUsed;
+  noNode: Provider['noNode'] = notUsed;
 }
+
+type Provider = RemoteProvider<RemoteEnvironmentRequest, FakeBox>;
 
 function notUsed(): never {
   throw new Error('the call side is not used by the pool');
