@@ -8,6 +8,7 @@ import tseslint from 'typescript-eslint';
  */
 const FOLDER_LAYERS = {
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
+  'mcp-gateway': ['auth', 'tools', 'sessions', 'streams', 'calls', 'mcp', 'http'],
   'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],
   registry: ['catalog', 'database', 'events', 'builtins', 'agents', 'tools', 'toolsets'],
 };

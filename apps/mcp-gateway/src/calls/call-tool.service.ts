@@ -25,7 +25,7 @@ import { currentTraceId, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { Caller } from '../auth/caller';
 import type { GatewayConfig } from '../mcp-gateway.config';
-import type { Endpoint } from '../sessions/session';
+import type { Endpoint } from '../tools/endpoint';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
 import { toCallToolResult } from '../tools/mcp-tool.mapper';
 import { ConnectionWaits } from './connection-waits';

@@ -3,7 +3,7 @@ import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type Result, 
 import { ErrorCode, ExecutionsDeny, ExecutionsGet, ExecutionsList, ToolplaneError, type ExecutionRecord, type ToolExecutionResult } from '@toolplane/contracts';
 import type { MessagingClient } from '@toolplane/messaging';
 import type { Caller } from '../auth/caller';
-import type { Endpoint } from '../sessions/session';
+import type { Endpoint } from '../tools/endpoint';
 import { toCallToolResult } from '../tools/mcp-tool.mapper';
 
 /** How often a client should ask again (and how often tasks/result looks) while a task runs. */

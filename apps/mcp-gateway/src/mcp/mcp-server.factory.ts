@@ -18,7 +18,8 @@ import type { Caller } from '../auth/caller';
 import { CallToolService, protocolError } from '../calls/call-tool.service';
 import { ExecutionTaskStore } from '../calls/execution-tasks';
 import type { GatewayConfig } from '../mcp-gateway.config';
-import type { Endpoint, SessionRecord } from '../sessions/session';
+import type { SessionRecord } from '../sessions/session';
+import type { Endpoint } from '../tools/endpoint';
 import { EndpointToolsService } from '../tools/endpoint-tools.service';
 
 const tracer = trace.getTracer('mcp-gateway');

@@ -12,7 +12,7 @@ import {
 } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { OrgScopedCache } from '@toolplane/platform';
-import { endpointKey, type Endpoint } from '../sessions/session';
+import { endpointKey, type Endpoint } from './endpoint';
 import { toMcpTool } from './mcp-tool.mapper';
 
 /** One tool an endpoint serves: its registry record, its MCP definition and the approval setting that applies through this endpoint. */
