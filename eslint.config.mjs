@@ -10,6 +10,7 @@ const FOLDER_LAYERS = {
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
   'mcp-gateway': ['auth', 'tools', 'sessions', 'streams', 'calls', 'mcp', 'http'],
   'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],
+  'runner-local': ['metrics', 'environments', 'runs'],
   registry: ['catalog', 'database', 'events', 'builtins', 'agents', 'tools', 'toolsets'],
 };
 

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type EnvironmentStatus, type LocalRunnerEnvironment, type RequestOf } from '@toolplane/contracts';
 import type { EnvironmentSpec, EnvironmentState, SandboxDriver, SandboxRunOutcome } from '@toolplane/sandbox';
 import type { RunnerConfig } from '../runner-local.config';
-import type { RunnerMetrics } from '../runs/runs.metrics';
+import type { RunnerMetrics } from '../metrics/runner.metrics';
 
 type EnvironmentRequest = Omit<RequestOf<typeof LocalRunnerEnvironment>, 'prepare'>;
 

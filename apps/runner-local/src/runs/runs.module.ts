@@ -5,7 +5,7 @@ import { EnvironmentsController } from '../environments/environments.controller'
 import { EnvironmentsService } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunsController } from './runs.controller';
-import { RunnerMetrics } from './runs.metrics';
+import { RunnerMetrics } from '../metrics/runner.metrics';
 import { RunsService, SANDBOX_DRIVER } from './runs.service';
 
 const MB = 1024 * 1024;

@@ -7,7 +7,7 @@ import { formatToolError, type IsolationLimits, type SandboxDriver, type Sandbox
 import { randomUUID } from 'node:crypto';
 import { EnvironmentsService, environmentSpecOf } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
-import { RunnerMetrics } from './runs.metrics';
+import { RunnerMetrics } from '../metrics/runner.metrics';
 
 export const SANDBOX_DRIVER = Symbol('SANDBOX_DRIVER');
 
