@@ -19,6 +19,13 @@ const entry = join(here, 'src', 'index.ts');
 // Every import of a dependency (and its subpaths) stays an import; everything else is bundled.
 const deps = Object.keys(pkg.dependencies ?? {});
 const isExternal = (id) => deps.some((d) => id === d || id.startsWith(`${d}/`));
+// Of libs/messaging the client takes only the event signature check (EventVerifier: contracts and
+// crypto, no Nest): the package resolves @toolplane/messaging to that one module.
+const eventSignature = join(root, 'libs', 'messaging', 'src', 'event-signature.ts');
+const messagingEvents = {
+  esbuild: { name: 'messaging-events', setup: (b) => b.onResolve({ filter: /^@toolplane\/messaging$/ }, () => ({ path: eventSignature })) },
+  rollup: { name: 'messaging-events', resolveId: (id) => (id === '@toolplane/messaging' ? eventSignature : null) },
+};
 
 rmSync(pkgDir, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
@@ -34,12 +41,13 @@ await build({
   tsconfig: join(root, 'tsconfig.base.json'),
   legalComments: 'none',
   logLevel: 'warning',
+  plugins: [messagingEvents.esbuild],
 });
 
 const bundle = await rollup({
   input: entry,
   external: isExternal,
-  plugins: [dts({ tsconfig: join(root, 'tsconfig.base.json'), compilerOptions: { types: ['node'] } })],
+  plugins: [messagingEvents.rollup, dts({ tsconfig: join(root, 'tsconfig.base.json'), compilerOptions: { types: ['node'] } })],
   onwarn(w, warn) {
     if (w.code !== 'CIRCULAR_DEPENDENCY') warn(w);
   },

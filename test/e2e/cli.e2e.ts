@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { natsUrl, ROOT } from '../support/env';
-import { operatorToken } from '../support/identity';
+import { ensureTestIdentity, operatorToken } from '../support/identity';
 import { gatewayUrl, mcpClient } from '../support/gateway';
 import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
@@ -72,7 +72,7 @@ describe('toolplane CLI', () => {
 
   beforeAll(async () => {
     raw = await RawClient.connect(testPrefix());
-    env = { TOOLPLANE_NATS_URL: natsUrl(), TOOLPLANE_TOKEN: await raw.tokenFor(org), TOOLPLANE_ORG: org, TOOLPLANE_PREFIX: testPrefix() };
+    env = { TOOLPLANE_NATS_URL: natsUrl(), TOOLPLANE_TOKEN: await raw.tokenFor(org), TOOLPLANE_ORG: org, TOOLPLANE_PREFIX: testPrefix(), TOOLPLANE_KEYS_DIR: ensureTestIdentity().keysDir };
     writeFileSync(join(dir, 'cli_add.py'), tool('cli_add'));
     mkdtempSync(join(dir, 'sub'));
   });

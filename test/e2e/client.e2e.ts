@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { natsUrl } from '../support/env';
 import { validPayloads } from '../support/fuzz';
-import { operatorToken } from '../support/identity';
+import { ensureTestIdentity, operatorToken } from '../support/identity';
 import { RawClient } from '../support/nats-client';
 
 const ADD = 'def add(a: int, b: int = 2) -> int:\n    """Add two integers.\n\n    Args:\n        a (int): The first number.\n        b (int): The second number.\n    """\n    return a + b\n';
@@ -32,7 +32,7 @@ describe('@toolplane/client on the stack', () => {
   beforeAll(async () => {
     raw = await RawClient.connect(testPrefix());
     nc = await connect({ servers: natsUrl(), name: 'client-e2e' });
-    client = await ToolplaneClient.connect({ nats: nc, prefix: testPrefix(), org, token: await raw.tokenFor(org) });
+    client = await ToolplaneClient.connect({ nats: nc, prefix: testPrefix(), org, token: await raw.tokenFor(org), events: { keysDir: ensureTestIdentity().keysDir } });
   });
   afterAll(async () => {
     await client?.close();

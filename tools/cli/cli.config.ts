@@ -9,6 +9,8 @@ export interface CliConfig {
   token?: string;
   org?: string;
   prefix: string;
+  /** Where the services' event verification keys (`<app>.sign.pub`) are: events are checked against them. */
+  keysDir?: string;
   json: boolean;
 }
 
@@ -17,11 +19,12 @@ export interface GlobalFlags {
   token?: string;
   org?: string;
   prefix?: string;
+  keysDir?: string;
   profile?: string;
   json?: boolean;
 }
 
-/** `$TOOLPLANE_CONFIG`, else `~/.config/toolplane/profiles.json`: `{"<name>": {nats_url, token, org, prefix}}`. */
+/** `$TOOLPLANE_CONFIG`, else `~/.config/toolplane/profiles.json`: `{"<name>": {nats_url, token, org, prefix, keys_dir}}`. */
 export function profilePath(): string {
   return process.env.TOOLPLANE_CONFIG ?? join(homedir(), '.config', 'toolplane', 'profiles.json');
 }
@@ -42,6 +45,8 @@ export function loadConfig(flags: GlobalFlags): CliConfig {
     token: flags.token ?? process.env.TOOLPLANE_TOKEN ?? profile.token,
     org: flags.org ?? process.env.TOOLPLANE_ORG ?? profile.org,
     prefix: flags.prefix ?? process.env.TOOLPLANE_PREFIX ?? profile.prefix ?? '',
+    // The development key directory `npm start` keeps, when the CLI runs beside it.
+    keysDir: flags.keysDir ?? process.env.TOOLPLANE_KEYS_DIR ?? profile.keys_dir ?? (existsSync('.toolplane/keys') ? '.toolplane/keys' : undefined),
     json: Boolean(flags.json),
   };
 }

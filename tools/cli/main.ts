@@ -30,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
     .option('--token <token>', 'org or operator token (env TOOLPLANE_TOKEN; prefer the env or a profile)')
     .option('--org <org_id>', 'org (env TOOLPLANE_ORG)')
     .option('--prefix <prefix>', 'subject prefix of the deployment (env TOOLPLANE_PREFIX)')
+    .option('--keys-dir <dir>', "the services' event verification keys, <app>.sign.pub (env TOOLPLANE_KEYS_DIR; default .toolplane/keys when present)")
     .option('--profile <name>', 'profile of the profile file (TOOLPLANE_CONFIG, ~/.config/toolplane/profiles.json)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });

@@ -29,6 +29,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Retries of retryable errors on idempotent calls (default 4 attempts, 100 ms base, 2 s cap). */
   retry?: Partial<RetryPolicy>;
+  /** How `events()` checks who published each event, by default: the services' keys (`publisherKeys` or `keysDir`), or `verify: false`. */
+  events?: Pick<EventsOptions, 'publisherKeys' | 'keysDir' | 'verify'>;
 }
 
 const setter: TextMapSetter<MsgHdrs> = { set: (carrier, key, value) => carrier.set(key, value) };
@@ -232,7 +234,7 @@ export class ToolplaneClient {
 
   /** Typed events from the JetStream stream TOOLPLANE_EVENTS (ordered consumer; see `EventsOptions`). */
   events(opts: EventsOptions = {}): AsyncGenerator<ToolplaneEvent> {
-    return subscribeEvents(this.nc, this.prefix, opts);
+    return subscribeEvents(this.nc, this.prefix, { ...this.opts.events, ...opts });
   }
 
   /** Closes the connection if the client opened it. */

@@ -1,6 +1,10 @@
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EVENTS, EVENTS_STREAM, type EventDescriptor, type EventOf } from '@toolplane/contracts';
+import { APP_NAMES, EVENTS, EVENTS_STREAM, type AppName, type EventDescriptor, type EventOf } from '@toolplane/contracts';
+import { ed25519PublicKeys } from '@toolplane/crypto';
+import { EventVerifier, StaticPublisherKeys, type EventDropReason } from '@toolplane/messaging';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 export interface EventsOptions {
   /** Entities to follow (`tool`, `mcp-server`, `connection`, `execution`, `agent-tools`, `toolset`); default all. */
@@ -15,6 +19,20 @@ export interface EventsOptions {
    * event published after this is delivered. Start what you want to watch (e.g. a sync) then.
    */
   onReady?: () => void;
+  /**
+   * The services' event verification keys (Ed25519, base64url) by app: what the deployment
+   * publishes as `<app>.sign.pub` (the key directory, the ConfigMap toolplane-service-keys). Any
+   * key of an app's list verifies (a rotated set). Or `keysDir`: a directory of those files.
+   * Every event is checked against them (signed by an app its contract names as publisher, over
+   * its subject, id, time and body); one that is not is dropped (counted in `onDropped`).
+   */
+  publisherKeys?: Partial<Record<AppName, readonly string[]>>;
+  /** A directory holding `<app>.sign.pub` files (a SERVICE_KEYS_DIR, or the mounted ConfigMap). */
+  keysDir?: string;
+  /** `false`: hand on events without checking who published them (anyone on the bus can forge one). Default true. */
+  verify?: boolean;
+  /** Told of each event dropped because it is not signed by its owner. */
+  onDropped?: (subject: string, reason: EventDropReason) => void;
 }
 
 /** One event of the stream, its payload checked against its descriptor. */
@@ -38,8 +56,32 @@ function streamName(prefix: string): string {
   return prefix ? `${prefix.replace(/[^A-Za-z0-9_-]/g, '_')}_${EVENTS_STREAM}` : EVENTS_STREAM;
 }
 
-/** Follows the events stream with an ordered (ephemeral) consumer; ends when `signal` aborts. */
+/** The verifier of `opts`, or undefined with `verify: false`; throws when it verifies and was given no keys. */
+function verifierOf(opts: EventsOptions): EventVerifier | undefined {
+  if (opts.verify === false) return undefined;
+  const keys: Partial<Record<AppName, ReturnType<typeof ed25519PublicKeys>>> = {};
+  if (opts.keysDir) {
+    for (const app of APP_NAMES) {
+      try {
+        keys[app] = ed25519PublicKeys(readFileSync(join(opts.keysDir, `${app}.sign.pub`), 'utf8'));
+      } catch {
+        // no key for that app: its events are dropped
+      }
+    }
+  }
+  for (const [app, list] of Object.entries(opts.publisherKeys ?? {})) keys[app as AppName] = [...(keys[app as AppName] ?? []), ...ed25519PublicKeys((list ?? []).join('\n'))];
+  if (!Object.values(keys).some((k) => k?.length)) {
+    throw new Error('events are verified by default: give publisherKeys or keysDir (the services\' <app>.sign.pub keys), or verify: false to trust the bus');
+  }
+  return new EventVerifier(new StaticPublisherKeys(keys));
+}
+
+/**
+ * Follows the events stream with an ordered (ephemeral) consumer; ends when `signal` aborts. Each
+ * event is first checked for its publisher's signature (see `publisherKeys`, `verify`).
+ */
 export async function* subscribeEvents(nc: NatsConnection, prefix: string, opts: EventsOptions = {}): AsyncGenerator<ToolplaneEvent> {
+  const verifier = verifierOf(opts);
   const p = prefix ? `${prefix}.` : '';
   // One filter subject (NATS 2.9 has no `filter_subjects`): several entities are filtered here.
   const entities = opts.entities?.length ? new Set(opts.entities) : undefined;
@@ -58,6 +100,14 @@ export async function* subscribeEvents(nc: NatsConnection, prefix: string, opts:
       const subject = p && m.subject.startsWith(p) ? m.subject.slice(p.length) : m.subject;
       if (entities && !entities.has(subject.split('.')[3] ?? '')) continue;
       const descriptor = bySubject.get(subject);
+      if (verifier) {
+        // An event the contracts do not know has no owner to check: dropped. History reads (from: all or a date) take old events.
+        const verdict = descriptor ? verifier.verify(descriptor.publishedBy, m.subject, m.headers, m.data, { history: from !== 'new', seq: m.seq }) : ({ ok: false, reason: 'not_owner' } as const);
+        if (!verdict.ok) {
+          opts.onDropped?.(subject, verdict.reason);
+          continue;
+        }
+      }
       let payload: Record<string, unknown>;
       try {
         const json = m.json<Record<string, unknown>>();
