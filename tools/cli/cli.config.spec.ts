@@ -9,10 +9,10 @@ describe('CLI configuration', () => {
   const saved = { ...process.env };
   const dir = mkdtempSync(join(tmpdir(), 'tp-cli-config-'));
   const profiles = join(dir, 'profiles.json');
-  writeFileSync(profiles, JSON.stringify({ default: { nats_url: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p' }, staging: { org: 'staging-org' } }));
+  writeFileSync(profiles, JSON.stringify({ default: { nats_url: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p', keys_dir: 'profile-keys' }, staging: { org: 'staging-org' } }));
 
   beforeEach(() => {
-    for (const k of ['TOOLPLANE_NATS_URL', 'TOOLPLANE_TOKEN', 'TOOLPLANE_ORG', 'TOOLPLANE_PREFIX']) delete process.env[k];
+    for (const k of ['TOOLPLANE_NATS_URL', 'TOOLPLANE_TOKEN', 'TOOLPLANE_ORG', 'TOOLPLANE_PREFIX', 'TOOLPLANE_KEYS_DIR']) delete process.env[k];
     process.env.TOOLPLANE_CONFIG = profiles;
   });
   afterAll(() => {
@@ -20,7 +20,10 @@ describe('CLI configuration', () => {
   });
 
   it('takes flags over env over the profile file', () => {
-    expect(loadConfig({})).toEqual({ natsUrl: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p', json: false });
+    expect(loadConfig({})).toEqual({ natsUrl: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p', keysDir: 'profile-keys', json: false });
+    process.env.TOOLPLANE_KEYS_DIR = 'env-keys';
+    expect(loadConfig({})).toMatchObject({ keysDir: 'env-keys' });
+    expect(loadConfig({ keysDir: 'flag-keys' })).toMatchObject({ keysDir: 'flag-keys' });
     process.env.TOOLPLANE_ORG = 'env-org';
     process.env.TOOLPLANE_TOKEN = 'env-token';
     expect(loadConfig({})).toMatchObject({ org: 'env-org', token: 'env-token', natsUrl: 'nats://profile:4222' });
