@@ -1,6 +1,6 @@
 import { APP_NAMES, Headers, type AppName } from '@toolplane/contracts';
 import { signEd25519, verifyEd25519 } from '@toolplane/crypto';
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { createHash, randomUUID, type KeyObject } from 'node:crypto';
 import { ReplayWindow } from './service-seal';
 
 /** Where a consumer finds each publisher's event verification keys (a rotated set: any of them verifies). */
@@ -85,6 +85,12 @@ export interface VerifyOptions {
  */
 export class EventVerifier {
   private readonly replay: ReplayWindow;
+  /**
+   * Signatures verified lately, by a hash of what they sign and the signature: the other handlers
+   * of one event in this process (the executor reads a tool event in four places) pay a SHA-256
+   * (~5 µs) instead of an Ed25519 verify (~10x more). Bounded; cleared when full.
+   */
+  private readonly verified = new Set<string>();
 
   constructor(
     private readonly keys: PublisherKeys,
@@ -118,11 +124,20 @@ export class EventVerifier {
   }
 
   private check(app: AppName, data: Buffer, sig: Buffer): boolean {
+    const id = createHash('sha256').update(data).update(sig).digest('base64url');
+    if (this.verified.has(id)) return true;
     const known = this.keys.signingKeys(app);
-    if (known.some((k) => verifyEd25519(k, data, sig))) return true;
-    // A key rotated in since the last look (the source looks again at most once a second).
-    const fresh = this.keys.signingKeys(app, true);
-    return fresh !== known && fresh.some((k) => !known.includes(k) && verifyEd25519(k, data, sig));
+    let ok = known.some((k) => verifyEd25519(k, data, sig));
+    if (!ok) {
+      // A key rotated in since the last look (the source looks again at most once a second).
+      const fresh = this.keys.signingKeys(app, true);
+      ok = fresh !== known && fresh.some((k) => !known.includes(k) && verifyEd25519(k, data, sig));
+    }
+    if (ok) {
+      if (this.verified.size >= 4096) this.verified.clear();
+      this.verified.add(id);
+    }
+    return ok;
   }
 }
 
