@@ -14,8 +14,7 @@ import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { CredentialsClient } from '../executions/credentials.client';
-import { providerOf } from '../executions/executions.service';
-import { environmentRequestOf, runnerOf } from '../executions/run-request';
+import { environmentRequestOf, providerOf, runnerOf } from '../executions/run-request';
 import { ToolCatalogService } from '../executions/tool-catalog.service';
 
 /** The queue group of the upsert subscription: one executor replica prepares each upserted tool. */

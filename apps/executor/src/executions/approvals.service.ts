@@ -14,8 +14,9 @@ import {
 import { endUser, executionEvent, outcomeEvent, toWireRecord } from '../records/record.mapper';
 import { argsHashOf, ExecutionRecords, workItem, type ExecutionRow } from '../records/records.service';
 import { ArgumentsService } from './arguments.service';
-import { CallLifecycle, waitingReply } from './call-lifecycle.service';
-import { executionNotFound, ownRecord } from './execution-queries.service';
+import { CallLifecycle } from './call-lifecycle.service';
+import { waitingReply } from './call-outcomes';
+import { executionNotFound, ownRecord } from './own-record';
 import { step } from '../calls/call';
 import { ToolCatalogService } from './tool-catalog.service';
 

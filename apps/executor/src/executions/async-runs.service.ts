@@ -9,7 +9,7 @@ import { endUser } from '../records/record.mapper';
 import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
 import { ensureWorkStream, workStreamNames } from '../records/work-stream';
 import { ArgumentsService } from './arguments.service';
-import { asToolplaneError, errorResult } from './call-lifecycle.service';
+import { asToolplaneError, errorResult } from './call-outcomes';
 import { step, type CallRequest } from '../calls/call';
 import { ToolRunner } from './tool-runner';
 import { ToolCatalogService } from './tool-catalog.service';

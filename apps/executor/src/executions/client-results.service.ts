@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DEFAULT_RETURN_CHAR_LIMIT, ErrorCode, ToolplaneError, type ExecutionsSubmitResult, type ReplyOf, type RequestOf, type ToolExecutionResult } from '@toolplane/contracts';
 import { outcomeEvent, toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, finalStateOf, type ExecutionRow } from '../records/records.service';
-import { executionNotFound, ownRecord } from './execution-queries.service';
+import { executionNotFound, ownRecord } from './own-record';
 import { truncateReturn } from './return-value';
 import { ToolCatalogService } from './tool-catalog.service';
 

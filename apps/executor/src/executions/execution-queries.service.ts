@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ErrorCode, ToolplaneError, type ExecutionsGet, type ExecutionsList, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
+import { ownRecord } from './own-record';
 
 /** executions.get / .list: records of the caller's org only (another org's id is EXECUTION_NOT_FOUND). */
 @Injectable()
@@ -29,19 +30,6 @@ export class ExecutionQueries {
     const page = rows.slice(0, req.limit);
     return { executions: page.map(toWireRecord), next_cursor: rows.length > req.limit ? encodeCursor(page[page.length - 1]!) : null };
   }
-}
-
-/**
- * The record as a request may see it: a request naming an end user (or made with a token bound to
- * one) sees only that user's executions — another user's is not found, as another org's is.
- */
-export function ownRecord(row: ExecutionRow | undefined | null, executionId: string, userId: string | undefined): ExecutionRow {
-  if (!row || (userId !== undefined && row.user_id !== userId)) throw executionNotFound(executionId);
-  return row;
-}
-
-export function executionNotFound(executionId: string): ToolplaneError {
-  return new ToolplaneError(ErrorCode.EXECUTION_NOT_FOUND, `No execution ${executionId} in this org`, { execution_id: executionId });
 }
 
 function encodeCursor(r: ExecutionRow): string {

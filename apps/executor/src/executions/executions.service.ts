@@ -18,11 +18,10 @@ import { endUser } from '../records/record.mapper';
 import { ExecutionRecords } from '../records/records.service';
 import { ApprovalPolicy } from './approval-policy';
 import { ArgumentsService } from './arguments.service';
-import { asToolplaneError, CallLifecycle, errorResult, type CallKind, type CheckedCall } from './call-lifecycle.service';
+import { CallLifecycle, type CallKind, type CheckedCall } from './call-lifecycle.service';
+import { asToolplaneError, errorResult } from './call-outcomes';
 import { step } from '../calls/call';
 import { ToolCatalogService } from './tool-catalog.service';
-
-export { providerOf } from './tool-runner';
 
 const tracer = trace.getTracer('executor');
 

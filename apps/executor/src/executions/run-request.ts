@@ -2,7 +2,7 @@ import {
   ErrorCode,
   type ExecutionEnvResolve,
   LocalRunnerRun,
-  type Provider,
+  Provider,
   type ReplyOf,
   type RequestOf,
   RUNNERS,
@@ -80,4 +80,17 @@ export function sandboxOverrides(settings: SandboxSettings | null): RunRequest['
   if (settings.cpu !== undefined) out.cpu = settings.cpu;
   if (settings.calls_per_sandbox !== undefined) out.calls_per_sandbox = settings.calls_per_sandbox;
   return Object.keys(out).length ? out : undefined;
+}
+
+/** The provider a tool names in `metadata_.sandbox` (undefined: the org's default). A name that is not a provider is refused. */
+export function providerOf(tool: Tool): Provider | undefined {
+  const named = tool.metadata_?.sandbox;
+  if (named === undefined || named === null) return undefined;
+  const p = Provider.safeParse(named);
+  if (!p.success) {
+    throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `Tool ${tool.name} names an unknown sandbox provider in metadata_.sandbox (one of ${Provider.options.join(', ')})`, {
+      sandbox: String(named).slice(0, 64),
+    });
+  }
+  return p.data;
 }

@@ -22,7 +22,7 @@ import { step, type CallRequest } from '../calls/call';
 import type { ExecutorConfig } from '../executor.config';
 import { CredentialsClient } from './credentials.client';
 import { truncateReturn } from './return-value';
-import { runnerOf, runRequestOf } from './run-request';
+import { providerOf, runnerOf, runRequestOf } from './run-request';
 
 /** Custom tool sources runner-local can run: Python, and TypeScript/JavaScript on Node. */
 const RUNNABLE_SOURCE_TYPES = new Set(['python', 'typescript', 'javascript']);
@@ -175,17 +175,4 @@ export class ToolRunner {
       .request(runner.run, { ...runRequestOf(tool, req, resolved, timeoutMs), run_id: runId }, { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.RUNNER_UNAVAILABLE })
       .finally(() => signal?.removeEventListener('abort', abandon));
   }
-}
-
-/** The provider a tool names in `metadata_.sandbox` (undefined: the org's default). A name that is not a provider is refused. */
-export function providerOf(tool: Tool): Provider | undefined {
-  const named = tool.metadata_?.sandbox;
-  if (named === undefined || named === null) return undefined;
-  const p = Provider.safeParse(named);
-  if (!p.success) {
-    throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `Tool ${tool.name} names an unknown sandbox provider in metadata_.sandbox (one of ${Provider.options.join(', ')})`, {
-      sandbox: String(named).slice(0, 64),
-    });
-  }
-  return p.data;
 }
