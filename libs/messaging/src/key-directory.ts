@@ -29,7 +29,11 @@ export class KeyDirectory implements PeerKeys, PublisherKeys {
   private signers = new Map<AppName, readonly KeyObject[]>();
   private scannedAt = 0;
 
-  constructor(readonly dir: string) {}
+  /** `refreshMs`: event keys are read again at least this often (a key removed from a rotated set stops verifying). */
+  constructor(
+    readonly dir: string,
+    private readonly refreshMs = 30_000,
+  ) {}
 
   /** This app's private key; in development (`generate`) created once if missing. */
   ownKey(app: AppName, generate: boolean): { privateKey: KeyObject; publicKey: string; signing: { privateKey: KeyObject; publicKey: string } } {
@@ -61,7 +65,8 @@ export class KeyDirectory implements PeerKeys, PublisherKeys {
 
   signingKeys(app: AppName, reload = false): readonly KeyObject[] {
     const hit = this.signers.get(app);
-    if ((hit && !reload) || Date.now() - this.scannedAt < RESCAN_MS) return hit ?? [];
+    const age = Date.now() - this.scannedAt;
+    if ((hit && !reload && age < this.refreshMs) || age < RESCAN_MS) return hit ?? [];
     this.scan();
     return this.signers.get(app) ?? [];
   }
