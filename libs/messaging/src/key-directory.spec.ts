@@ -1,11 +1,23 @@
 import { headers } from '@nats-io/transport-node';
 import { eventSigningKey, generateX25519 } from '@toolplane/crypto';
-import { expectEventually } from '@toolplane/testing';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventSigner, EventVerifier } from './event-signature';
 import { KeyDirectory, writeKeyPair } from './key-directory';
+
+/** Polls `check` until it passes (libs/testing depends on this lib: its expectEventually cannot be used here). */
+async function expectEventually(check: () => void, opts: { timeoutMs: number; intervalMs: number }): Promise<void> {
+  const until = Date.now() + opts.timeoutMs;
+  for (;;) {
+    try {
+      return check();
+    } catch (e) {
+      if (Date.now() > until) throw e;
+      await new Promise((r) => setTimeout(r, opts.intervalMs));
+    }
+  }
+}
 
 describe('KeyDirectory: event signing keys', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tp-keydir-'));
