@@ -9,6 +9,8 @@
  * BENCH_USER=1 adds a third case to the interleaved rounds: the same call made for an end user
  * (`user_id`, a user with no secrets of their own), so the cost of a user on an MCP call is read
  * beside the call without one in the same run.
+ * BENCH_BASELINE_ROOT: another checkout, built: a second stack runs from its dist/ and its calls are
+ * interleaved with this tree's (a fourth case), and each tree's apps' CPU per MCP call is printed.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -62,11 +64,20 @@ async function main(): Promise<void> {
       credentials: cpuProfile('credentials'),
     },
   });
+  // BENCH_BASELINE_ROOT: another checkout's dist/ as a second stack, its calls interleaved with this tree's (CPU per call of each tree's apps).
+  const baseRoot = process.env.BENCH_BASELINE_ROOT;
+  const baseId = randomBytes(4).toString('hex');
+  const baseDb = `tp_bench_${baseId}`;
+  if (baseRoot) await createDatabase(baseDb);
+  const baseStack = baseRoot
+    ? await startStack({ prefix: `bench${baseId}`, root: baseRoot, databaseUrl: databaseUrlFor(baseDb), apps: ['registry', 'credentials', 'mcp-sync', 'executor'], env: { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', ...stackEnv() } })
+    : undefined;
   const server = new FakeMcpServer();
   server.tools = Array.from({ length: TOOLS }, (_, i) => echoTool(`tool_${String(i).padStart(4, '0')}`));
   server.pageSize = 100;
   await server.start();
   const client = await RawClient.connect(prefix);
+  const baseClient = baseStack ? await RawClient.connect(baseStack.prefix) : undefined;
   const direct = new Client({ name: 'bench-direct', version: '1' });
   try {
     const org = `bench-${id}`;
@@ -98,12 +109,21 @@ async function main(): Promise<void> {
       const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'tool_0001', args: { text: 'x' }, ...extra });
       if (r.status !== 'success') throw new Error(`call failed: ${JSON.stringify(r.error)}`);
     };
+    if (baseClient) {
+      const r = await baseClient.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'big', transport: 'streamable_http', url: server.url } }, { timeoutMs: 60_000 });
+      if (r.error) throw new Error(`baseline: ${JSON.stringify(r.error)}`);
+    }
+    const viaBaseline = async () => {
+      const r = await baseClient!.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'tool_0001', args: { text: 'x' } });
+      if (r.status !== 'success') throw new Error(`baseline call failed: ${JSON.stringify(r.error)}`);
+    };
     const asUser = process.env.BENCH_USER === '1';
     const viaToolplaneAsUser = () => viaToolplane({ user_id: 'bench-user' });
     // Services run for days: the figures are of warm processes (JIT, pools, caches), not of their first calls.
-    for (let i = 0; i < WARMUP; i++) await Promise.all([directCall(), viaToolplane(), ...(asUser ? [viaToolplaneAsUser()] : [])]);
+    for (let i = 0; i < WARMUP; i++) await Promise.all([directCall(), viaToolplane(), ...(asUser ? [viaToolplaneAsUser()] : []), ...(baseClient ? [viaBaseline()] : [])]);
     const pids: Record<string, number[]> = { 'bench (client + server, both cases)': [process.pid], 'nats-server': pidsOf('nats-server'), postgres: pidsOf('postgres') };
     for (const [name, app] of stack.apps) pids[name] = [app.proc.pid!];
+    for (const [name, app] of baseStack?.apps ?? []) pids[`baseline ${name}`] = [app.proc.pid!];
     const cpu0 = cpuMs(pids);
     const w0 = writesOf(pids);
     const z0 = wakeupsOf(pids);
@@ -112,18 +132,29 @@ async function main(): Promise<void> {
       { label: 'direct', fn: directCall },
       { label: 'toolplane', fn: () => viaToolplane() },
       ...(asUser ? [{ label: 'toolplane, end user', fn: viaToolplaneAsUser }] : []),
+      ...(baseClient ? [{ label: 'toolplane, BENCH_BASELINE_ROOT', fn: viaBaseline }] : []),
     ];
-    const [d, t, u] = (await profiledWindow('MCP echo via Toolplane (interleaved with direct calls)', asUser ? 2 * N : N, () => measureInterleaved(cases, N, 0))).map((c) => c.s) as [Summary, Summary, Summary | undefined];
+    const measured = (await profiledWindow('MCP echo via Toolplane (interleaved with direct calls)', asUser ? 2 * N : N, () => measureInterleaved(cases, N, 0))).map((c) => c.s);
+    const [d, t] = measured as [Summary, Summary];
+    const u = asUser ? measured[2] : undefined;
+    const b = baseClient ? measured[measured.length - 1] : undefined;
     const cpu1 = cpuMs(pids);
     const w1 = writesOf(pids);
     const z1 = wakeupsOf(pids);
     say(row('direct SDK client.callTool', d));
     say(row('toolplane.v1.tools.execute (NATS, 2 hops)', t));
+    if (b) say(row('the same call, BENCH_BASELINE_ROOT', b));
     if (u) say(`${row('the same call for an end user (user_id)', u)}\n  end user − none: p50 ${(u.p50 - t.p50).toFixed(2)} ms (CPU below: per Toolplane call, both cases together)`);
     say(`overhead p50 ${(t.p50 - d.p50).toFixed(2)} ms, p99 ${(t.p99 - d.p99).toFixed(2)} ms; target p50 ≤ 1.2 × direct + 2 ms = ${(1.2 * d.p50 + 2).toFixed(2)} ms: ${t.p50 <= 1.2 * d.p50 + 2 ? 'met' : 'NOT met'}`);
     // CPU per call is steadier than latency on a shared machine (postgres counts every database here).
     const calls = u ? 2 * N : N;
     if (Object.keys(cpu1).length) say(`CPU ms per Toolplane call: ${Object.keys(cpu1).map((k) => `${k} ${((cpu1[k]! - cpu0[k]!) / calls).toFixed(2)}`).join(', ')}`);
+    if (b) {
+      // Each tree's apps did N calls of their own; nats-server carried both trees' calls (2N).
+      const sum = (baseline: boolean) => Object.keys(cpu1).filter((k) => stack.apps.has(k.replace(/^baseline /, '') as never) && k.startsWith('baseline ') === baseline).reduce((a, k) => a + cpu1[k]! - cpu0[k]!, 0) / N;
+      const nats = (cpu1['nats-server']! - cpu0['nats-server']!) / (2 * N);
+      say(`this tree vs BENCH_BASELINE_ROOT, CPU ms per MCP call in the apps: ${sum(false).toFixed(2)} vs ${sum(true).toFixed(2)} = ${(sum(false) / sum(true)).toFixed(2)}x; nats-server ${nats.toFixed(2)} per call of either (shared); p50 ${t.p50.toFixed(2)} vs ${b.p50.toFixed(2)} ms`);
+    }
     if (existsSync('/proc/self/io')) say(`write syscalls per Toolplane call: ${Object.keys(w1).map((k) => `${k} ${((w1[k]! - w0[k]!) / calls).toFixed(2)}`).join(', ')}`);
     if (existsSync('/proc/self/status')) say(`wake-ups (voluntary context switches) per Toolplane call: ${Object.keys(z1).map((k) => `${k} ${((z1[k]! - z0[k]!) / calls).toFixed(1)}`).join(', ')}`);
     // NATS traffic in a block of its own (the counting subscriber costs CPU): messages and bytes per call.
@@ -147,6 +178,12 @@ async function main(): Promise<void> {
     await stack.stop();
     await dropDatabase(db);
     await deleteStreams(prefix);
+    if (baseStack) {
+      await baseClient?.close();
+      await baseStack.stop();
+      await dropDatabase(baseDb);
+      await deleteStreams(baseStack.prefix);
+    }
   }
 }
 
