@@ -74,7 +74,7 @@ const INSERT_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof ExecutionRow>;
 type Column = (typeof INSERT_COLUMNS)[number];
 
-export interface ListFilter {
+export interface ExecutionFilter {
   orgId: string;
   agentId?: string;
   userId?: string;
@@ -148,7 +148,7 @@ export class ExecutionsRepository {
     return rows[0];
   }
 
-  async list(f: ListFilter): Promise<ExecutionRow[]> {
+  async list(f: ExecutionFilter): Promise<ExecutionRow[]> {
     const where = ['org_id = $1'];
     const values: unknown[] = [f.orgId];
     const add = (sql: string, v: unknown) => {

@@ -11,7 +11,7 @@ import { APP_CONFIG, type PendingEvent } from '@toolplane/platform';
 import { createHash, randomUUID } from 'node:crypto';
 import type { ExecutorConfig } from '../executor.config';
 import { ExecutionOutbox } from './execution-outbox';
-import { ExecutionsRepository, type ExecutionRow, type ListFilter, type NewExecutionRow } from './executions.repository';
+import { ExecutionsRepository, type ExecutionRow, type ExecutionFilter, type NewExecutionRow } from './executions.repository';
 import { ExecutorInstance } from './executor-instance';
 import { MAX_SEALED_CHARS, PayloadSealer, type SealedPayload } from './payload-sealer';
 import { executionEvent, outcomeEvent } from './record.mapper';
@@ -45,7 +45,7 @@ export interface StoredCall {
 
 export type OpenState = Extract<ExecutionState, 'running' | 'queued' | 'pending_approval' | 'awaiting_client'>;
 
-export type { ExecutionRow, ListFilter };
+export type { ExecutionRow, ExecutionFilter };
 
 /** What a move sets on the record (columns, and those set to now()). */
 export type RecordChange = Parameters<ExecutionsRepository['transition']>[4];
@@ -65,7 +65,7 @@ export interface RecordMove {
   call?: StoredCall;
 }
 
-export type Opened = { created: true; row: ExecutionRow } | { created: false; row: ExecutionRow; sameRequest: boolean };
+export type OpenedRecord = { created: true; row: ExecutionRow } | { created: false; row: ExecutionRow; sameRequest: boolean };
 
 export const newExecutionId = (): string => `exec-${randomUUID()}`;
 
@@ -144,7 +144,7 @@ export class ExecutionRecords {
    * request is the same (tool, args, end user and tool set: another user's retry never gets this
    * one's result, nor a call through a set the outcome of a call its policy would have held).
    */
-  async open(draft: RecordDraft, state: OpenState, call?: StoredCall): Promise<Opened> {
+  async open(draft: RecordDraft, state: OpenState, call?: StoredCall): Promise<OpenedRecord> {
     const sealed = call ? await this.sealer.seal(draft.orgId, randomUUID(), call) : undefined;
     const now = new Date();
     const row: NewExecutionRow = {
@@ -259,8 +259,8 @@ export class ExecutionRecords {
     return this.repo.get(orgId, executionId);
   }
 
-  /** An org's records, newest first (filter and page as ListFilter says). */
-  list(filter: ListFilter): Promise<ExecutionRow[]> {
+  /** An org's records, newest first (filter and page as ExecutionFilter says). */
+  list(filter: ExecutionFilter): Promise<ExecutionRow[]> {
     return this.repo.list(filter);
   }
 

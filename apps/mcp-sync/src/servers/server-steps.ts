@@ -10,7 +10,7 @@ import type { McpServerEntity } from '../store/mcp-server.entity';
 import { SecretSealer, serverRef, type ServerSecrets } from '../store/secret-sealer';
 import { ServersRepository, type ServerFields } from '../store/servers.repository';
 
-export type ServerRef = { org_id: string; id?: string; name?: string };
+export type ServerLookup = { org_id: string; id?: string; name?: string };
 
 /** The steps the server use cases share: finding a server, the checks before connecting, the stored fields, forgetting tokens. */
 @Injectable()
@@ -26,7 +26,7 @@ export class ServerSteps {
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
   ) {}
 
-  async find(ref: ServerRef): Promise<McpServerEntity> {
+  async find(ref: ServerLookup): Promise<McpServerEntity> {
     const s = ref.id ? await this.servers.findById(ref.org_id, ref.id) : await this.servers.findByName(ref.org_id, ref.name!);
     if (!s) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `No MCP server ${ref.id ?? ref.name} in this org`, { server: ref.id ?? ref.name });
     return s;

@@ -23,7 +23,7 @@ import { TargetBuilder } from '../connections/target-builder';
 import { ServersRepository } from '../store/servers.repository';
 import { SyncProgress } from './sync-progress';
 import { discoverTools, type Discovery } from './tool-discovery';
-import { mapTools, type ServerRef } from './tool-mapper';
+import { mapTools, type ToolOrigin } from './tool-mapper';
 import { planToolSet } from './tool-pages';
 
 export type SyncTrigger = LastSync['trigger'];
@@ -108,7 +108,7 @@ export class SyncService {
     progress: SyncProgress,
     onWriteFailure?: (e: unknown) => Promise<void>,
   ): Promise<SyncOutcome> {
-    const ref: ServerRef = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
+    const ref: ToolOrigin = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
     const { mapped, errors: mapErrors } = mapTools(ref, discovery.tools);
     const announce = (tools: number, pages: number) =>
       progress.writing({ pages: discovery.pages, listed: discovery.listed, errors: discovery.errors.length + mapErrors.length }, mapped.filter((m) => m.health === 'INVALID').length, tools, pages);

@@ -2,7 +2,7 @@ import { McpSyncErrorCode, type ExternalToolInput, type McpToolMetadata, type Sc
 import { normalizeMcpSchema, validateSchema } from '@toolplane/schema-engine';
 import type { RawTool, SyncError } from './tool-discovery';
 
-export interface ServerRef {
+export interface ToolOrigin {
   id: string;
   name: string;
   toolPrefix: string | null;
@@ -19,7 +19,7 @@ const TRIVIAL_CHANGE = /(added additionalProperties: false|removed \$schema)$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function registryName(server: ServerRef, toolName: string): string {
+export function registryName(server: ToolOrigin, toolName: string): string {
   return server.toolPrefix ? `${server.toolPrefix}_${toolName}` : toolName;
 }
 
@@ -30,7 +30,7 @@ export function registryName(server: ServerRef, toolName: string): string {
  * server gave them), tagged `mcp:<server name>`. A tool whose schema is unusable is
  * still mapped, as INVALID.
  */
-export function mapTool(server: ServerRef, raw: RawTool): MappedTool {
+export function mapTool(server: ToolOrigin, raw: RawTool): MappedTool {
   const name = registryName(server, raw.name);
   const description = typeof raw.description === 'string' ? raw.description : typeof raw.title === 'string' ? raw.title : null;
   const own: string[] = [];
@@ -66,7 +66,7 @@ export function mapTool(server: ServerRef, raw: RawTool): MappedTool {
 }
 
 /** Maps every tool; a registry name listed twice keeps its first tool and the rest are reported. */
-export function mapTools(server: ServerRef, tools: RawTool[]): { mapped: MappedTool[]; errors: SyncError[] } {
+export function mapTools(server: ToolOrigin, tools: RawTool[]): { mapped: MappedTool[]; errors: SyncError[] } {
   const seen = new Set<string>();
   const mapped: MappedTool[] = [];
   const errors: SyncError[] = [];
