@@ -7,6 +7,7 @@ import tseslint from 'typescript-eslint';
  * is an error). A new folder goes where its imports put it.
  */
 const FOLDER_LAYERS = {
+  credentials: ['cache', 'crypto', 'secrets', 'sandbox-configs', 'webhooks', 'oauth-tokens', 'env-resolution', 'org-secrets', 'sealed-values', 'auth', 'database'],
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
   'mcp-gateway': ['auth', 'tools', 'sessions', 'streams', 'calls', 'mcp', 'http'],
   'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],

@@ -7,7 +7,7 @@ import { SignJWT } from 'jose';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { REQUESTS } from '@toolplane/contracts';
 import { expectEventually } from '@toolplane/testing';
-import { parseKeyRingSpec } from '../../apps/credentials/src/crypto/key-ring';
+import { parseKeyRingSpec } from '../../apps/credentials/src/key-ring-spec';
 import { TokenSigner } from '../../apps/credentials/src/auth/token-signer';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';

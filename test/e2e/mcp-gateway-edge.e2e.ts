@@ -5,7 +5,7 @@
  * each a clear answer, never a stack trace or an internal address.
  */
 import { TokenSigner } from '../../apps/credentials/src/auth/token-signer';
-import { parseKeyRingSpec } from '../../apps/credentials/src/crypto/key-ring';
+import { parseKeyRingSpec } from '../../apps/credentials/src/key-ring-spec';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startApp, stopProcess, type RunningApp } from '../support/stack';

@@ -29,7 +29,7 @@ export function ensureTestIdentity(): { keysDir: string; credentialsKeys: string
  */
 export function mintOperatorToken(databaseUrl: string, env: Record<string, string> = {}): string {
   const { credentialsKeys } = ensureTestIdentity();
-  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'apps', 'credentials', 'src', 'auth', 'token-cli.js'), 'operator', '--name', 'tests', '--ttl-days', '7'], {
+  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'apps', 'credentials', 'src', 'database', 'token-cli.js'), 'operator', '--name', 'tests', '--ttl-days', '7'], {
     cwd: ROOT,
     encoding: 'utf8',
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', DATABASE_URL: databaseUrl, TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: credentialsKeys, LOG_LEVEL: 'warn', ...env },

@@ -247,7 +247,7 @@ async function ensureAdminToken(env: NodeJS.ProcessEnv, natsUrl: string): Promis
     renameSync(ADMIN_TOKEN_FILE, `${ADMIN_TOKEN_FILE}.stale`);
     say('the development admin token no longer verifies (new key ring or database): making a new one');
   }
-  const cli = join(ROOT, 'dist', 'apps', 'credentials', 'src', 'auth', 'token-cli.js');
+  const cli = join(ROOT, 'dist', 'apps', 'credentials', 'src', 'database', 'token-cli.js');
   const r = spawnSync(process.execPath, [cli, 'operator', '--name', 'development', '--out', ADMIN_TOKEN_FILE], { cwd: ROOT, env, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`could not create the development admin token: ${r.stderr.trim()}`);
   say(`created the development admin token in ${ADMIN_TOKEN_FILE}`);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { baseEnvShape, boolEnv, ConfigError, databaseEnvShape, parseEnv } from '@toolplane/platform';
-import { parseKeyRingSpec } from './crypto/key-ring';
+import { parseKeyRingSpec } from './key-ring-spec';
 
 export const credentialsEnvShape = {
   ...baseEnvShape,

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadKeyRing, parseKeyRingSpec } from './key-ring';
+import { parseKeyRingSpec } from '../key-ring-spec';
+import { loadKeyRing } from './key-ring';
 import { SecretBox } from './secret-box';
 
 const k1 = randomBytes(32);

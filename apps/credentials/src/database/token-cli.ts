@@ -1,8 +1,8 @@
 /**
  * Platform operator tokens, from the key ring itself (no running service needed):
  *
- *   node dist/apps/credentials/src/auth/token-cli.js operator [--name NAME] [--ttl-days N] [--out FILE]
- *   node dist/apps/credentials/src/auth/token-cli.js revoke <token_id>
+ *   node dist/apps/credentials/src/database/token-cli.js operator [--name NAME] [--ttl-days N] [--out FILE]
+ *   node dist/apps/credentials/src/database/token-cli.js revoke <token_id>
  *
  * `operator` prints the token (or writes it to FILE, mode 0600, never over an existing file). An
  * operator token may call only toolplane.v1.auth.* (mint, list and revoke org tokens, delete an
@@ -13,10 +13,10 @@ import { writeFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { loadCredentialsConfig } from '../credentials.config';
 import { loadKeyRing } from '../crypto/key-ring';
-import { CREDENTIALS_DB } from '../database/data-source';
-import { AuthRepository } from './auth.repository';
-import { TokenMinter } from './token-minter';
-import { TokenSigner } from './token-signer';
+import { AuthRepository } from '../auth/auth.repository';
+import { TokenMinter } from '../auth/token-minter';
+import { TokenSigner } from '../auth/token-signer';
+import { CREDENTIALS_DB } from './data-source';
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
