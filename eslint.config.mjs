@@ -6,12 +6,16 @@ import tseslint from 'typescript-eslint';
  * A folder may import the folders listed before it, never one listed after it (an import back up
  * is an error). A new folder goes where its imports put it.
  */
+// Each app's feature folders, bottom to top: a folder imports only folders listed before it (schema and
+// web-tools have one folder each). A new folder joins its app's list, or the app's list when it gets a second.
 const FOLDER_LAYERS = {
   credentials: ['cache', 'crypto', 'secrets', 'sandbox-configs', 'webhooks', 'oauth-tokens', 'env-resolution', 'org-secrets', 'sealed-values', 'auth', 'database'],
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
   'mcp-gateway': ['auth', 'tools', 'sessions', 'streams', 'calls', 'mcp', 'http'],
   'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],
   'runner-local': ['metrics', 'environments', 'runs'],
+  'runner-e2b': ['sandboxes', 'runs'],
+  'runner-modal': ['sandboxes', 'runs'],
   registry: ['catalog', 'database', 'events', 'builtins', 'agents', 'tools', 'toolsets'],
 };
 
