@@ -4,10 +4,9 @@ import tseslint from 'typescript-eslint';
 /**
  * Inside an app, feature folders depend one way: shared state at the bottom, use cases above it.
  * A folder may import the folders listed before it, never one listed after it (an import back up
- * is an error). A new folder goes where its imports put it.
+ * is an error). A new folder goes where its imports put it; schema and web-tools have one folder
+ * each, and join the list when they get a second.
  */
-// Each app's feature folders, bottom to top: a folder imports only folders listed before it (schema and
-// web-tools have one folder each). A new folder joins its app's list, or the app's list when it gets a second.
 const FOLDER_LAYERS = {
   credentials: ['cache', 'crypto', 'secrets', 'sandbox-configs', 'webhooks', 'oauth-tokens', 'env-resolution', 'org-secrets', 'sealed-values', 'auth', 'database'],
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
