@@ -1,5 +1,5 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { EXIT_BUSY, SandboxLayout, type RunReport } from '@toolplane/sandbox';
+import { EXIT_BUSY, RemoteSandboxLayout, type RunReport } from '@toolplane/sandbox';
 import { RemoteDriver, type RemoteCall } from './remote-driver';
 import { RemotePool } from './remote-pool';
 import type { RemoteEnvironmentRequest, RunningCommand } from './remote-provider';
@@ -9,7 +9,7 @@ type Ending = { exit: number } | { lost: unknown };
 
 /** The fake provider with a call side: each call's command ends as the test scripts it, and its report is what the test says. */
 class CallingProvider extends FakeRemoteProvider {
-  override readonly launcher = { settings: { python: '/usr/bin/python3', node: '/usr/bin/node', toolUid: 1500, watch: ['/tmp'] }, layout: new SandboxLayout('/state') };
+  override readonly launcher = { settings: { python: '/usr/bin/python3', node: '/usr/bin/node', toolUid: 1500, watch: ['/tmp'] }, layout: new RemoteSandboxLayout('/state') };
   readonly endings: Ending[] = [];
   report: Partial<RunReport> = {};
   readonly started: string[] = [];

@@ -1,5 +1,5 @@
 import type { ReplyOf, RequestOf, RUNNERS, ToolplaneError } from '@toolplane/contracts';
-import type { LauncherSettings, Proof, SandboxLayout } from '@toolplane/sandbox';
+import type { LauncherSettings, Proof, RemoteSandboxLayout } from '@toolplane/sandbox';
 import type { RemoteEnvironment } from './remote-pool';
 
 /** The remote providers that run on this core (each one app: runner-e2b, runner-modal). */
@@ -73,7 +73,7 @@ export interface RemoteProvider<R extends RemoteEnvironmentRequest, B> {
   readonly sandboxTimeoutMs?: number;
 
   // The call's side
-  readonly launcher: { settings: LauncherSettings; layout: SandboxLayout };
+  readonly launcher: { settings: LauncherSettings; layout: RemoteSandboxLayout };
   /** The interpreter Python tools of the environment run on (the launcher forks on it). */
   python(env: RemoteEnvironment<R, B>): string;
   /** Where Node tools find their modules. */

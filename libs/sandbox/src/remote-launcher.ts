@@ -27,7 +27,7 @@ export const SUPPORT_FILES: ReadonlyArray<{ name: string; data: Buffer }> = [
 export const SUPPORT_DIGEST = SUPPORT_FILES.reduce((h, f) => h.update(f.name).update('\0').update(f.data), createHash('sha256')).digest('hex').slice(0, 12);
 
 /** Where things live in a sandbox. */
-export class SandboxLayout {
+export class RemoteSandboxLayout {
   constructor(readonly state: string) {}
 
   get support(): string {
@@ -119,7 +119,7 @@ export interface LauncherSettings {
 }
 
 /** The settings every launcher input shares. */
-export function launcherBase(c: LauncherSettings, layout: SandboxLayout) {
+export function launcherBase(c: LauncherSettings, layout: RemoteSandboxLayout) {
   return {
     state_dir: layout.state,
     python: c.python,
@@ -129,7 +129,7 @@ export function launcherBase(c: LauncherSettings, layout: SandboxLayout) {
   };
 }
 
-export function callJson(c: LauncherSettings, layout: SandboxLayout, s: CallSpec): string {
+export function callJson(c: LauncherSettings, layout: RemoteSandboxLayout, s: CallSpec): string {
   return JSON.stringify({
     ...launcherBase(c, layout),
     nonce: s.nonce,

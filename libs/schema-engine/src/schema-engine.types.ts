@@ -1,6 +1,9 @@
 /** Public types of the schema engine. The schema service and the registry depend on these shapes. */
 
-export type SchemaHealth = 'STRICT_COMPLIANT' | 'NON_STRICT_ONLY' | 'INVALID';
+import type { SchemaHealth } from '@toolplane/contracts';
+
+/** The contracts' own (one definition of a schema's health across the tree). */
+export type { SchemaHealth };
 
 export interface JsonSchema {
   [k: string]: unknown;

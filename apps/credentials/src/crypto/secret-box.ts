@@ -7,7 +7,7 @@ const VERSION = 1;
 /** version | sealed data key (iv | tag | 32 bytes) */
 const DEK_END = 1 + IV_BYTES + TAG_BYTES + KEY_BYTES;
 
-export interface Sealed {
+export interface SealedSecret {
   keyId: string;
   blob: Buffer;
 }
@@ -35,7 +35,7 @@ export class SecretBox {
     return this.ring.keys.has(keyId);
   }
 
-  seal(plaintext: string, aad: string): Sealed {
+  seal(plaintext: string, aad: string): SealedSecret {
     const keyId = this.ring.activeKeyId;
     const dek = randomBytes(KEY_BYTES);
     const blob = Buffer.concat([Buffer.from([VERSION]), encryptGcm(this.keks.get(keyId)!, dek, `dek:${keyId}`), encryptGcm(dek, plaintext, aad)]);
@@ -44,7 +44,7 @@ export class SecretBox {
   }
 
   /** The plaintext, or ENCRYPTION_KEY_MISSING / INTERNAL: never garbage. `what` names the value (no content). */
-  open(sealed: Sealed, aad: string, what: string): string {
+  open(sealed: SealedSecret, aad: string, what: string): string {
     const kek = this.keks.get(sealed.keyId);
     if (!kek) {
       throw new ToolplaneError(

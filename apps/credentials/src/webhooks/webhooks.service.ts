@@ -18,7 +18,7 @@ import { WebhookClient, WebhookFailure } from './webhook.client';
 import type { WebhookEntity } from './webhook.entity';
 import { WebhooksRepository } from './webhooks.repository';
 
-export interface CallContext {
+export interface WebhookCallContext {
   orgId: string;
   agentId?: string;
   /** The end user the call is made for: sent to the webhook, and part of its cache key. */
@@ -104,7 +104,7 @@ export class WebhooksService {
    * The webhook's env for one call ({} when the org has none). On failure: fail_mode open →
    * {} with a warning and a span event; closed → CREDENTIALS_UNAVAILABLE.
    */
-  async credentialsFor(ctx: CallContext): Promise<Record<string, string>> {
+  async credentialsFor(ctx: WebhookCallContext): Promise<Record<string, string>> {
     const row = await this.stored.get(ctx.orgId, 'webhook', () => this.webhooks.find(ctx.orgId));
     if (!row) return {};
     // The user is part of the key: an answer given for one end user (or for none) never answers another's call.

@@ -1,12 +1,12 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { ConnectionPool, poolKey, type ServerTarget } from './connection-pool';
-import { McpConnection } from './mcp-connection';
+import { McpClientConnection } from './mcp-connection';
 import type { OAuthClient } from './oauth-client';
 import type { StdioPolicy } from './stdio-policy';
 
 /** A connection that is never opened for real: which target (server, user, agent) it was made for. */
-function fakeConnection(target: ServerTarget): McpConnection & { madeFor: string } {
-  const c = Object.create(McpConnection.prototype) as McpConnection & { madeFor: string };
+function fakeConnection(target: ServerTarget): McpClientConnection & { madeFor: string } {
+  const c = Object.create(McpClientConnection.prototype) as McpClientConnection & { madeFor: string };
   Object.assign(c, { inFlight: 0, lastUsed: Date.now(), closed: false, madeFor: `${target.id}/${target.userId ?? '(org)'}${target.agentId ? `/${target.agentId}` : ''}` });
   c.close = jest.fn(async () => {
     c.closed = true;
@@ -37,7 +37,7 @@ describe('ConnectionPool: connections per end user', () => {
   let sut: ConnectionPool;
   let oauth: { forget: jest.Mock };
   let lookups: Array<{ userId?: string; agentId?: string } | undefined>;
-  const made: Array<McpConnection & { madeFor: string }> = [];
+  const made: Array<McpClientConnection & { madeFor: string }> = [];
 
   function poolWith(maxUserPools: number): ConnectionPool {
     const config = {
@@ -53,7 +53,7 @@ describe('ConnectionPool: connections per end user', () => {
     lookups = [];
     const secrets = { lookup: async (_org: string, _names: string[], caller?: { userId?: string; agentId?: string }) => (lookups.push(caller), Object.fromEntries(_names.map((n) => [n, 'v']))) };
     const pool = new ConnectionPool(config as never, secrets, oauth as unknown as OAuthClient, {} as StdioPolicy);
-    const internals = pool as unknown as { open: (t: ServerTarget) => Promise<McpConnection>; resolve: (t: ServerTarget) => Promise<unknown> };
+    const internals = pool as unknown as { open: (t: ServerTarget) => Promise<McpClientConnection>; resolve: (t: ServerTarget) => Promise<unknown> };
     jest.spyOn(internals, 'open').mockImplementation(async (t: ServerTarget) => {
       await internals.resolve(t); // the templates, resolved as a real open does
       const c = fakeConnection(t);
@@ -62,7 +62,7 @@ describe('ConnectionPool: connections per end user', () => {
     });
     return pool;
   }
-  const on = (t: ServerTarget) => sut.withConnection(t, Date.now() + 5_000, async (c) => (c as McpConnection & { madeFor: string }).madeFor);
+  const on = (t: ServerTarget) => sut.withConnection(t, Date.now() + 5_000, async (c) => (c as McpClientConnection & { madeFor: string }).madeFor);
 
   beforeEach(() => {
     made.length = 0;

@@ -14,7 +14,7 @@ import {
   type TemplateCaller,
 } from '../store/templates';
 import { ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { McpConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
+import { McpClientConnection, describe, isSessionExpired, type ResolvedTarget } from './mcp-connection';
 import { OAuthClient, type OAuthTarget } from './oauth-client';
 import { StdioPolicy } from './stdio-policy';
 
@@ -46,20 +46,20 @@ export interface ServerTarget {
   pendingInput?: McpServerInput;
 }
 
-export type ListChangedListener = (serverId: string, orgId: string) => void;
+export type ServerListChangedListener = (serverId: string, orgId: string) => void;
 
 const MIN_ATTEMPT_MS = 200;
 
 class ServerPool {
-  readonly conns: McpConnection[] = [];
-  private opening?: Promise<McpConnection>;
+  readonly conns: McpClientConnection[] = [];
+  private opening?: Promise<McpClientConnection>;
   private failures = 0;
   private nextAttemptAt = 0;
 
   constructor(
     readonly target: ServerTarget,
     private readonly max: number,
-    private readonly factory: (deadline: number) => Promise<McpConnection>,
+    private readonly factory: (deadline: number) => Promise<McpClientConnection>,
     private readonly backoff: (failures: number) => number,
   ) {}
 
@@ -71,7 +71,7 @@ class ServerPool {
     return !this.opening && this.conns.every((c) => c.inFlight === 0);
   }
 
-  live(): McpConnection[] {
+  live(): McpClientConnection[] {
     return this.conns.filter((c) => !c.closed);
   }
 
@@ -79,7 +79,7 @@ class ServerPool {
    * The least busy live connection; a new one when all are busy and the pool may grow. Failed
    * opens back off exponentially (with jitter) while the deadline allows another attempt.
    */
-  async acquire(deadline: number, attempts = Infinity): Promise<McpConnection> {
+  async acquire(deadline: number, attempts = Infinity): Promise<McpClientConnection> {
     this.lastUsed = Date.now();
     for (let attempt = 1; ; attempt++) {
       const live = this.live().sort((a, b) => a.inFlight - b.inFlight);
@@ -100,7 +100,7 @@ class ServerPool {
     }
   }
 
-  discard(c: McpConnection): void {
+  discard(c: McpClientConnection): void {
     const i = this.conns.indexOf(c);
     if (i >= 0) this.conns.splice(i, 1);
     void c.close();
@@ -116,7 +116,7 @@ class ServerPool {
     return this.lastError ?? new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `MCP server ${this.target.name} is unavailable (backing off)`);
   }
 
-  private openOne(deadline: number): Promise<McpConnection> {
+  private openOne(deadline: number): Promise<McpClientConnection> {
     this.opening ??= this.factory(deadline)
       .then(
         (c) => {
@@ -157,7 +157,7 @@ class ServerPool {
 export class ConnectionPool implements OnModuleDestroy {
   private readonly log = new Logger(ConnectionPool.name);
   private readonly pools = new Map<string, ServerPool>();
-  private readonly listeners: ListChangedListener[] = [];
+  private readonly listeners: ServerListChangedListener[] = [];
   private readonly guard: UrlGuard;
   private readonly reaper: NodeJS.Timeout;
 
@@ -175,7 +175,7 @@ export class ConnectionPool implements OnModuleDestroy {
     return this.guard;
   }
 
-  onListChanged(listener: ListChangedListener): void {
+  onListChanged(listener: ServerListChangedListener): void {
     this.listeners.push(listener);
   }
 
@@ -184,7 +184,7 @@ export class ConnectionPool implements OnModuleDestroy {
    * backing off between them, within `deadline`). On a 404 session error the session is rebuilt
    * and `fn` runs once more (the server never ran the first attempt).
    */
-  async withConnection<T>(target: ServerTarget, deadline: number, fn: (c: McpConnection) => Promise<T>, attempts = Infinity): Promise<T> {
+  async withConnection<T>(target: ServerTarget, deadline: number, fn: (c: McpClientConnection) => Promise<T>, attempts = Infinity): Promise<T> {
     const pool = this.poolFor(target);
     const conn = await pool.acquire(deadline, attempts);
     try {
@@ -336,7 +336,7 @@ export class ConnectionPool implements OnModuleDestroy {
     if (t.userId) this.oauth.forget(t.id, t.userId);
   }
 
-  private async open(target: ServerTarget, deadline: number): Promise<McpConnection> {
+  private async open(target: ServerTarget, deadline: number): Promise<McpClientConnection> {
     if (target.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
       throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)', undefined, false);
     }
@@ -354,7 +354,7 @@ export class ConnectionPool implements OnModuleDestroy {
         throw e;
       }
     }
-    const conn = await McpConnection.open(resolved, {
+    const conn = await McpClientConnection.open(resolved, {
       connectTimeoutMs: Math.min(this.config.MCP_CONNECT_TIMEOUT_MS, remaining()),
       initializeTimeoutMs: Math.min(this.config.MCP_INITIALIZE_TIMEOUT_MS, remaining()),
       http,

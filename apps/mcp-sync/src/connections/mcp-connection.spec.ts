@@ -5,7 +5,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpConnection, type ResolvedTarget } from './mcp-connection';
+import { McpClientConnection, type ResolvedTarget } from './mcp-connection';
 import { PinnedHttp, UrlGuard } from '@toolplane/platform';
 
 /** An echo MCP server on 127.0.0.1 speaking Streamable HTTP (/mcp) and SSE (/sse + /messages); records Host headers. */
@@ -52,7 +52,7 @@ async function startServer(): Promise<{ port: number; hosts: string[]; stop: () 
   };
 }
 
-describe('McpConnection over pinned HTTP', () => {
+describe('McpClientConnection over pinned HTTP', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
   beforeAll(async () => {
     server = await startServer();
@@ -74,7 +74,7 @@ describe('McpConnection over pinned HTTP', () => {
       const target: ResolvedTarget = { name: 'echo', transport, command: null, args: [], env: {}, url: `http://mcp.pinned.test:${server.port}${path}`, headers: {} };
       await http.vet(target.url!);
       server.hosts.length = 0;
-      const conn = await McpConnection.open(target, { connectTimeoutMs: 5000, initializeTimeoutMs: 5000, http, onListChanged: () => undefined, onClose: () => undefined });
+      const conn = await McpClientConnection.open(target, { connectTimeoutMs: 5000, initializeTimeoutMs: 5000, http, onListChanged: () => undefined, onClose: () => undefined });
       try {
         for (let i = 0; i < 5; i++) {
           const r = await conn.use((c) => c.callTool({ name: 'echo', arguments: { text: `hi ${i}` } }));

@@ -40,7 +40,7 @@ export const CLIENT_INFO = { name: 'toolplane-mcp-sync', version: '0.1.0' };
 const STDERR_TAIL = 4096;
 
 /** One live, initialized MCP session. */
-export class McpConnection {
+export class McpClientConnection {
   inFlight = 0;
   lastUsed = Date.now();
   closed = false;
@@ -57,14 +57,14 @@ export class McpConnection {
    * the initialize handshake (bounded by initializeTimeoutMs). Anything else fails with
    * MCP_CONNECTION_FAILED, and the half-open transport is closed.
    */
-  static async open(target: ResolvedTarget, opts: OpenOptions): Promise<McpConnection> {
+  static async open(target: ResolvedTarget, opts: OpenOptions): Promise<McpClientConnection> {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => opts.onListChanged());
     let stderr = '';
     const transport = makeTransport(target, opts, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
     const start = transport.start.bind(transport);
     transport.start = () => withTimeout(start(), opts.connectTimeoutMs, () => `connecting to ${target.name} (${target.transport}) took longer than ${opts.connectTimeoutMs} ms`);
-    const conn = new McpConnection(client, transport, () => stderr, opts.http);
+    const conn = new McpClientConnection(client, transport, () => stderr, opts.http);
     client.onclose = () => {
       conn.closed = true;
       void opts.http?.close();

@@ -3,7 +3,7 @@ import { MessagingClient } from '@toolplane/messaging';
 import { deferred, expectEventually, FakeMessaging, newTestService, type TestService } from '@toolplane/testing';
 import type { z } from 'zod';
 import { ConnectionPool, type ServerTarget } from '../connections/connection-pool';
-import type { McpConnection } from '../connections/mcp-connection';
+import type { McpClientConnection } from '../connections/mcp-connection';
 import { loadMcpSyncConfig } from '../mcp-sync.config';
 import type { McpServerEntity } from '../store/mcp-server.entity';
 import { TargetBuilder } from '../connections/target-builder';
@@ -139,7 +139,7 @@ class McpServers {
 
   pool(): Partial<ConnectionPool> {
     return {
-      withConnection: async <T>(target: ServerTarget, _deadline: number, fn: (c: McpConnection) => Promise<T>, attempts?: number): Promise<T> => {
+      withConnection: async <T>(target: ServerTarget, _deadline: number, fn: (c: McpClientConnection) => Promise<T>, attempts?: number): Promise<T> => {
         this.started.push({ server: target.id, attempts });
         await this.gates.get(target.id);
         const refused = this.failures.get(target.id)?.shift();
@@ -153,7 +153,7 @@ class McpServers {
             return schema.parse({ tools: pages[i], ...(i + 1 < pages.length ? { nextCursor: `p${i + 1}` } : {}) });
           },
         };
-        return fn({ client } as unknown as McpConnection);
+        return fn({ client } as unknown as McpClientConnection);
       },
     };
   }

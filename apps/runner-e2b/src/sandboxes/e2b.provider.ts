@@ -10,7 +10,7 @@ import {
   pipSpecifiers,
   proofJson,
   proofOf,
-  SandboxLayout,
+  RemoteSandboxLayout,
   SetupReport,
   SUPPORT_DIGEST,
   SUPPORT_FILES,
@@ -82,16 +82,16 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
   readonly label = 'E2B';
   readonly configPrefix = 'E2B';
   private readonly log = new Logger(E2bProvider.name);
-  readonly launcher: { settings: LauncherSettings; layout: SandboxLayout };
+  readonly launcher: { settings: LauncherSettings; layout: RemoteSandboxLayout };
 
   constructor(
     private readonly api: E2bApi,
     private readonly c: E2bRunnerConfig,
   ) {
-    this.launcher = { layout: new SandboxLayout(c.E2B_STATE_DIR), settings: { python: c.E2B_PYTHON, node: c.E2B_NODE, toolUid: c.E2B_TOOL_UID, watch: c.E2B_WATCH_PATHS } };
+    this.launcher = { layout: new RemoteSandboxLayout(c.E2B_STATE_DIR), settings: { python: c.E2B_PYTHON, node: c.E2B_NODE, toolUid: c.E2B_TOOL_UID, watch: c.E2B_WATCH_PATHS } };
   }
 
-  private get layout(): SandboxLayout {
+  private get layout(): RemoteSandboxLayout {
     return this.launcher.layout;
   }
 

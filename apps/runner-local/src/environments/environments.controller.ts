@@ -2,11 +2,11 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { LocalRunnerEnvironment, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
-import { EnvironmentsService } from './environments.service';
+import { SandboxEnvironmentsService } from './environments.service';
 
 @Controller()
-export class EnvironmentsController {
-  constructor(private readonly environments: EnvironmentsService) {}
+export class SandboxEnvironmentsController {
+  constructor(private readonly environments: SandboxEnvironmentsService) {}
 
   @Handles(LocalRunnerEnvironment)
   environment(@Payload() req: RequestOf<typeof LocalRunnerEnvironment>): Promise<ReplyOf<typeof LocalRunnerEnvironment>> {

@@ -22,8 +22,8 @@ export function environmentSpecOf(req: EnvironmentRequest): EnvironmentSpec {
  * a call never waits for a build longer than RUNNER_BUILD_WAIT_MS (nor its own timeout): it is
  * answered ENVIRONMENT_BUILDING, retryable, while the build goes on.
  */
-export class EnvironmentsService {
-  private readonly log = new Logger(EnvironmentsService.name);
+export class SandboxEnvironmentsService {
+  private readonly log = new Logger(SandboxEnvironmentsService.name);
 
   constructor(
     private readonly driver: SandboxDriver,

@@ -1,8 +1,8 @@
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
 import { BwrapDriver, IsolationUnavailableError, ProcessDriver, type SandboxDriver } from '@toolplane/sandbox';
-import { EnvironmentsController } from '../environments/environments.controller';
-import { EnvironmentsService } from '../environments/environments.service';
+import { SandboxEnvironmentsController } from '../environments/environments.controller';
+import { SandboxEnvironmentsService } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunsController } from './runs.controller';
 import { RunnerMetrics } from '../metrics/runner.metrics';
@@ -76,14 +76,14 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
 }
 
 @Module({
-  controllers: [RunsController, EnvironmentsController],
+  controllers: [RunsController, SandboxEnvironmentsController],
   providers: [
     RunsService,
     { provide: SANDBOX_DRIVER, inject: [APP_CONFIG], useFactory: createDriver },
     {
-      provide: EnvironmentsService,
+      provide: SandboxEnvironmentsService,
       inject: [SANDBOX_DRIVER, APP_CONFIG, RunnerMetrics],
-      useFactory: (driver: SandboxDriver, config: RunnerConfig, metrics: RunnerMetrics) => new EnvironmentsService(driver, config, metrics),
+      useFactory: (driver: SandboxDriver, config: RunnerConfig, metrics: RunnerMetrics) => new SandboxEnvironmentsService(driver, config, metrics),
     },
     {
       provide: RunnerMetrics,

@@ -5,7 +5,7 @@ import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, FairQueue } from '@toolplane/platform';
 import { formatToolError, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
-import { EnvironmentsService, environmentSpecOf } from '../environments/environments.service';
+import { SandboxEnvironmentsService, environmentSpecOf } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
 import { RunnerMetrics } from '../metrics/runner.metrics';
 
@@ -42,7 +42,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: RunnerConfig,
     private readonly metrics: RunnerMetrics,
     private readonly messaging: MessagingClient,
-    private readonly environments: EnvironmentsService,
+    private readonly environments: SandboxEnvironmentsService,
   ) {
     const limit = config.RUNNER_MAX_CONCURRENCY;
     this.queue = new FairQueue(limit, config.RUNNER_MAX_CONCURRENCY_PER_ORG ?? Math.max(1, Math.ceil((limit * 3) / 4)));

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { remoteStep, type ReadySandbox, type RemoteEnvironment, type RemoteEnvironmentAsk, type RemoteProvider, type RunningCommand } from '@toolplane/remote-runner';
-import { launcherBase, parseReport, pipSpecifiers, proofJson, proofOf, SandboxLayout, SetupReport, SUPPORT_DIGEST, SUPPORT_FILES, type LauncherSettings, type Proof } from '@toolplane/sandbox';
+import { launcherBase, parseReport, pipSpecifiers, proofJson, proofOf, RemoteSandboxLayout, SetupReport, SUPPORT_DIGEST, SUPPORT_FILES, type LauncherSettings, type Proof } from '@toolplane/sandbox';
 import type { Image, Sandbox } from 'modal';
 import { createHash, randomBytes } from 'node:crypto';
 import type { ModalRunnerConfig } from '../runner-modal.config';
@@ -62,14 +62,14 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
   readonly label = 'Modal';
   readonly configPrefix = 'MODAL';
   /** The shared launcher's settings, and its dir in the sandbox (MODAL_STATE_DIR). */
-  readonly launcher: { settings: LauncherSettings; layout: SandboxLayout };
+  readonly launcher: { settings: LauncherSettings; layout: RemoteSandboxLayout };
 
   constructor(
     private readonly api: ModalApi,
     private readonly c: ModalRunnerConfig,
   ) {
     const settings = { python: c.MODAL_PYTHON, node: c.MODAL_NODE, toolUid: c.MODAL_TOOL_UID, watch: c.MODAL_WATCH_PATHS };
-    this.launcher = { settings, layout: new SandboxLayout(c.MODAL_STATE_DIR) };
+    this.launcher = { settings, layout: new RemoteSandboxLayout(c.MODAL_STATE_DIR) };
   }
 
   private readonly log = new Logger(ModalProvider.name);
