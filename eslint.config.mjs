@@ -8,7 +8,19 @@ import tseslint from 'typescript-eslint';
  * each, and join the list when they get a second.
  */
 const FOLDER_LAYERS = {
-  credentials: ['cache', 'crypto', 'secrets', 'sandbox-configs', 'webhooks', 'oauth-tokens', 'env-resolution', 'org-secrets', 'sealed-values', 'auth', 'database'],
+  credentials: [
+    'cache',
+    'crypto',
+    'secrets',
+    'sandbox-configs',
+    'webhooks',
+    'oauth-tokens',
+    'env-resolution',
+    'org-secrets',
+    'sealed-values',
+    'auth',
+    'database',
+  ],
   executor: ['calls', 'records', 'database', 'builtins', 'executions', 'environments'],
   'mcp-gateway': ['auth', 'tools', 'sessions', 'streams', 'calls', 'mcp', 'http'],
   'mcp-sync': ['store', 'database', 'connections', 'sync', 'accounts', 'servers', 'calls'],
@@ -56,21 +68,43 @@ export default [
         },
       ],
       'no-console': 'error',
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read process.env only in an app config (*.config.ts) or tools/.' }],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read process.env only in an app config (*.config.ts) or tools/.',
+        },
+      ],
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-require-imports': 'off',
     },
   },
   {
-    files: ['**/*.config.ts', '**/main.ts', 'tools/**/*.ts', 'test/**/*.ts', '**/*.spec.ts', '**/test/**/*.ts', 'libs/sandbox/**/*.ts'],
+    files: [
+      '**/*.config.ts',
+      '**/main.ts',
+      'tools/**/*.ts',
+      'test/**/*.ts',
+      '**/*.spec.ts',
+      '**/test/**/*.ts',
+      'libs/sandbox/**/*.ts',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   ...folderLayers,
   {
     files: ['libs/contracts/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@nestjs/*', '@nats-io/*', 'typeorm', '@opentelemetry/*'], message: 'contracts import only zod' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@nestjs/*', '@nats-io/*', 'typeorm', '@opentelemetry/*'], message: 'contracts import only zod' },
+          ],
+        },
+      ],
     },
   },
 ];

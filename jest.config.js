@@ -21,7 +21,11 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/apps/*/test/**/*.test.ts', '<rootDir>/libs/*/test/**/*.test.ts', '<rootDir>/test/deploy/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/apps/*/test/**/*.test.ts',
+        '<rootDir>/libs/*/test/**/*.test.ts',
+        '<rootDir>/test/deploy/**/*.test.ts',
+      ],
       globalSetup: '<rootDir>/test/setup/global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
     },

@@ -23,7 +23,10 @@ const isExternal = (id) => deps.some((d) => id === d || id.startsWith(`${d}/`));
 // crypto, no Nest): the package resolves @toolplane/messaging to that one module.
 const eventSignature = join(root, 'libs', 'messaging', 'src', 'event-signature.ts');
 const messagingEvents = {
-  esbuild: { name: 'messaging-events', setup: (b) => b.onResolve({ filter: /^@toolplane\/messaging$/ }, () => ({ path: eventSignature })) },
+  esbuild: {
+    name: 'messaging-events',
+    setup: (b) => b.onResolve({ filter: /^@toolplane\/messaging$/ }, () => ({ path: eventSignature })),
+  },
   rollup: { name: 'messaging-events', resolveId: (id) => (id === '@toolplane/messaging' ? eventSignature : null) },
 };
 
@@ -47,7 +50,10 @@ await build({
 const bundle = await rollup({
   input: entry,
   external: isExternal,
-  plugins: [messagingEvents.rollup, dts({ tsconfig: join(root, 'tsconfig.base.json'), compilerOptions: { types: ['node'] } })],
+  plugins: [
+    messagingEvents.rollup,
+    dts({ tsconfig: join(root, 'tsconfig.base.json'), compilerOptions: { types: ['node'] } }),
+  ],
   onwarn(w, warn) {
     if (w.code !== 'CIRCULAR_DEPENDENCY') warn(w);
   },

@@ -14,10 +14,13 @@ const services: Record<string, Obj> = compose.services ?? {};
 const envOf = (s: Obj | undefined): Record<string, string> => {
   const e = s?.environment ?? {};
   // compose accepts a list of KEY=VALUE too
-  const entries: [string, unknown][] = Array.isArray(e) ? e.map((kv: string) => [kv.split('=')[0], kv.slice(kv.indexOf('=') + 1)]) : Object.entries(e);
+  const entries: [string, unknown][] = Array.isArray(e)
+    ? e.map((kv: string) => [kv.split('=')[0], kv.slice(kv.indexOf('=') + 1)])
+    : Object.entries(e);
   return Object.fromEntries(entries.map(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]));
 };
-const commandOf = (s: Obj | undefined): string[] => (Array.isArray(s?.command) ? s.command : String(s?.command ?? '').split(/\s+/));
+const commandOf = (s: Obj | undefined): string[] =>
+  Array.isArray(s?.command) ? s.command : String(s?.command ?? '').split(/\s+/);
 const dependsOf = (s: Obj | undefined): Record<string, Obj> =>
   Array.isArray(s?.depends_on) ? Object.fromEntries(s.depends_on.map((d: string) => [d, {}])) : (s?.depends_on ?? {});
 
@@ -55,13 +58,19 @@ describe('docker-compose.yml', () => {
   it('every depends_on names a service and uses a condition', () => {
     const bad = Object.entries(services).flatMap(([name, s]) =>
       Object.entries(dependsOf(s))
-        .filter(([dep, d]) => !services[dep] || !['service_started', 'service_healthy', 'service_completed_successfully'].includes(d.condition))
+        .filter(
+          ([dep, d]) =>
+            !services[dep] ||
+            !['service_started', 'service_healthy', 'service_completed_successfully'].includes(d.condition),
+        )
         .map(([dep]) => `${name} -> ${dep}`),
     );
     expect(bad).toEqual([]);
     // a service_healthy dependency needs a healthcheck on the target
     for (const s of Object.values(services))
-      for (const [dep, d] of Object.entries(dependsOf(s))) if (d.condition === 'service_healthy') expect([dep, services[dep].healthcheck?.test !== undefined]).toEqual([dep, true]);
+      for (const [dep, d] of Object.entries(dependsOf(s)))
+        if (d.condition === 'service_healthy')
+          expect([dep, services[dep].healthcheck?.test !== undefined]).toEqual([dep, true]);
   });
 
   describe.each(APPS)('app %s', (app) => {
@@ -125,7 +134,10 @@ describe('Dockerfile', () => {
     const from = instr('FROM');
     expect(from.length).toBeGreaterThanOrEqual(2);
     const arg = instr('ARG').join(' ');
-    for (const f of from) expect(f.replace('${NODE_IMAGE}', /NODE_IMAGE=(\S+)/.exec(arg)?.[1] ?? '')).toMatch(/^FROM node:24-bookworm-slim\b/);
+    for (const f of from)
+      expect(f.replace('${NODE_IMAGE}', /NODE_IMAGE=(\S+)/.exec(arg)?.[1] ?? '')).toMatch(
+        /^FROM node:24-bookworm-slim\b/,
+      );
     const run = instr('RUN').join('\n');
     expect(run).toMatch(/npm install --ignore-scripts\b/);
     expect(run).toMatch(/npm run build\b/);
@@ -134,7 +146,10 @@ describe('Dockerfile', () => {
 
   it('runtime: python3, bubblewrap and slirp4netns installed, non-root numeric USER, WORKDIR /app, no CMD (each service picks its app)', () => {
     const runtime = lines.slice(lines.lastIndexOf(instr('FROM').at(-1)!));
-    for (const pkg of ['python3', 'bubblewrap', 'slirp4netns']) expect(runtime.filter((l) => l.startsWith('RUN')).join(' ')).toMatch(new RegExp(`apt-get install[^&]*\\b${pkg}\\b`));
+    for (const pkg of ['python3', 'bubblewrap', 'slirp4netns'])
+      expect(runtime.filter((l) => l.startsWith('RUN')).join(' ')).toMatch(
+        new RegExp(`apt-get install[^&]*\\b${pkg}\\b`),
+      );
     const user = runtime.filter((l) => l.startsWith('USER ')).at(-1);
     expect(user).toMatch(/^USER [1-9]\d*(:\d+)?$/);
     expect(runtime).toContain('WORKDIR /app');
@@ -143,7 +158,9 @@ describe('Dockerfile', () => {
   });
 
   it('.dockerignore keeps node_modules, dist and .git out of the context', () => {
-    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
   });
 });

@@ -36,7 +36,11 @@ const localRefs = (k: Obj): string[] => [
   ...(k.patches ?? []).map((p: Obj) => p.path).filter(Boolean),
   ...(k.patchesStrategicMerge ?? []),
 ];
-const patchFiles = new Set(kustomizations.flatMap(({ file, k }) => (k.patches ?? []).filter((p: Obj) => p.path).map((p: Obj) => resolve(dirname(file), p.path))));
+const patchFiles = new Set(
+  kustomizations.flatMap(({ file, k }) =>
+    (k.patches ?? []).filter((p: Obj) => p.path).map((p: Obj) => resolve(dirname(file), p.path)),
+  ),
+);
 
 const baseKustomization = kustomizations.find(({ file }) => file === join(BASE, 'kustomization.yaml'))?.k ?? {};
 /** The objects the base applies: the files its kustomization lists. */
@@ -45,19 +49,24 @@ const baseDocs: Doc[] = (baseKustomization.resources ?? [])
   .filter((f: string) => existsSync(f) && statSync(f).isFile())
   .flatMap((f: string) => parseYamlFile(f));
 const baseObjects = baseDocs.map((d) => d.object);
-const find = (kind: string, name: string): Obj | undefined => baseObjects.find((o) => o.kind === kind && o.metadata?.name === name);
+const find = (kind: string, name: string): Obj | undefined =>
+  baseObjects.find((o) => o.kind === kind && o.metadata?.name === name);
 const configMap = (name: string): Record<string, string> => find('ConfigMap', name)?.data ?? {};
 
-const PLACEHOLDER_SECRETS: Record<string, string> = { DATABASE_URL: 'postgres://toolplane:secret@db.example:5432/toolplane' };
+const PLACEHOLDER_SECRETS: Record<string, string> = {
+  DATABASE_URL: 'postgres://toolplane:secret@db.example:5432/toolplane',
+};
 
 /** The environment a container would see: envFrom ConfigMaps, then env (secret refs as placeholders). */
 function effectiveEnv(container: Obj): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const from of container.envFrom ?? []) if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
+  for (const from of container.envFrom ?? [])
+    if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
   for (const e of container.env ?? []) {
     if (e.value !== undefined) env[e.name] = String(e.value);
     else if (e.valueFrom?.secretKeyRef) env[e.name] = PLACEHOLDER_SECRETS[e.name] ?? 'placeholder';
-    else if (e.valueFrom?.configMapKeyRef) env[e.name] = configMap(e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key];
+    else if (e.valueFrom?.configMapKeyRef)
+      env[e.name] = configMap(e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key];
   }
   return env;
 }
@@ -89,20 +98,37 @@ function hardeningProblems(pod: Obj, runner = false): string[] {
     if (!(sc.capabilities?.drop ?? []).includes('ALL')) p.push(`${where}: capabilities.drop must include ALL`);
     if ((sc.capabilities?.add ?? []).length) p.push(`${where}: adds capabilities`);
     const seccomp = sc.seccompProfile ?? psc.seccompProfile;
-    const runnerException = runner && c.name === 'runner-local' && seccomp?.type === 'Localhost' && seccomp.localhostProfile === RUNNER_SECCOMP.localhostProfile;
-    if (seccomp?.type !== 'RuntimeDefault' && !runnerException) p.push(`${where}: seccompProfile must be RuntimeDefault`);
-    if ((sc.procMount ?? 'Default') !== 'Default' && !(runner && c.name === 'runner-local' && pod.hostUsers === false)) p.push(`${where}: procMount must be Default`);
+    const runnerException =
+      runner &&
+      c.name === 'runner-local' &&
+      seccomp?.type === 'Localhost' &&
+      seccomp.localhostProfile === RUNNER_SECCOMP.localhostProfile;
+    if (seccomp?.type !== 'RuntimeDefault' && !runnerException)
+      p.push(`${where}: seccompProfile must be RuntimeDefault`);
+    if ((sc.procMount ?? 'Default') !== 'Default' && !(runner && c.name === 'runner-local' && pod.hostUsers === false))
+      p.push(`${where}: procMount must be Default`);
     const mounts: Obj[] = c.volumeMounts ?? [];
     for (const m of mounts) if (!volumes.has(m.name)) p.push(`${where}: mount ${m.name} has no volume`);
     const tmp = mounts.find((m) => m.mountPath === '/tmp');
-    if (!tmp || !volumes.get(tmp.name)?.emptyDir) p.push(`${where}: /tmp must be a writable emptyDir (read-only root filesystem)`);
+    if (!tmp || !volumes.get(tmp.name)?.emptyDir)
+      p.push(`${where}: /tmp must be a writable emptyDir (read-only root filesystem)`);
   }
   return p;
 }
 
 const CPU = /^(\d+(?:\.\d+)?)(m?)$/;
 const MEM = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/;
-const MEM_UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+const MEM_UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+};
 function quantity(resource: 'cpu' | 'memory', q: unknown): number {
   const m = (resource === 'cpu' ? CPU : MEM).exec(String(q));
   if (!m) return NaN;
@@ -115,15 +141,22 @@ function deployment(app: string): Obj {
   return d;
 }
 const podOf = (d: Obj): Obj => d.spec?.template?.spec ?? {};
-const containerOf = (d: Obj, app: string): Obj => podOf(d).containers?.find((c: Obj) => c.name === app) ?? podOf(d).containers?.[0] ?? {};
+const containerOf = (d: Obj, app: string): Obj =>
+  podOf(d).containers?.find((c: Obj) => c.name === app) ?? podOf(d).containers?.[0] ?? {};
 const healthPortOf = (c: Obj): number | undefined => resolvePort(c, 'health');
 
 let configResults: Record<string, string> | undefined;
 /** Each Deployment's (and the Job's) environment parsed by its app's own config loader. */
 function appConfigResult(where: string): string {
   configResults ??= parseWithAppConfigs([
-    ...APPS.filter((a) => find('Deployment', a)).map((a) => ({ where: a, app: a, env: effectiveEnv(containerOf(deployment(a), a)) })),
-    ...baseObjects.filter((o) => o.kind === 'Job').map((j) => ({ where: 'job', app: 'registry', env: effectiveEnv(j.spec.template.spec.containers[0]) })),
+    ...APPS.filter((a) => find('Deployment', a)).map((a) => ({
+      where: a,
+      app: a,
+      env: effectiveEnv(containerOf(deployment(a), a)),
+    })),
+    ...baseObjects
+      .filter((o) => o.kind === 'Job')
+      .map((j) => ({ where: 'job', app: 'registry', env: effectiveEnv(j.spec.template.spec.containers[0]) })),
   ]);
   return configResults[where];
 }
@@ -137,7 +170,12 @@ describe('deploy/: YAML and kustomize', () => {
   it('every Kubernetes object is valid against the API schema, with no unknown fields', () => {
     const items = yamlFiles
       .filter((f) => !isKustomization(f) && !patchFiles.has(resolve(f)))
-      .flatMap((f) => parseYamlFile(f).map((d) => ({ where: `${rel(f)} #${d.index} ${d.object.kind}/${d.object.metadata?.name}`, object: d.object })));
+      .flatMap((f) =>
+        parseYamlFile(f).map((d) => ({
+          where: `${rel(f)} #${d.index} ${d.object.kind}/${d.object.metadata?.name}`,
+          object: d.object,
+        })),
+      );
     expect(items.length).toBeGreaterThan(APPS.length * 3);
     const invalid = validateK8s(items).filter((r) => r.errors.length);
     expect(invalid).toEqual([]);
@@ -152,8 +190,12 @@ describe('deploy/: YAML and kustomize', () => {
     expect(new Set(refs).size).toBe(refs.length); // no duplicates
     const missing = refs.filter((r) => !existsSync(join(dir, r)));
     expect(missing).toEqual([]);
-    for (const r of refs.filter((r) => statSync(join(dir, r)).isDirectory())) expect(existsSync(join(dir, r, 'kustomization.yaml'))).toBe(true);
-    const listedFiles = refs.map((r) => resolve(dir, r)).filter((p) => statSync(p).isFile() && dirname(p) === dir).sort();
+    for (const r of refs.filter((r) => statSync(join(dir, r)).isDirectory()))
+      expect(existsSync(join(dir, r, 'kustomization.yaml'))).toBe(true);
+    const listedFiles = refs
+      .map((r) => resolve(dir, r))
+      .filter((p) => statSync(p).isFile() && dirname(p) === dir)
+      .sort();
     const present = filesUnder(dir)
       .filter((f) => dirname(f) === dir && /\.ya?ml$/.test(f) && !isKustomization(f) && !isExample(f))
       .sort();
@@ -166,7 +208,11 @@ describe('deploy/: YAML and kustomize', () => {
     expect(baseObjects.filter((o) => o.metadata?.namespace).map((o) => o.metadata.name)).toEqual([]);
     expect(baseObjects.filter((o) => o.kind === 'Namespace' || o.kind === 'Secret')).toEqual([]);
     expect(baseKustomization.secretGenerator).toBeUndefined();
-    const pairs = Object.assign({}, baseKustomization.commonLabels, ...(baseKustomization.labels ?? []).map((l: Obj) => l.pairs));
+    const pairs = Object.assign(
+      {},
+      baseKustomization.commonLabels,
+      ...(baseKustomization.labels ?? []).map((l: Obj) => l.pairs),
+    );
     expect(pairs['app.kubernetes.io/part-of']).toBe('toolplane');
     // No literal DATABASE_URL anywhere in what the base applies.
     const literal = baseDocs.filter((d) => JSON.stringify(d.object).includes('postgres://'));
@@ -182,12 +228,21 @@ describe('deploy/: YAML and kustomize', () => {
     expect(built.output).not.toMatch(/^Error/);
     expect(built.ok).toBe(true);
     const objects = parseAllDocuments(built.output).map((d) => d.toJS() as Obj);
-    expect(objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name).sort()).toEqual(expect.arrayContaining(APPS));
-    const invalid = validateK8s(objects.map((o) => ({ where: `${dir}: ${o.kind}/${o.metadata?.name}`, object: o }))).filter((r) => r.errors.length);
+    expect(
+      objects
+        .filter((o) => o.kind === 'Deployment')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(expect.arrayContaining(APPS));
+    const invalid = validateK8s(
+      objects.map((o) => ({ where: `${dir}: ${o.kind}/${o.metadata?.name}`, object: o })),
+    ).filter((r) => r.errors.length);
     expect(invalid).toEqual([]);
     for (const o of objects) expect(o.metadata.labels?.['app.kubernetes.io/part-of']).toBe('toolplane');
     const k = kustomizations.find(({ file }) => rel(dirname(file)) === dir)!.k;
-    if (k.namespace) for (const o of objects.filter((o) => o.kind !== 'Namespace')) expect([o.kind, o.metadata.namespace]).toEqual([o.kind, k.namespace]);
+    if (k.namespace)
+      for (const o of objects.filter((o) => o.kind !== 'Namespace'))
+        expect([o.kind, o.metadata.namespace]).toEqual([o.kind, k.namespace]);
   });
 });
 
@@ -198,7 +253,8 @@ describe.each(APPS)('app %s', (app) => {
     const cmd = [...(c.command ?? []), ...(c.args ?? [])];
     expect(cmd).toContain(`dist/apps/${app}/src/main.js`);
     expect(cmd).toContain('node');
-    if (existsSync(join(ROOT, 'apps', app, 'src'))) expect(existsSync(join(ROOT, 'apps', app, 'src', 'main.ts'))).toBe(true);
+    if (existsSync(join(ROOT, 'apps', app, 'src')))
+      expect(existsSync(join(ROOT, 'apps', app, 'src', 'main.ts'))).toBe(true);
   });
 
   it('probes /healthz (liveness) and /readyz (readiness) on its health port', () => {
@@ -212,7 +268,9 @@ describe.each(APPS)('app %s', (app) => {
     expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(resolvePort(c, c.readinessProbe?.httpGet?.port)).toBe(port);
     if (c.startupProbe) expect(resolvePort(c, c.startupProbe.httpGet?.port)).toBe(port);
-    const others = APPS.filter((a) => a !== app && find('Deployment', a)).map((a) => healthPortOf(containerOf(deployment(a), a)));
+    const others = APPS.filter((a) => a !== app && find('Deployment', a)).map((a) =>
+      healthPortOf(containerOf(deployment(a), a)),
+    );
     expect(others).not.toContain(port); // unique, so compose can publish them all
   });
 
@@ -234,13 +292,30 @@ describe.each(APPS)('app %s', (app) => {
 
   it('gets NATS_URL from env/envFrom and its environment passes the app config schema', () => {
     const c = containerOf(deployment(app), app);
-    for (const from of c.envFrom ?? []) if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
+    for (const from of c.envFrom ?? [])
+      if (from.configMapRef) expect(find('ConfigMap', from.configMapRef.name)).toBeDefined();
     // runner-e2b / runner-modal may have their own E2B key / Modal token pair (optional: orgs bring theirs as sandbox secrets).
-    const own: Record<string, string> = { 'runner-e2b': 'toolplane-e2b', 'runner-modal': 'toolplane-modal', 'web-tools': 'toolplane-exa' };
+    const own: Record<string, string> = {
+      'runner-e2b': 'toolplane-e2b',
+      'runner-modal': 'toolplane-modal',
+      'web-tools': 'toolplane-exa',
+    };
     const secrets = ['toolplane-db', 'toolplane-nats', ...(own[app] ? [own[app]] : [])];
-    for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(secrets).toContain(e.valueFrom.secretKeyRef.name);
-    if (app === 'runner-e2b') expect(c.env.find((e: Obj) => e.name === 'E2B_API_KEY')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-e2b', key: 'E2B_API_KEY', optional: true });
-    if (app === 'runner-modal') for (const key of ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET']) expect(c.env.find((e: Obj) => e.name === key)?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-modal', key, optional: true });
+    for (const e of c.env ?? [])
+      if (e.valueFrom?.secretKeyRef) expect(secrets).toContain(e.valueFrom.secretKeyRef.name);
+    if (app === 'runner-e2b')
+      expect(c.env.find((e: Obj) => e.name === 'E2B_API_KEY')?.valueFrom?.secretKeyRef).toEqual({
+        name: 'toolplane-e2b',
+        key: 'E2B_API_KEY',
+        optional: true,
+      });
+    if (app === 'runner-modal')
+      for (const key of ['MODAL_TOKEN_ID', 'MODAL_TOKEN_SECRET'])
+        expect(c.env.find((e: Obj) => e.name === key)?.valueFrom?.secretKeyRef).toEqual({
+          name: 'toolplane-modal',
+          key,
+          optional: true,
+        });
     const env = effectiveEnv(c);
     expect(env.NATS_URL).toMatch(/^nats:\/\//);
     expect(env.OTEL_SERVICE_NAME).toBe(app);
@@ -253,13 +328,22 @@ describe.each(APPS)('app %s', (app) => {
     const c = containerOf(d, app);
     const env = effectiveEnv(c);
     expect(env.NATS_USER).toBe(app);
-    expect(c.env.find((e: Obj) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-nats', key: app });
-    const mount = (c.volumeMounts ?? []).find((m: Obj) => m.mountPath === (env.SERVICE_KEYS_DIR ?? '/etc/toolplane/keys'));
+    expect(c.env.find((e: Obj) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'toolplane-nats',
+      key: app,
+    });
+    const mount = (c.volumeMounts ?? []).find(
+      (m: Obj) => m.mountPath === (env.SERVICE_KEYS_DIR ?? '/etc/toolplane/keys'),
+    );
     expect(mount?.readOnly).toBe(true);
     const volume = podOf(d).volumes.find((v: Obj) => v.name === mount.name);
-    const secrets = volume.projected.sources.filter((s: Obj) => s.secret).map((s: Obj) => [s.secret.name, s.secret.items.map((i: Obj) => i.path)]);
+    const secrets = volume.projected.sources
+      .filter((s: Obj) => s.secret)
+      .map((s: Obj) => [s.secret.name, s.secret.items.map((i: Obj) => i.path)]);
     expect(secrets).toEqual([[`toolplane-identity-${app}`, [`${app}.key`]]]);
-    expect(volume.projected.sources.filter((s: Obj) => s.configMap).map((s: Obj) => s.configMap.name)).toEqual(['toolplane-service-keys']);
+    expect(volume.projected.sources.filter((s: Obj) => s.configMap).map((s: Obj) => s.configMap.name)).toEqual([
+      'toolplane-service-keys',
+    ]);
     // Group-readable for the pod's fsGroup, never world-readable.
     expect(volume.projected.defaultMode & 0o007).toBe(0);
   });
@@ -272,7 +356,9 @@ describe.each(APPS)('app %s', (app) => {
     const svc = baseObjects.find((o) => o.kind === 'Service' && selects(o.spec?.selector, labels));
     expect(svc).toBeDefined();
     expect(svc!.spec.ports.map((p: Obj) => resolvePort(containerOf(d, app), p.targetPort ?? p.port))).toContain(port);
-    const pdb = baseObjects.find((o) => o.kind === 'PodDisruptionBudget' && selects(o.spec?.selector?.matchLabels, labels));
+    const pdb = baseObjects.find(
+      (o) => o.kind === 'PodDisruptionBudget' && selects(o.spec?.selector?.matchLabels, labels),
+    );
     expect(pdb).toBeDefined();
     const { minAvailable, maxUnavailable } = pdb!.spec;
     expect(minAvailable ?? maxUnavailable).toBeDefined();
@@ -284,7 +370,10 @@ describe.each(APPS)('app %s', (app) => {
 describe('database and migrations', () => {
   it('registry reads DATABASE_URL from the toolplane-db Secret and does not migrate on start', () => {
     const c = containerOf(deployment('registry'), 'registry');
-    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-db', key: 'DATABASE_URL' });
+    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'toolplane-db',
+      key: 'DATABASE_URL',
+    });
     expect(effectiveEnv(c).DB_MIGRATE_ON_START).toBe('false');
   });
 
@@ -296,7 +385,10 @@ describe('database and migrations', () => {
     expect([...(c.command ?? []), ...(c.args ?? [])]).toContain('dist/apps/registry/src/database/migrate.js');
     expect(pod.restartPolicy).toBe('Never');
     expect(job!.spec.backoffLimit).toBeGreaterThanOrEqual(0);
-    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'toolplane-db', key: 'DATABASE_URL' });
+    expect(c.env.find((e: Obj) => e.name === 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'toolplane-db',
+      key: 'DATABASE_URL',
+    });
     expect(c.resources?.limits?.memory).toBeDefined();
     expect(hardeningProblems(pod)).toEqual([]);
     const parsed = appConfigResult('job');
@@ -320,7 +412,9 @@ describe('runner-local isolation', () => {
     const sa = pod.serviceAccountName;
     expect(sa).toBeTruthy();
     expect(sa).not.toBe('default');
-    const sharers = APPS.filter((a) => a !== 'runner-local' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa);
+    const sharers = APPS.filter(
+      (a) => a !== 'runner-local' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa,
+    );
     expect(sharers).toEqual([]);
     expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
     expect(pod.automountServiceAccountToken).toBe(false);
@@ -337,7 +431,9 @@ describe('runner-local isolation', () => {
     expect([...new Set(ports)].sort()).toEqual(['TCP/4222', 'TCP/53', 'UDP/53']);
     for (const r of egress) if (r.ports.some((p: Obj) => p.port === 53)) expect(r.to?.length).toBeGreaterThan(0);
     const health = String(healthPortOf(containerOf(d, 'runner-local')));
-    const ingressPorts = (np!.spec.ingress ?? []).flatMap((r: Obj) => (r.ports ?? [{ port: 'any' }]).map((p: Obj) => String(p.port)));
+    const ingressPorts = (np!.spec.ingress ?? []).flatMap((r: Obj) =>
+      (r.ports ?? [{ port: 'any' }]).map((p: Obj) => String(p.port)),
+    );
     expect(ingressPorts.filter((p: string) => p !== health && p !== 'health')).toEqual([]);
   });
 
@@ -347,7 +443,12 @@ describe('runner-local isolation', () => {
     expect(pod.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
     expect(c.securityContext.seccompProfile).toEqual(RUNNER_SECCOMP);
     expect(c.securityContext.procMount).toBe('Unmasked');
-    expect(c.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(c.securityContext.capabilities.add).toBeUndefined();
     expect(pod.initContainers ?? []).toEqual([]);
   });
@@ -358,11 +459,33 @@ describe('runner-local isolation', () => {
     expect(profile.architectures).toEqual(['SCMP_ARCH_X86_64', 'SCMP_ARCH_AARCH64']);
     expect(profile.syscalls.filter((r: Obj) => r.action !== 'SCMP_ACT_ERRNO')).toEqual([]);
     const denied = new Set<string>(profile.syscalls.flatMap((r: Obj) => r.names));
-    for (const s of ['ptrace', 'bpf', 'keyctl', 'add_key', 'kexec_load', 'init_module', 'finit_module', 'perf_event_open', 'userfaultfd', 'setns', 'open_by_handle_at', 'io_uring_setup', 'process_vm_readv', 'reboot', 'swapon', 'fsopen', 'open_tree', 'move_mount']) {
+    for (const s of [
+      'ptrace',
+      'bpf',
+      'keyctl',
+      'add_key',
+      'kexec_load',
+      'init_module',
+      'finit_module',
+      'perf_event_open',
+      'userfaultfd',
+      'setns',
+      'open_by_handle_at',
+      'io_uring_setup',
+      'process_vm_readv',
+      'reboot',
+      'swapon',
+      'fsopen',
+      'open_tree',
+      'move_mount',
+    ]) {
       expect(denied.has(s)).toBe(true);
     }
-    for (const s of ['unshare', 'clone', 'clone3', 'mount', 'umount2', 'pivot_root', 'chroot', 'sethostname']) expect(denied.has(s)).toBe(false);
-    expect(readFileSync(join(DEPLOY, 'seccomp', 'README.md'), 'utf8')).toContain('/var/lib/kubelet/seccomp/profiles/toolplane-runner-local.json');
+    for (const s of ['unshare', 'clone', 'clone3', 'mount', 'umount2', 'pivot_root', 'chroot', 'sethostname'])
+      expect(denied.has(s)).toBe(false);
+    expect(readFileSync(join(DEPLOY, 'seccomp', 'README.md'), 'utf8')).toContain(
+      '/var/lib/kubelet/seccomp/profiles/toolplane-runner-local.json',
+    );
   });
 
   it('asks for a delegated cgroup (per-call limits) and keeps network-enabled tools off', () => {
@@ -378,7 +501,9 @@ describe('runner-local isolation', () => {
     const runner = built.find((o: Obj) => o.kind === 'Deployment' && o.metadata.name === 'runner-local');
     expect(rc?.handler).toBeTruthy();
     expect(runner?.spec.template.spec.runtimeClassName).toBe(rc?.metadata.name);
-    expect(runner?.spec.template.spec.containers[0].env).toEqual(expect.arrayContaining([{ name: 'RUNNER_CGROUPS', value: 'required' }]));
+    expect(runner?.spec.template.spec.containers[0].env).toEqual(
+      expect.arrayContaining([{ name: 'RUNNER_CGROUPS', value: 'required' }]),
+    );
   });
 
   it('tool code writes only to /tmp, the RUNNER_WORK_ROOT emptyDir', () => {
@@ -411,7 +536,11 @@ describe('mcp-gateway, the HTTP edge', () => {
   it('runs under a ServiceAccount of its own, which mounts no token', () => {
     const sa = podOf(d).serviceAccountName;
     expect(sa).toBe('toolplane-mcp-gateway');
-    expect(APPS.filter((a) => a !== 'mcp-gateway' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa)).toEqual([]);
+    expect(
+      APPS.filter(
+        (a) => a !== 'mcp-gateway' && find('Deployment', a) && podOf(deployment(a)).serviceAccountName === sa,
+      ),
+    ).toEqual([]);
     expect(find('ServiceAccount', sa)?.automountServiceAccountToken).toBe(false);
   });
 
@@ -421,13 +550,17 @@ describe('mcp-gateway, the HTTP edge', () => {
     expect(np!.spec.policyTypes).toEqual(expect.arrayContaining(['Ingress', 'Egress']));
     const egress: Obj[] = np!.spec.egress ?? [];
     expect(egress.filter((r) => !(r.ports ?? []).length)).toEqual([]);
-    expect([...new Set(egress.flatMap((r) => r.ports.map((p: Obj) => `${p.protocol ?? 'TCP'}/${p.port}`)))].sort()).toEqual(['TCP/4222', 'TCP/53', 'UDP/53']);
+    expect(
+      [...new Set(egress.flatMap((r) => r.ports.map((p: Obj) => `${p.protocol ?? 'TCP'}/${p.port}`)))].sort(),
+    ).toEqual(['TCP/4222', 'TCP/53', 'UDP/53']);
     for (const r of egress) if (r.ports.some((p: Obj) => p.port === 53)) expect(r.to?.length).toBeGreaterThan(0);
     const ingress: Obj[] = np!.spec.ingress ?? [];
     expect(ingress.filter((r) => !(r.ports ?? []).length)).toEqual([]);
     const rule = (port: number) => ingress.filter((r) => r.ports.some((p: Obj) => p.port === port));
     expect(ingress.flatMap((r) => r.ports.map((p: Obj) => p.port)).sort()).toEqual([8090, 8091]);
-    expect(rule(8091).every((r) => r.from?.length && r.from.every((f: Obj) => f.namespaceSelector && !f.ipBlock))).toBe(true);
+    expect(rule(8091).every((r) => r.from?.length && r.from.every((f: Obj) => f.namespaceSelector && !f.ipBlock))).toBe(
+      true,
+    );
   });
 
   it('ships an Ingress example, not applied: TLS from a Secret, long unbuffered responses (SSE), both path prefixes to the Service', () => {
@@ -442,11 +575,17 @@ describe('mcp-gateway, the HTTP edge', () => {
     // Longer than a call, or an approval asked by elicitation, may keep a response open.
     const longest = Math.max(Number(env.GATEWAY_CALL_TIMEOUT_MS), Number(env.GATEWAY_ELICITATION_TIMEOUT_MS)) / 1000;
     expect(longest).toBeGreaterThan(0);
-    for (const k of ['proxy-read-timeout', 'proxy-send-timeout']) expect(Number(a[`nginx.ingress.kubernetes.io/${k}`])).toBeGreaterThan(longest);
+    for (const k of ['proxy-read-timeout', 'proxy-send-timeout'])
+      expect(Number(a[`nginx.ingress.kubernetes.io/${k}`])).toBeGreaterThan(longest);
     // Above the gateway's own body limit, so that the gateway answers 413 itself.
-    expect(quantity('memory', String(a['nginx.ingress.kubernetes.io/proxy-body-size']).replace(/m$/, 'Mi'))).toBeGreaterThan(Number(env.GATEWAY_MAX_BODY_BYTES));
+    expect(
+      quantity('memory', String(a['nginx.ingress.kubernetes.io/proxy-body-size']).replace(/m$/, 'Mi')),
+    ).toBeGreaterThan(Number(env.GATEWAY_MAX_BODY_BYTES));
     const paths: Obj[] = ing.spec.rules.flatMap((r: Obj) => r.http.paths);
-    expect(paths.map((p) => `${p.pathType} ${p.path}`).sort()).toEqual(['Prefix /.well-known/oauth-protected-resource', 'Prefix /mcp']);
+    expect(paths.map((p) => `${p.pathType} ${p.path}`).sort()).toEqual([
+      'Prefix /.well-known/oauth-protected-resource',
+      'Prefix /mcp',
+    ]);
     for (const p of paths) expect(p.backend.service).toEqual({ name: svc!.metadata.name, port: { name: 'http' } });
   });
 
@@ -458,13 +597,16 @@ describe('mcp-gateway, the HTTP edge', () => {
     const readme = readFileSync(join(ROOT, 'apps', 'mcp-gateway', 'README.md'), 'utf8');
     const documented = new Set([...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!));
     expect(variables.filter((v) => !documented.has(v))).toEqual([]);
-    expect(Object.keys(configMap('toolplane-config')).filter((k) => k.startsWith('GATEWAY_') && !variables.includes(k))).toEqual([]);
+    expect(
+      Object.keys(configMap('toolplane-config')).filter((k) => k.startsWith('GATEWAY_') && !variables.includes(k)),
+    ).toEqual([]);
   });
 });
 
 describe('NATS users and permissions (deploy/nats)', () => {
   it('ships the authorization generated from the contracts (run `npm run nats:config` after a contract change)', () => {
-    const { natsServerConfig } = require('../../tools/deploy/nats-config') as typeof import('../../tools/deploy/nats-config');
+    const { natsServerConfig } =
+      require('../../tools/deploy/nats-config') as typeof import('../../tools/deploy/nats-config');
     expect(readFileSync(join(DEPLOY, 'nats', 'toolplane-auth.conf'), 'utf8')).toBe(natsServerConfig());
     const server = readFileSync(join(DEPLOY, 'nats', 'nats-server.conf'), 'utf8');
     expect(server).toMatch(/^include \.\/toolplane-auth\.conf$/m);

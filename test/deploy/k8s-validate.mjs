@@ -11,7 +11,12 @@ const input = JSON.parse(readFileSync(0, 'utf8'));
 
 /** `apps/v1` + `Deployment` -> the model class from `kubernetes-models/apps/v1/Deployment`. */
 async function modelFor(apiVersion, kind) {
-  if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !/^[A-Za-z0-9.]+(\/[a-z0-9]+)?$/.test(apiVersion) || !/^[A-Za-z]+$/.test(kind)) {
+  if (
+    typeof apiVersion !== 'string' ||
+    typeof kind !== 'string' ||
+    !/^[A-Za-z0-9.]+(\/[a-z0-9]+)?$/.test(apiVersion) ||
+    !/^[A-Za-z]+$/.test(kind)
+  ) {
     return undefined;
   }
   try {
@@ -46,7 +51,11 @@ const PROBES = [true, 0.5, 'probe', [], { probe: true }];
 
 function isKnown(Model, object, path) {
   const at = pointer(path);
-  return PROBES.some((probe) => errorsOf(Model, withValue(object, path, probe)).some((e) => e.instancePath === at || e.instancePath.startsWith(at + '/')));
+  return PROBES.some((probe) =>
+    errorsOf(Model, withValue(object, path, probe)).some(
+      (e) => e.instancePath === at || e.instancePath.startsWith(at + '/'),
+    ),
+  );
 }
 
 function unknownFields(Model, object) {
@@ -73,7 +82,9 @@ for (const { where, object } of input) {
     out.push({ where, errors: [`no Kubernetes schema for apiVersion=${object?.apiVersion} kind=${object?.kind}`] });
     continue;
   }
-  const schemaErrors = errorsOf(Model, object).map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ' ' + JSON.stringify(e.params) : ''}`);
+  const schemaErrors = errorsOf(Model, object).map(
+    (e) => `${e.instancePath || '/'} ${e.message}${e.params ? ' ' + JSON.stringify(e.params) : ''}`,
+  );
   out.push({ where, errors: [...schemaErrors, ...unknownFields(Model, object)] });
 }
 process.stdout.write(JSON.stringify(out));

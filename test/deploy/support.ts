@@ -11,7 +11,16 @@ export const DEPLOY = join(ROOT, 'deploy');
 export const BASE = join(DEPLOY, 'base');
 
 /** Health ports fixed by the apps' own config defaults. */
-export const KNOWN_HEALTH_PORTS: Record<string, number> = { registry: 8081, schema: 8082, executor: 8083, 'runner-local': 8084, 'runner-e2b': 8087, 'runner-modal': 8088, 'web-tools': 8089, 'mcp-gateway': 8091 };
+export const KNOWN_HEALTH_PORTS: Record<string, number> = {
+  registry: 8081,
+  schema: 8082,
+  executor: 8083,
+  'runner-local': 8084,
+  'runner-e2b': 8087,
+  'runner-modal': 8088,
+  'web-tools': 8089,
+  'mcp-gateway': 8091,
+};
 
 /** Every deployable: the directories under apps/, and at least the four known apps. */
 export function appNames(): string[] {
@@ -86,7 +95,9 @@ export const hasKubectl = (): boolean => !spawnSync('kubectl', ['version', '--cl
  * node (the loaders import ESM-only NestJS). An app with no compiled config is reported as
  * `missing`. Returns, per item, the loader's error message or `ok`/`missing`.
  */
-export function parseWithAppConfigs(items: { where: string; app: string; env: Record<string, string> }[]): Record<string, string> {
+export function parseWithAppConfigs(
+  items: { where: string; app: string; env: Record<string, string> }[],
+): Record<string, string> {
   const script = `
     const { existsSync, readFileSync } = require('node:fs');
     const out = {};
@@ -99,7 +110,12 @@ export function parseWithAppConfigs(items: { where: string; app: string; env: Re
       try { load[1](env); out[where] = 'ok'; } catch (e) { out[where] = String(e.message); }
     }
     process.stdout.write(JSON.stringify(out));`;
-  const r = spawnSync(process.execPath, ['-e', script], { cwd: ROOT, input: JSON.stringify(items), encoding: 'utf8', env: { PATH: process.env.PATH } });
+  const r = spawnSync(process.execPath, ['-e', script], {
+    cwd: ROOT,
+    input: JSON.stringify(items),
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH },
+  });
   if (r.status !== 0) throw new Error(`config check failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);
 }
@@ -111,7 +127,10 @@ export function resolvePort(container: Obj, port: unknown): number | undefined {
 }
 
 /** True when every selector label is on the pod template. */
-export function selects(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
+export function selects(
+  selector: Record<string, string> | undefined,
+  labels: Record<string, string> | undefined,
+): boolean {
   if (!selector || !Object.keys(selector).length) return false;
   return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 }

@@ -20,10 +20,14 @@ describe('agent tool sets', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const upsert = async (org: string, source: string, extra: Record<string, unknown> = {}) => ok(await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: source, ...extra } })).tool;
-  const attach = (org: string, body: Record<string, unknown>) => client.req('toolplane.v1.agents.tools.attach', { org_id: org, ...body });
-  const list = async (org: string, agent: string, extra: Record<string, unknown> = {}) => ok(await client.req('toolplane.v1.agents.tools.list', { org_id: org, agent_id: agent, ...extra }));
-  const names = async (org: string, agent: string) => (await list(org, agent, { limit: 200 })).tools.map((t: any) => t.tool.name);
+  const upsert = async (org: string, source: string, extra: Record<string, unknown> = {}) =>
+    ok(await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: source, ...extra } })).tool;
+  const attach = (org: string, body: Record<string, unknown>) =>
+    client.req('toolplane.v1.agents.tools.attach', { org_id: org, ...body });
+  const list = async (org: string, agent: string, extra: Record<string, unknown> = {}) =>
+    ok(await client.req('toolplane.v1.agents.tools.list', { org_id: org, agent_id: agent, ...extra }));
+  const names = async (org: string, agent: string) =>
+    (await list(org, agent, { limit: 200 })).tools.map((t: any) => t.tool.name);
   /** The agent-tools events of an org seen so far, polled until `pred` holds (or 15 s pass). */
   const eventsOf = (org: string, pred: (e: Array<{ subject: string; payload: any }>) => boolean) =>
     expectEventually(
@@ -38,7 +42,8 @@ describe('agent tool sets', () => {
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
     sub = client.nc.subscribe(client.subject('toolplane.v1.events.agent-tools.*'), {
-      callback: (_err, msg) => void events.push({ subject: msg.subject.slice(testPrefix().length + 1), payload: msg.json() }),
+      callback: (_err, msg) =>
+        void events.push({ subject: msg.subject.slice(testPrefix().length + 1), payload: msg.json() }),
     });
   });
   afterAll(async () => {
@@ -54,22 +59,41 @@ describe('agent tool sets', () => {
     const first = ok(await attach(org, { agent_id: 'agent-1', tool_ids: [tools[2].id, tools[0].id] }));
     expect(first.attached).toBe(2);
     expect(first.tools.map((t: any) => t.tool.name)).toEqual(['tool_2', 'tool_0']);
-    expect(first.tools[0]).toMatchObject({ requires_approval: false, requires_approval_override: null, attached_at: expect.any(String), tool: { id: tools[2].id } });
+    expect(first.tools[0]).toMatchObject({
+      requires_approval: false,
+      requires_approval_override: null,
+      attached_at: expect.any(String),
+      tool: { id: tools[2].id },
+    });
     const second = ok(await attach(org, { agent_id: 'agent-1', tool_names: ['tool_0', 'tool_4', 'tool_1'] }));
     expect(second.attached).toBe(2); // tool_0 was attached already
 
     const page1 = await list(org, 'agent-1', { limit: 2 });
     expect(page1.tools.map((t: any) => t.tool.name)).toEqual(['tool_2', 'tool_0']);
     const page2 = await list(org, 'agent-1', { limit: 2, cursor: page1.next_cursor });
-    expect(page2).toEqual({ tools: [expect.objectContaining({ tool: expect.objectContaining({ name: 'tool_4' }) }), expect.objectContaining({ tool: expect.objectContaining({ name: 'tool_1' }) })], next_cursor: null });
+    expect(page2).toEqual({
+      tools: [
+        expect.objectContaining({ tool: expect.objectContaining({ name: 'tool_4' }) }),
+        expect.objectContaining({ tool: expect.objectContaining({ name: 'tool_1' }) }),
+      ],
+      next_cursor: null,
+    });
     expect((await list(org, 'agent-2')).tools).toEqual([]); // another agent, nothing attached
 
-    const detached = ok(await client.req('toolplane.v1.agents.tools.detach', { org_id: org, agent_id: 'agent-1', tool_names: ['tool_0', 'tool_3'] }));
+    const detached = ok(
+      await client.req('toolplane.v1.agents.tools.detach', {
+        org_id: org,
+        agent_id: 'agent-1',
+        tool_names: ['tool_0', 'tool_3'],
+      }),
+    );
     expect(detached.detached).toEqual([{ tool_id: tools[0].id, name: 'tool_0' }]); // tool_3 was not attached
     expect(await names(org, 'agent-1')).toEqual(['tool_2', 'tool_4', 'tool_1']);
 
     const seen = await eventsOf(org, (e) => e.length >= 3);
-    expect(seen.map((e) => [e.subject, e.payload.agent_id, e.payload.tools.map((t: any) => t.tool_name), e.payload.cause])).toEqual([
+    expect(
+      seen.map((e) => [e.subject, e.payload.agent_id, e.payload.tools.map((t: any) => t.tool_name), e.payload.cause]),
+    ).toEqual([
       ['toolplane.v1.events.agent-tools.attached', 'agent-1', ['tool_2', 'tool_0'], undefined],
       ['toolplane.v1.events.agent-tools.attached', 'agent-1', ['tool_4', 'tool_1'], undefined],
       ['toolplane.v1.events.agent-tools.detached', 'agent-1', ['tool_0'], 'request'],
@@ -81,7 +105,13 @@ describe('agent tool sets', () => {
     const guarded = await upsert(org, ADD, { default_requires_approval: true });
     const open = await upsert(org, ROLL_D20);
     ok(await attach(org, { agent_id: 'a', tool_ids: [guarded.id, open.id] }));
-    const approval = async (agent: string) => Object.fromEntries((await list(org, agent)).tools.map((t: any) => [t.tool.name, [t.requires_approval, t.requires_approval_override]]));
+    const approval = async (agent: string) =>
+      Object.fromEntries(
+        (await list(org, agent)).tools.map((t: any) => [
+          t.tool.name,
+          [t.requires_approval, t.requires_approval_override],
+        ]),
+      );
     expect(await approval('a')).toEqual({ add: [true, null], roll_d20: [false, null] });
     // Per agent: b trusts add, c guards roll_d20; a keeps the defaults.
     ok(await attach(org, { agent_id: 'b', tool_ids: [guarded.id], requires_approval: false }));
@@ -91,14 +121,19 @@ describe('agent tool sets', () => {
     expect(await approval('a')).toEqual({ add: [true, null], roll_d20: [false, null] });
     // Attaching again without requires_approval leaves the override; null clears it.
     const again = ok(await attach(org, { agent_id: 'b', tool_ids: [guarded.id] }));
-    expect(again).toMatchObject({ attached: 0, tools: [{ requires_approval: false, requires_approval_override: false }] });
+    expect(again).toMatchObject({
+      attached: 0,
+      tools: [{ requires_approval: false, requires_approval_override: false }],
+    });
     ok(await attach(org, { agent_id: 'b', tool_ids: [guarded.id], requires_approval: null }));
     expect(await approval('b')).toEqual({ add: [true, null] });
     // The tool's default changes for every agent without an override.
     await upsert(org, ADD, { default_requires_approval: false });
     expect(await approval('a')).toEqual({ add: [false, null], roll_d20: [false, null] });
     const seen = await eventsOf(org, (e) => e.filter((x) => x.payload.agent_id === 'b').length >= 2);
-    expect(seen.filter((x) => x.payload.agent_id === 'b').map((x) => x.payload.tools[0].requires_approval_override)).toEqual([false, null]);
+    expect(
+      seen.filter((x) => x.payload.agent_id === 'b').map((x) => x.payload.tools[0].requires_approval_override),
+    ).toEqual([false, null]);
   });
 
   it("never attaches another org's tool, answering as for no tool at all; agent ids are per org", async () => {
@@ -108,8 +143,13 @@ describe('agent tool sets', () => {
     const theirs = await upsert(b, ROLL_D20);
     const byId = await attach(a, { agent_id: 'shared-agent', tool_ids: [mine.id, theirs.id] });
     expect(byId.error).toMatchObject({ code: 'TOOL_NOT_FOUND', retryable: false, details: { tools: [theirs.id] } });
-    const unknown = await attach(a, { agent_id: 'shared-agent', tool_ids: ['tool-00000000-0000-4000-8000-000000000000'] });
-    expect(unknown.error.message.replace(/tool-[0-9a-f-]+/g, 'ID')).toBe(byId.error.message.replace(/tool-[0-9a-f-]+/g, 'ID'));
+    const unknown = await attach(a, {
+      agent_id: 'shared-agent',
+      tool_ids: ['tool-00000000-0000-4000-8000-000000000000'],
+    });
+    expect(unknown.error.message.replace(/tool-[0-9a-f-]+/g, 'ID')).toBe(
+      byId.error.message.replace(/tool-[0-9a-f-]+/g, 'ID'),
+    );
     expect((await attach(a, { agent_id: 'shared-agent', tool_names: ['roll_d20'] })).error.code).toBe('TOOL_NOT_FOUND');
     expect(await names(a, 'shared-agent')).toEqual([]); // all or none: not even its own tool
     // The same agent id in b is b's agent: a's attachment is not there, and a cannot detach b's.
@@ -117,7 +157,15 @@ describe('agent tool sets', () => {
     ok(await attach(b, { agent_id: 'shared-agent', tool_ids: [theirs.id] }));
     expect(await names(a, 'shared-agent')).toEqual(['add']);
     expect(await names(b, 'shared-agent')).toEqual(['roll_d20']);
-    expect(ok(await client.req('toolplane.v1.agents.tools.detach', { org_id: a, agent_id: 'shared-agent', tool_ids: [theirs.id] })).detached).toEqual([]);
+    expect(
+      ok(
+        await client.req('toolplane.v1.agents.tools.detach', {
+          org_id: a,
+          agent_id: 'shared-agent',
+          tool_ids: [theirs.id],
+        }),
+      ).detached,
+    ).toEqual([]);
     expect(await names(b, 'shared-agent')).toEqual(['roll_d20']);
   });
 
@@ -145,12 +193,20 @@ describe('agent tool sets', () => {
     const f = new FakeMcpServer();
     f.tools = [echoTool('stays'), echoTool('goes')];
     fakes.push(await f.start());
-    ok(await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'shifting', transport: 'streamable_http', url: f.url } }, { timeoutMs: 30_000 }));
+    ok(
+      await client.req(
+        'toolplane.v1.mcp.servers.add',
+        { org_id: org, server: { name: 'shifting', transport: 'streamable_http', url: f.url } },
+        { timeoutMs: 30_000 },
+      ),
+    );
     ok(await attach(org, { agent_id: 'helper', tool_names: ['stays', 'goes'] }));
     ok(await attach(org, { agent_id: 'other', tool_names: ['goes'] }));
     const goes = (await list(org, 'other')).tools[0].tool;
     f.tools = [echoTool('stays')];
-    const { sync } = ok(await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'shifting' }, { timeoutMs: 30_000 }));
+    const { sync } = ok(
+      await client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'shifting' }, { timeoutMs: 30_000 }),
+    );
     expect(sync).toMatchObject({ removed: 1, detached: 2 });
     expect([...sync.detachments].sort((p: any, q: any) => p.agent_id.localeCompare(q.agent_id))).toEqual([
       { agent_id: 'helper', tool_id: goes.id, name: 'goes' },
@@ -158,21 +214,46 @@ describe('agent tool sets', () => {
     ]);
     expect([await names(org, 'helper'), await names(org, 'other')]).toEqual([['stays'], []]);
     const seen = await eventsOf(org, (e) => e.filter((x) => x.payload.cause === 'source_removed').length >= 2);
-    expect(seen.filter((x) => x.payload.cause === 'source_removed').map((x) => x.payload.agent_id).sort()).toEqual(['helper', 'other']);
+    expect(
+      seen
+        .filter((x) => x.payload.cause === 'source_removed')
+        .map((x) => x.payload.agent_id)
+        .sort(),
+    ).toEqual(['helper', 'other']);
     // The report is kept on the server too.
-    expect(ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'shifting' })).server.last_sync.report).toMatchObject({ detached: 2 });
+    expect(
+      ok(await client.req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'shifting' })).server.last_sync.report,
+    ).toMatchObject({ detached: 2 });
   });
 
   it('needs tools:write to change a set and tools:read to read one', async () => {
     const org = uniqueOrg('agent-scopes');
     const tool = await upsert(org, ADD);
     const reader = (await client.mint(org, { scopes: ['tools:read'] })).token;
-    const refused = await client.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: 'a', tool_ids: [tool.id] }, { token: reader });
+    const refused = await client.req(
+      'toolplane.v1.agents.tools.attach',
+      { org_id: org, agent_id: 'a', tool_ids: [tool.id] },
+      { token: reader },
+    );
     expect(refused.error).toMatchObject({ code: 'FORBIDDEN', message: expect.stringMatching(/tools:write/) });
-    expect((await client.req('toolplane.v1.agents.tools.detach', { org_id: org, agent_id: 'a', tool_ids: [tool.id] }, { token: reader })).error.code).toBe('FORBIDDEN');
-    expect(ok(await client.req('toolplane.v1.agents.tools.list', { org_id: org, agent_id: 'a' }, { token: reader })).tools).toEqual([]);
+    expect(
+      (
+        await client.req(
+          'toolplane.v1.agents.tools.detach',
+          { org_id: org, agent_id: 'a', tool_ids: [tool.id] },
+          { token: reader },
+        )
+      ).error.code,
+    ).toBe('FORBIDDEN');
+    expect(
+      ok(await client.req('toolplane.v1.agents.tools.list', { org_id: org, agent_id: 'a' }, { token: reader })).tools,
+    ).toEqual([]);
     const executor = (await client.mint(org, { scopes: ['tools:execute'] })).token;
-    const definitions = await client.req('toolplane.v1.agents.tools.definitions', { org_id: org, agent_id: 'a', format: 'openai_chat' }, { token: executor });
+    const definitions = await client.req(
+      'toolplane.v1.agents.tools.definitions',
+      { org_id: org, agent_id: 'a', format: 'openai_chat' },
+      { token: executor },
+    );
     expect(definitions.error).toMatchObject({ code: 'FORBIDDEN', message: expect.stringMatching(/tools:read/) });
   });
 });

@@ -13,16 +13,40 @@ import { ADD, pythonTool } from '../support/tools';
 describe('async executions', () => {
   let client: RawClient;
   const org = uniqueOrg('async');
-  const exec = (body: Record<string, unknown>) => client.req('toolplane.v1.tools.execute', { org_id: org, mode: 'async', ...body }, { timeoutMs: 30_000 });
-  const settled = (id: string) => recordOf(client, org, id, (r) => r.execution.status === 'succeeded' || r.execution.status === 'failed', 120_000);
+  const exec = (body: Record<string, unknown>) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, mode: 'async', ...body }, { timeoutMs: 30_000 });
+  const settled = (id: string) =>
+    recordOf(client, org, id, (r) => r.execution.status === 'succeeded' || r.execution.status === 'failed', 120_000);
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('boom', 'raise ValueError("async no luck")') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('env_echo', 'import os\nreturn os.environ.get("CALL_TOKEN")') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('sleepy', 'import time\ntime.sleep(30)\nreturn "woke"') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('stamp', 'import uuid\nreturn f"{i}:{uuid.uuid4()}"', 'i: int'), enable_parallel_execution: true } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('boom', 'raise ValueError("async no luck")') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('env_echo', 'import os\nreturn os.environ.get("CALL_TOKEN")') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('sleepy', 'import time\ntime.sleep(30)\nreturn "woke"') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('stamp', 'import uuid\nreturn f"{i}:{uuid.uuid4()}"', 'i: int'),
+          enable_parallel_execution: true,
+        },
+      },
+      30_000,
+    );
   });
   afterAll(async () => {
     await client?.close();
@@ -32,7 +56,13 @@ describe('async executions', () => {
     const r = await exec({ tool_name: 'add', args: { a: 20, b: 22 }, agent_id: 'bg' });
     expect(r).toEqual({ execution_id: expect.stringMatching(/^exec-/), status: 'queued' });
     const done = await settled(r.execution_id);
-    expect(done.execution).toMatchObject({ status: 'succeeded', mode: 'async', agent_id: 'bg', provider: 'local', error_code: null });
+    expect(done.execution).toMatchObject({
+      status: 'succeeded',
+      mode: 'async',
+      agent_id: 'bg',
+      provider: 'local',
+      error_code: null,
+    });
     expect(done.result).toMatchObject({ execution_id: r.execution_id, status: 'success', func_return: 42 });
     expect(done.args).toBeNull();
     const events = await eventsFor(client, testPrefix(), [r.execution_id], ['completed']);
@@ -72,11 +102,26 @@ describe('async executions', () => {
 
   it('fails a queued call whose tool was deleted meanwhile, without running anything', async () => {
     const temp = uniqueOrg('async-del');
-    const { tool } = await client.call('toolplane.v1.tools.upsert', { org_id: temp, tool: { source_code: pythonTool('gone_soon', 'import time\ntime.sleep(1)\nreturn 1') } }, 30_000);
+    const { tool } = await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: temp, tool: { source_code: pythonTool('gone_soon', 'import time\ntime.sleep(1)\nreturn 1') } },
+      30_000,
+    );
     // Hold the queue's attention elsewhere is not needed: delete right after queueing; whichever comes first, the outcome is one of two.
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: temp, tool_id: tool.id, args: {}, mode: 'async' });
+    const r = await client.req('toolplane.v1.tools.execute', {
+      org_id: temp,
+      tool_id: tool.id,
+      args: {},
+      mode: 'async',
+    });
     await client.call('toolplane.v1.tools.delete', { org_id: temp, id: tool.id }, 15_000);
-    const done = await recordOf(client, temp, r.execution_id, (x) => x.execution.status === 'succeeded' || x.execution.status === 'failed', 120_000);
+    const done = await recordOf(
+      client,
+      temp,
+      r.execution_id,
+      (x) => x.execution.status === 'succeeded' || x.execution.status === 'failed',
+      120_000,
+    );
     if (done.execution.status === 'failed') expect(done.execution.error_code).toBe('TOOL_NOT_FOUND');
     else expect(done.result.func_return).toBe(1);
   });

@@ -24,15 +24,29 @@ describe('bad input gets a typed error and changes nothing', () => {
   });
 
   it('answers CONTRACT_VIOLATION, naming each field, to a payload of the wrong shape', async () => {
-    const r = await client.req('toolplane.v1.tools.upsert', { org_id: 'acme', tool: { source_code: 5, surprise: true } });
+    const r = await client.req('toolplane.v1.tools.upsert', {
+      org_id: 'acme',
+      tool: { source_code: 5, surprise: true },
+    });
     expect(r.error.code).toBe('CONTRACT_VIOLATION');
     const paths = r.error.details.issues.map((i: { path: string }) => i.path);
     expect(paths).toEqual(expect.arrayContaining(['tool.source_code', 'tool']));
   });
 
   it('answers CONTRACT_VIOLATION when org_id is missing, on every public subject', async () => {
-    for (const subject of ['toolplane.v1.tools.upsert', 'toolplane.v1.tools.get', 'toolplane.v1.tools.list', 'toolplane.v1.tools.delete', 'toolplane.v1.tools.execute']) {
-      const r = await client.req(subject, { name: 'x', tool_name: 'x', id: 'tool-00000000-0000-0000-0000-000000000000', tool: { source_code: ADD } });
+    for (const subject of [
+      'toolplane.v1.tools.upsert',
+      'toolplane.v1.tools.get',
+      'toolplane.v1.tools.list',
+      'toolplane.v1.tools.delete',
+      'toolplane.v1.tools.execute',
+    ]) {
+      const r = await client.req(subject, {
+        name: 'x',
+        tool_name: 'x',
+        id: 'tool-00000000-0000-0000-0000-000000000000',
+        tool: { source_code: ADD },
+      });
       expect(r.error.code).toBe('CONTRACT_VIOLATION');
       expect(r.error.details.issues.some((i: { path: string }) => i.path === 'org_id')).toBe(true);
     }
@@ -47,20 +61,31 @@ describe('bad input gets a typed error and changes nothing', () => {
     // The contract's source limit catches it first; a raw oversize body is refused by size.
     expect(err).toBeInstanceOf(ToolplaneError);
     expect([ErrorCode.CONTRACT_VIOLATION, ErrorCode.PAYLOAD_TOO_LARGE]).toContain((err as ToolplaneError).code);
-    await expect(client.req('toolplane.v1.tools.upsert', JSON.stringify({ org_id: 'acme', tool: { source_code: big } }))).rejects.toThrow(/payload/i);
+    await expect(
+      client.req('toolplane.v1.tools.upsert', JSON.stringify({ org_id: 'acme', tool: { source_code: big } })),
+    ).rejects.toThrow(/payload/i);
   });
 
   it('answers PAYLOAD_TOO_LARGE (not a dropped reply) when a reply would not fit on the bus', async () => {
     // 21 KB of schema whose refs inline to 1.2 MB.
     const properties = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`p${i}`, { $ref: '#/$defs/D' }]));
-    const r = await client.req('toolplane.v1.schemas.normalize', { json_schema: { type: 'object', properties, $defs: { D: { type: 'string', description: 'x'.repeat(20_000) } } } });
-    expect(r.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', retryable: false, details: { limit: expect.any(Number), bytes: expect.any(Number) } });
+    const r = await client.req('toolplane.v1.schemas.normalize', {
+      json_schema: { type: 'object', properties, $defs: { D: { type: 'string', description: 'x'.repeat(20_000) } } },
+    });
+    expect(r.error).toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+      retryable: false,
+      details: { limit: expect.any(Number), bytes: expect.any(Number) },
+    });
     expect(r.error.details.bytes).toBeGreaterThan(r.error.details.limit);
   });
 
   it('refuses source over the size limit with CONTRACT_VIOLATION and stores nothing', async () => {
     const org = uniqueOrg();
-    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: `${ADD}\n# ${'y'.repeat(300 * 1024)}` } });
+    const r = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: `${ADD}\n# ${'y'.repeat(300 * 1024)}` },
+    });
     expect(r.error.code).toBe('CONTRACT_VIOLATION');
     expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
   });
@@ -107,7 +132,9 @@ describe('a service limit and a missing runner', () => {
     await jsm.streams.delete(stream);
     const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
     expect(r.error).toBeUndefined();
-    expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools.map((t: { id: string }) => t.id)).toEqual([r.tool.id]);
+    expect(
+      (await client.req('toolplane.v1.tools.list', { org_id: org })).tools.map((t: { id: string }) => t.id),
+    ).toEqual([r.tool.id]);
 
     // The outbox relay re-creates the stream and publishes the event, once.
     const eventsOf = async (): Promise<Array<{ subject: string; tool_id: string }>> => {
@@ -121,7 +148,10 @@ describe('a service limit and a missing runner', () => {
       }
       return found;
     };
-    await expectEventually(async () => expect(await eventsOf()).toEqual([{ subject: 'created', tool_id: r.tool.id }]), { timeoutMs: 30_000, intervalMs: 250 });
+    await expectEventually(async () => expect(await eventsOf()).toEqual([{ subject: 'created', tool_id: r.tool.id }]), {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+    });
     const pg = new Client({ connectionString: testDatabaseUrl() });
     await pg.connect();
     try {
@@ -152,18 +182,58 @@ describe('text that cannot be stored and values nested too deep get CONTRACT_VIO
     const cases: Array<[string, Record<string, unknown>, string, RegExp]> = [
       ['toolplane.v1.tools.get', { org_id: org, name: NUL }, 'name', /NUL/],
       ['toolplane.v1.tools.list', { org_id: org, tags: ['ok', NUL] }, 'tags.1', /NUL/],
-      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, description: NUL } }, 'tool.description', /NUL/],
+      [
+        'toolplane.v1.tools.upsert',
+        { org_id: org, tool: { source_code: ADD, description: NUL } },
+        'tool.description',
+        /NUL/,
+      ],
       ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, tags: [NUL] } }, 'tool.tags.0', /NUL/],
-      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { k: { deep: NUL } } } }, 'tool.metadata_.k.deep', /NUL/],
-      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { [NUL]: 1 } } }, `tool.metadata_.${NUL}`, /key .*NUL/],
-      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, project_id: NUL } }, 'tool.project_id', /NUL/],
-      ['toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, metadata_: { k: LONE } } }, 'tool.metadata_.k', /lone UTF-16 surrogate/],
+      [
+        'toolplane.v1.tools.upsert',
+        { org_id: org, tool: { source_code: ADD, metadata_: { k: { deep: NUL } } } },
+        'tool.metadata_.k.deep',
+        /NUL/,
+      ],
+      [
+        'toolplane.v1.tools.upsert',
+        { org_id: org, tool: { source_code: ADD, metadata_: { [NUL]: 1 } } },
+        `tool.metadata_.${NUL}`,
+        /key .*NUL/,
+      ],
+      [
+        'toolplane.v1.tools.upsert',
+        { org_id: org, tool: { source_code: ADD, project_id: NUL } },
+        'tool.project_id',
+        /NUL/,
+      ],
+      [
+        'toolplane.v1.tools.upsert',
+        { org_id: org, tool: { source_code: ADD, metadata_: { k: LONE } } },
+        'tool.metadata_.k',
+        /lone UTF-16 surrogate/,
+      ],
       ['toolplane.v1.tools.execute', { org_id: org, tool_name: NUL, args: {} }, 'tool_name', /NUL/],
       ['toolplane.v1.tools.execute', { org_id: org, tool_name: 'add', agent_id: NUL, args: {} }, 'agent_id', /NUL/],
       ['toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'K', value: NUL }, 'value', /NUL/],
-      ['toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'K', value: 'v', description: LONE }, 'description', /surrogate/],
-      ['toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'local', config: { template: NUL } }, 'config.template', /NUL/],
-      ['toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'local', config: { template: LONE } }, 'config.template', /surrogate/],
+      [
+        'toolplane.v1.secrets.set',
+        { org_id: org, scope: 'sandbox', key: 'K', value: 'v', description: LONE },
+        'description',
+        /surrogate/,
+      ],
+      [
+        'toolplane.v1.sandbox-configs.upsert',
+        { org_id: org, provider: 'local', config: { template: NUL } },
+        'config.template',
+        /NUL/,
+      ],
+      [
+        'toolplane.v1.sandbox-configs.upsert',
+        { org_id: org, provider: 'local', config: { template: LONE } },
+        'config.template',
+        /surrogate/,
+      ],
     ];
     for (const [subject, body, path, what] of cases) refused(await client.req(subject, body), path, what);
     expect((await client.req('toolplane.v1.tools.list', { org_id: org })).tools).toEqual([]);
@@ -173,15 +243,30 @@ describe('text that cannot be stored and values nested too deep get CONTRACT_VIO
 
   it('passes tool arguments through as they are (never stored as text), NUL included, but bounds their nesting', async () => {
     const org = uniqueOrg('args');
-    const echo = 'def echo(text: str) -> str:\n    """Echo.\n\n    Args:\n        text (str): Text.\n    """\n    return text\n';
-    expect((await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: echo } })).tool.name).toBe('echo');
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'echo', args: { text: 'x\u0000y' } });
+    const echo =
+      'def echo(text: str) -> str:\n    """Echo.\n\n    Args:\n        text (str): Text.\n    """\n    return text\n';
+    expect(
+      (await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: echo } })).tool.name,
+    ).toBe('echo');
+    const r = await client.req('toolplane.v1.tools.execute', {
+      org_id: org,
+      tool_name: 'echo',
+      args: { text: 'x\u0000y' },
+    });
     expect(r).toMatchObject({ status: 'success', func_return: 'x\u0000y' });
     // 10,000 levels, written as text (even JSON.stringify would overflow on it).
     const deep = `${'['.repeat(10_000)}"bottom"${']'.repeat(10_000)}`;
     const execute = `{"org_id":${JSON.stringify(org)},"tool_name":"echo","args":{"text":${deep}}}`;
-    refused(await client.req('toolplane.v1.tools.execute', execute), `args.text${'.0'.repeat(62)}`, /nested deeper than 64/);
+    refused(
+      await client.req('toolplane.v1.tools.execute', execute),
+      `args.text${'.0'.repeat(62)}`,
+      /nested deeper than 64/,
+    );
     const upsert = `{"org_id":${JSON.stringify(org)},"tool":{"source_code":${JSON.stringify(echo)},"metadata_":{"d":${deep}}}}`;
-    refused(await client.req('toolplane.v1.tools.upsert', upsert), `tool.metadata_.d${'.0'.repeat(61)}`, /nested deeper/);
+    refused(
+      await client.req('toolplane.v1.tools.upsert', upsert),
+      `tool.metadata_.d${'.0'.repeat(61)}`,
+      /nested deeper/,
+    );
   });
 });

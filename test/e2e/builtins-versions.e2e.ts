@@ -16,9 +16,15 @@ describe('built-in versions across deploys', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const get = async (org: string, name: string) => ok(await client.req('toolplane.v1.tools.get', { org_id: org, name }, { timeoutMs: 30_000 })).tool;
+  const get = async (org: string, name: string) =>
+    ok(await client.req('toolplane.v1.tools.get', { org_id: org, name }, { timeoutMs: 30_000 })).tool;
   const row = async (org: string, name: string) =>
-    (await db.query(`SELECT id, tool_type, description, metadata, updated_at FROM registry.tools WHERE org_id = $1 AND name = $2`, [org, name])).rows[0];
+    (
+      await db.query(
+        `SELECT id, tool_type, description, metadata, updated_at FROM registry.tools WHERE org_id = $1 AND name = $2`,
+        [org, name],
+      )
+    ).rows[0];
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
@@ -37,23 +43,44 @@ describe('built-in versions across deploys', () => {
     const currentB = await get(b, 'web_search');
     const untouched = await row(a, 'send_message');
     // As a previous deploy left them: older schema, lower version.
-    for (const [org, name] of [[a, 'run_code'], [b, 'web_search']] as const) {
+    for (const [org, name] of [
+      [a, 'run_code'],
+      [b, 'web_search'],
+    ] as const) {
       await db.query(
         `UPDATE registry.tools SET description = 'old', json_schema = $3::json, metadata = '{"builtin":{"version":0}}'::json WHERE org_id = $1 AND name = $2`,
-        [org, name, JSON.stringify({ name, description: 'old', parameters: { type: 'object', properties: {}, required: [] } })],
+        [
+          org,
+          name,
+          JSON.stringify({ name, description: 'old', parameters: { type: 'object', properties: {}, required: [] } }),
+        ],
       );
     }
     // An org whose tenant registered its own fetch_webpage before built-ins existed.
     await db.query(
       `INSERT INTO registry.tools (id, org_id, name, tool_type, source_type, source_code, json_schema) VALUES ($1, $2, 'fetch_webpage', 'custom', 'python', 'def fetch_webpage(url: str) -> str:\n    return url\n', '{"name":"fetch_webpage"}'::json)`,
-      ['tool-00000000-0000-4000-8000-' + Math.floor(Math.random() * 1e12).toString().padStart(12, '0'), c],
+      [
+        'tool-00000000-0000-4000-8000-' +
+          Math.floor(Math.random() * 1e12)
+            .toString()
+            .padStart(12, '0'),
+        c,
+      ],
     );
 
     second = await startApp('registry', { prefix: testPrefix(), databaseUrl: testDatabaseUrl() });
 
-    for (const [org, name, before] of [[a, 'run_code', current], [b, 'web_search', currentB]] as const) {
+    for (const [org, name, before] of [
+      [a, 'run_code', current],
+      [b, 'web_search', currentB],
+    ] as const) {
       const raised = await row(org, name);
-      expect(raised).toMatchObject({ id: before.id, tool_type: 'letta_builtin', description: before.description, metadata: before.metadata_ });
+      expect(raised).toMatchObject({
+        id: before.id,
+        tool_type: 'letta_builtin',
+        description: before.description,
+        metadata: before.metadata_,
+      });
       expect(await get(org, name)).toEqual(before);
     }
     expect((await row(a, 'send_message')).updated_at).toEqual(untouched.updated_at);

@@ -23,14 +23,17 @@ describe('built-ins fetch_webpage and web_search (dispatch)', () => {
     if (r?.error && !r.status) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const call = (subject: string, body: Record<string, unknown>) => client.req(`toolplane.v1.${subject}`, { org_id: org, ...body }, { timeoutMs: 60_000 });
+  const call = (subject: string, body: Record<string, unknown>) =>
+    client.req(`toolplane.v1.${subject}`, { org_id: org, ...body }, { timeoutMs: 60_000 });
 
   beforeAll(async () => {
     exa = await startExaFake();
     site = createServer((req, res) => {
       if (req.url === '/article') {
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        res.end(`<!doctype html><html><head><title>Otters</title></head><body><article><h1>Otters at play</h1>${'<p>Sea otters hold hands while they sleep so they do not drift apart in the current.</p>'.repeat(8)}</article></body></html>`);
+        res.end(
+          `<!doctype html><html><head><title>Otters</title></head><body><article><h1>Otters at play</h1>${'<p>Sea otters hold hands while they sleep so they do not drift apart in the current.</p>'.repeat(8)}</article></body></html>`,
+        );
       } else res.writeHead(404).end();
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', () => resolve()));
@@ -64,7 +67,13 @@ describe('built-ins fetch_webpage and web_search (dispatch)', () => {
 
   it("web_search: the agent's EXA_API_KEY goes to web-tools for the call, never back in the result", async () => {
     const query = `otters ${Math.random().toString(36).slice(2, 8)}`;
-    const r = ok(await call('tools.execute', { tool_name: 'web_search', args: { query, num_results: 3, include_domains: ['example.com'] }, agent_id: 'researcher' }));
+    const r = ok(
+      await call('tools.execute', {
+        tool_name: 'web_search',
+        args: { query, num_results: 3, include_domains: ['example.com'] },
+        agent_id: 'researcher',
+      }),
+    );
     expect(r).toMatchObject({ status: 'success', provider: 'web-tools' });
     expect(JSON.parse(r.func_return)).toMatchObject({ query, results: expect.any(Array) });
     const sent = exa.requests.filter((x) => x.path === '/search' && x.body.query === query);

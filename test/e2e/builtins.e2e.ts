@@ -14,7 +14,17 @@ const TABLE: Row[] = [
   [
     'web_search',
     'letta_builtin',
-    ['query', 'num_results', 'category', 'include_text', 'include_domains', 'exclude_domains', 'start_published_date', 'end_published_date', 'user_location'],
+    [
+      'query',
+      'num_results',
+      'category',
+      'include_text',
+      'include_domains',
+      'exclude_domains',
+      'start_published_date',
+      'end_published_date',
+      'user_location',
+    ],
     ['query'],
     true,
   ],
@@ -22,16 +32,44 @@ const TABLE: Row[] = [
   ['send_message', 'letta_core', ['message'], ['message'], false],
   ['conversation_search', 'letta_core', ['query', 'roles', 'limit', 'start_date', 'end_date'], [], true],
   ['archival_memory_insert', 'letta_core', ['content', 'tags'], ['content'], false],
-  ['archival_memory_search', 'letta_core', ['query', 'tags', 'tag_match_mode', 'top_k', 'start_datetime', 'end_datetime'], ['query'], true],
+  [
+    'archival_memory_search',
+    'letta_core',
+    ['query', 'tags', 'tag_match_mode', 'top_k', 'start_datetime', 'end_datetime'],
+    ['query'],
+    true,
+  ],
   ['core_memory_append', 'letta_memory_core', ['label', 'content'], ['label', 'content'], false],
-  ['core_memory_replace', 'letta_memory_core', ['label', 'old_content', 'new_content'], ['label', 'old_content', 'new_content'], false],
+  [
+    'core_memory_replace',
+    'letta_memory_core',
+    ['label', 'old_content', 'new_content'],
+    ['label', 'old_content', 'new_content'],
+    false,
+  ],
   ['memory_insert', 'letta_memory_core', ['label', 'new_string', 'insert_line'], ['label', 'new_string'], false],
-  ['memory_replace', 'letta_memory_core', ['label', 'old_string', 'new_string'], ['label', 'old_string', 'new_string'], false],
+  [
+    'memory_replace',
+    'letta_memory_core',
+    ['label', 'old_string', 'new_string'],
+    ['label', 'old_string', 'new_string'],
+    false,
+  ],
   ['memory_rethink', 'letta_memory_core', ['label', 'new_memory'], ['label', 'new_memory'], false],
   ['memory_finish_edits', 'letta_memory_core', [], [], false],
 ];
 
-const CATEGORIES = ['company', 'research paper', 'news', 'pdf', 'github', 'tweet', 'personal site', 'linkedin profile', 'financial report'];
+const CATEGORIES = [
+  'company',
+  'research paper',
+  'news',
+  'pdf',
+  'github',
+  'tweet',
+  'personal site',
+  'linkedin profile',
+  'financial report',
+];
 
 interface RunCodeOutput {
   results: string[];
@@ -46,7 +84,8 @@ describe('built-in tools', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const call = (subject: string, body: Record<string, unknown>, o = org) => client.req(`toolplane.v1.${subject}`, { org_id: o, ...body }, { timeoutMs: 60_000 });
+  const call = (subject: string, body: Record<string, unknown>, o = org) =>
+    client.req(`toolplane.v1.${subject}`, { org_id: o, ...body }, { timeoutMs: 60_000 });
   const listAll = async (o: string, extra: Record<string, unknown> = {}) => {
     const tools: any[] = [];
     let cursor: string | undefined;
@@ -57,7 +96,8 @@ describe('built-in tools', () => {
     } while (cursor);
     return tools;
   };
-  const runCode = async (code: string, language: string, extra: Record<string, unknown> = {}) => call('tools.execute', { tool_name: 'run_code', args: { code, language }, ...extra });
+  const runCode = async (code: string, language: string, extra: Record<string, unknown> = {}) =>
+    call('tools.execute', { tool_name: 'run_code', args: { code, language }, ...extra });
   const output = (r: any): RunCodeOutput => {
     expect(typeof r.func_return).toBe('string');
     return JSON.parse(r.func_return);
@@ -124,15 +164,29 @@ describe('built-in tools', () => {
     expect(other.id).not.toBe(again.id);
     expect(ok(await call('tools.get', { id: again.id }, org)).tool.name).toBe('run_code');
     const core = await listAll(org, { tool_types: ['letta_core', 'letta_memory_core'] });
-    expect(core.map((t) => t.name).sort()).toEqual(TABLE.filter((r) => r[1] !== 'letta_builtin').map((r) => r[0]).sort());
+    expect(core.map((t) => t.name).sort()).toEqual(
+      TABLE.filter((r) => r[1] !== 'letta_builtin')
+        .map((r) => r[0])
+        .sort(),
+    );
   });
 
   it('is read-only for tenants: upsert and delete answer TOOL_READ_ONLY and change nothing', async () => {
     const before = ok(await call('tools.get', { name: 'run_code' })).tool;
-    const src = 'def run_code(code: str, language: str) -> str:\n    """Hijack.\n\n    Args:\n        code (str): c\n        language (str): l\n    """\n    return "mine"\n';
+    const src =
+      'def run_code(code: str, language: str) -> str:\n    """Hijack.\n\n    Args:\n        code (str): c\n        language (str): l\n    """\n    return "mine"\n';
     const up = await call('tools.upsert', { tool: { source_code: src } });
-    expect(up.error).toMatchObject({ code: 'TOOL_READ_ONLY', retryable: false, details: { tool: 'run_code', tool_id: before.id, tool_type: 'letta_builtin' } });
-    const named = await call('tools.upsert', { tool: { tool_type: 'client', json_schema: { name: 'send_message', parameters: { type: 'object', properties: {} } } } });
+    expect(up.error).toMatchObject({
+      code: 'TOOL_READ_ONLY',
+      retryable: false,
+      details: { tool: 'run_code', tool_id: before.id, tool_type: 'letta_builtin' },
+    });
+    const named = await call('tools.upsert', {
+      tool: {
+        tool_type: 'client',
+        json_schema: { name: 'send_message', parameters: { type: 'object', properties: {} } },
+      },
+    });
     expect(named.error.code).toBe('TOOL_READ_ONLY');
     const del = await call('tools.delete', { id: before.id });
     expect(del.error).toMatchObject({ code: 'TOOL_READ_ONLY', details: { tool: 'run_code' } });
@@ -142,7 +196,9 @@ describe('built-in tools', () => {
 
   it('attaches to an agent like any tool and appears in its model-ready definitions', async () => {
     const agent = 'builtin-agent';
-    const r = ok(await call('agents.tools.attach', { agent_id: agent, tool_names: ['run_code', 'web_search', 'send_message'] }));
+    const r = ok(
+      await call('agents.tools.attach', { agent_id: agent, tool_names: ['run_code', 'web_search', 'send_message'] }),
+    );
     expect(r.tools.map((t: any) => t.tool.name)).toEqual(['run_code', 'web_search', 'send_message']);
     const defs = ok(await call('agents.tools.definitions', { agent_id: agent, format: 'openai_chat' }));
     const fns = JSON.stringify(defs);
@@ -169,8 +225,21 @@ describe('built-in tools', () => {
   });
 
   it('run_code gets the env of the call like a custom tool, with agent secrets masked in everything it returns', async () => {
-    ok(await call('secrets.set', { scope: 'agent', agent_id: 'coder', key: 'CODER_TOKEN', value: 'tok-builtin-s3cr3t-value' }));
-    const r = ok(await runCode('import os\nprint(os.environ["CODER_TOKEN"])\n(os.environ["CODER_TOKEN"], os.environ["GREETING"])', 'python', { agent_id: 'coder', env: { GREETING: 'hey' } }));
+    ok(
+      await call('secrets.set', {
+        scope: 'agent',
+        agent_id: 'coder',
+        key: 'CODER_TOKEN',
+        value: 'tok-builtin-s3cr3t-value',
+      }),
+    );
+    const r = ok(
+      await runCode(
+        'import os\nprint(os.environ["CODER_TOKEN"])\n(os.environ["CODER_TOKEN"], os.environ["GREETING"])',
+        'python',
+        { agent_id: 'coder', env: { GREETING: 'hey' } },
+      ),
+    );
     expect(JSON.stringify(r)).not.toContain('tok-builtin-s3cr3t-value');
     expect(output(r)).toEqual({ results: ["('***', 'hey')"], logs: { stdout: ['***\n'], stderr: [] } });
     const js = ok(await runCode('process.env.GREETING + "!"', 'js', { env: { GREETING: 'hi' } }));
@@ -185,11 +254,21 @@ describe('built-in tools', () => {
   });
 
   it('run_code js and ts run on Node in the sandbox (TypeScript transpiled, not type-checked)', async () => {
-    const js = ok(await runCode('console.log("hi from js");\nconsole.error("warn");\nconst xs = [1, 2, 3];\nxs.map((x) => x * 2)', 'js'));
+    const js = ok(
+      await runCode(
+        'console.log("hi from js");\nconsole.error("warn");\nconst xs = [1, 2, 3];\nxs.map((x) => x * 2)',
+        'js',
+      ),
+    );
     expect(output(js)).toEqual({ results: ['[ 2, 4, 6 ]'], logs: { stdout: ['hi from js\n'], stderr: ['warn\n'] } });
 
     // A type error (string assigned to number) does not stop it: types are stripped, not checked.
-    const ts = ok(await runCode('interface P { x: number }\nconst p: P = { x: 40 };\nconst bad: number = "2" as any;\nenum E { A = 2 }\nconsole.log(typeof bad);\np.x + E.A', 'ts'));
+    const ts = ok(
+      await runCode(
+        'interface P { x: number }\nconst p: P = { x: 40 };\nconst bad: number = "2" as any;\nenum E { A = 2 }\nconsole.log(typeof bad);\np.x + E.A',
+        'ts',
+      ),
+    );
     expect(output(ts)).toEqual({ results: ['42'], logs: { stdout: ['string\n'], stderr: [] } });
 
     const imports = output(ok(await runCode('import os from "node:os";\ntypeof os.cpus', 'ts')));
@@ -209,25 +288,39 @@ describe('built-in tools', () => {
     expect(r.error.code).toBe('EXECUTION_TIMEOUT');
   });
 
-  it.each(['r', 'java'])('run_code %s answers LANGUAGE_UNAVAILABLE naming the provider and its languages', async (language) => {
-    const r = await runCode('1', language);
-    expect(r.error).toMatchObject({
-      code: 'LANGUAGE_UNAVAILABLE',
-      retryable: false,
-      details: { language, provider: 'local', languages: ['python', 'js', 'ts'] },
-    });
-    expect(r.error.message).toContain('local');
-  });
+  it.each(['r', 'java'])(
+    'run_code %s answers LANGUAGE_UNAVAILABLE naming the provider and its languages',
+    async (language) => {
+      const r = await runCode('1', language);
+      expect(r.error).toMatchObject({
+        code: 'LANGUAGE_UNAVAILABLE',
+        retryable: false,
+        details: { language, provider: 'local', languages: ['python', 'js', 'ts'] },
+      });
+      expect(r.error.message).toContain('local');
+    },
+  );
 
   it('checks run_code arguments against its schema (language enum, code required)', async () => {
     expect((await runCode('1', 'ruby')).error.code).toBe('INVALID_ARGUMENTS');
-    expect((await call('tools.execute', { tool_name: 'run_code', args: { language: 'python' } })).error.code).toBe('INVALID_ARGUMENTS');
+    expect((await call('tools.execute', { tool_name: 'run_code', args: { language: 'python' } })).error.code).toBe(
+      'INVALID_ARGUMENTS',
+    );
   });
 
   it('a core tool goes to its client (awaiting_client), never run by Toolplane', async () => {
-    const r = ok(await call('tools.execute', { tool_name: 'send_message', args: { message: 'hi' }, agent_id: 'builtin-agent' }));
-    expect(r).toMatchObject({ status: 'awaiting_client', tool_name: 'send_message', args: { message: 'hi' }, execution_id: expect.stringMatching(/^exec-/) });
-    const done = ok(await call('executions.submit-result', { execution_id: r.execution_id, status: 'success', func_return: 'None' }));
+    const r = ok(
+      await call('tools.execute', { tool_name: 'send_message', args: { message: 'hi' }, agent_id: 'builtin-agent' }),
+    );
+    expect(r).toMatchObject({
+      status: 'awaiting_client',
+      tool_name: 'send_message',
+      args: { message: 'hi' },
+      execution_id: expect.stringMatching(/^exec-/),
+    });
+    const done = ok(
+      await call('executions.submit-result', { execution_id: r.execution_id, status: 'success', func_return: 'None' }),
+    );
     expect(done.execution).toMatchObject({ status: 'succeeded', provider: 'client' });
     const mem = ok(await call('tools.execute', { tool_name: 'memory_finish_edits', args: {} }));
     expect(mem.status).toBe('awaiting_client');
@@ -242,7 +335,12 @@ describe('built-in tools', () => {
           { call_id: 'ts', tool_name: 'run_code', args: { code: 'const n: number = 2;\nn ** 10', language: 'ts' } },
           { call_id: 'r', tool_name: 'run_code', args: { code: '1', language: 'r' } },
           { call_id: 'msg', tool_name: 'send_message', args: { message: 'done' } },
-          { call_id: 'slow', tool_name: 'run_code', args: { code: 'import time\ntime.sleep(60)', language: 'python' }, timeout_ms: 3000 },
+          {
+            call_id: 'slow',
+            tool_name: 'run_code',
+            args: { code: 'import time\ntime.sleep(60)', language: 'python' },
+            timeout_ms: 3000,
+          },
         ],
       }),
     );

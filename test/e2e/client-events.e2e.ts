@@ -20,7 +20,16 @@ describe('@toolplane/client events: verified by default', () => {
   const prefix = `cev${randomUUID().slice(0, 8)}`;
   const subject = `${prefix}.${ToolDeleted.subject}`;
   let nc: NatsConnection;
-  const body = (org: string) => new TextEncoder().encode(JSON.stringify({ event_id: randomUUID(), occurred_at: new Date().toISOString(), org_id: org, tool_id: 'tool-00000000-0000-4000-8000-0000000000c1', tool_name: 'x' }));
+  const body = (org: string) =>
+    new TextEncoder().encode(
+      JSON.stringify({
+        event_id: randomUUID(),
+        occurred_at: new Date().toISOString(),
+        org_id: org,
+        tool_id: 'tool-00000000-0000-4000-8000-0000000000c1',
+        tool_name: 'x',
+      }),
+    );
 
   beforeAll(async () => {
     nc = await connect({ servers: natsUrl(), name: 'client-events-e2e' });
@@ -29,7 +38,12 @@ describe('@toolplane/client events: verified by default', () => {
     // Into the stream: unsigned, signed by a key nobody owns, signed by an app that does not own it, then the registry's own.
     await js.publish(subject, body('forged-plain'));
     const h = natsHeaders();
-    new EventSigner('registry', eventSigningKey(generateX25519().seed).privateKey).sign(h, subject, randomUUID(), body('forged-key'));
+    new EventSigner('registry', eventSigningKey(generateX25519().seed).privateKey).sign(
+      h,
+      subject,
+      randomUUID(),
+      body('forged-key'),
+    );
     await js.publish(subject, body('forged-key'), { headers: h });
     const other = body('not-owner');
     await js.publish(subject, other, { headers: signedEventHeaders('executor', subject, other) });
@@ -37,7 +51,10 @@ describe('@toolplane/client events: verified by default', () => {
     await js.publish(subject, genuine, { headers: signedEventHeaders('registry', subject, genuine) });
   });
   afterAll(async () => {
-    await jetstream(nc).jetstreamManager().then((m) => m.streams.delete(`${prefix}_TOOLPLANE_EVENTS`)).catch(() => undefined);
+    await jetstream(nc)
+      .jetstreamManager()
+      .then((m) => m.streams.delete(`${prefix}_TOOLPLANE_EVENTS`))
+      .catch(() => undefined);
     await nc.close();
   });
 
@@ -54,7 +71,9 @@ describe('@toolplane/client events: verified by default', () => {
 
   it('hands on only the owner-signed event from a key directory, and says why the others were dropped', async () => {
     const dropped: string[] = [];
-    expect(await read({ keysDir: ensureTestIdentity().keysDir, onDropped: (_s, reason) => dropped.push(reason) }, 1)).toEqual(['genuine']);
+    expect(
+      await read({ keysDir: ensureTestIdentity().keysDir, onDropped: (_s, reason) => dropped.push(reason) }, 1),
+    ).toEqual(['genuine']);
     expect(dropped.sort()).toEqual(['bad_signature', 'not_owner', 'unsigned']);
   });
 

@@ -21,7 +21,11 @@ interface Run {
 
 function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: opts.cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => (stdout += d));
@@ -55,7 +59,9 @@ function copyDependencies(deps: Record<string, string>, target: string): string[
     const dir = installed(name, from);
     copied.set(name, dir);
     cpSync(dir, join(target, 'node_modules', name), { recursive: true, dereference: true });
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+    };
     for (const d of Object.keys(pkg.dependencies ?? {})) queue.push({ name: d, from: dir });
   }
   return [...copied.keys()].sort();
@@ -120,38 +126,115 @@ describe('@toolplane/client as a published package', () => {
     const pkgDir = join(ROOT, 'dist', 'packages', 'client');
     const npmEnv = { npm_config_cache: join(work, 'npm-cache'), npm_config_update_notifier: 'false' };
 
-    const packed = JSON.parse(ok(await run('npm', ['pack', pkgDir, '--pack-destination', work, '--json', '--ignore-scripts'], { cwd: work, env: npmEnv }), 'npm pack').stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    expect(packed[0]!.files.map((f) => f.path).sort()).toEqual(['README.md', 'dist/index.d.mts', 'dist/index.mjs', 'package.json']);
-    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const packed = JSON.parse(
+      ok(
+        await run('npm', ['pack', pkgDir, '--pack-destination', work, '--json', '--ignore-scripts'], {
+          cwd: work,
+          env: npmEnv,
+        }),
+        'npm pack',
+      ).stdout,
+    ) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    expect(packed[0]!.files.map((f) => f.path).sort()).toEqual([
+      'README.md',
+      'dist/index.d.mts',
+      'dist/index.mjs',
+      'package.json',
+    ]);
+    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
     // No Nest, and nothing of the monorepo's own libraries: contracts are bundled in.
-    expect(Object.keys(manifest.dependencies).filter((d) => d.startsWith('@nestjs/') || d.startsWith('@toolplane/'))).toEqual([]);
+    expect(
+      Object.keys(manifest.dependencies).filter((d) => d.startsWith('@nestjs/') || d.startsWith('@toolplane/')),
+    ).toEqual([]);
 
     const app = join(work, 'app');
     mkdirSync(app);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    expect(copyDependencies(manifest.dependencies, app)).toEqual(expect.arrayContaining(Object.keys(manifest.dependencies)));
-    ok(await run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', '--ignore-scripts', join(work, packed[0]!.filename)], { cwd: app, env: npmEnv }), 'npm install');
-    expect(JSON.parse(readFileSync(join(app, 'node_modules', '@toolplane', 'client', 'package.json'), 'utf8'))).toMatchObject({ name: '@toolplane/client' });
+    expect(copyDependencies(manifest.dependencies, app)).toEqual(
+      expect.arrayContaining(Object.keys(manifest.dependencies)),
+    );
+    ok(
+      await run(
+        'npm',
+        [
+          'install',
+          '--offline',
+          '--no-audit',
+          '--no-fund',
+          '--no-package-lock',
+          '--ignore-scripts',
+          join(work, packed[0]!.filename),
+        ],
+        { cwd: app, env: npmEnv },
+      ),
+      'npm install',
+    );
+    expect(
+      JSON.parse(readFileSync(join(app, 'node_modules', '@toolplane', 'client', 'package.json'), 'utf8')),
+    ).toMatchObject({ name: '@toolplane/client' });
 
     // A plain ESM script, outside the repository, calls the stack.
-    const { tool } = await raw.req<{ tool: { id: string } }>('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: 'def pkg_add(a: int) -> int:\n    """Add one.\n\n    Args:\n        a (int): A number.\n    """\n    return a + 1\n' } });
+    const { tool } = await raw.req<{ tool: { id: string } }>('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: {
+        source_code:
+          'def pkg_add(a: int) -> int:\n    """Add one.\n\n    Args:\n        a (int): A number.\n    """\n    return a + 1\n',
+      },
+    });
     writeFileSync(join(app, 'call.mjs'), SCRIPT);
-    const env = { TP_NATS: natsUrl(), TP_PREFIX: testPrefix(), TP_ORG: org, TP_TOKEN: await raw.tokenFor(org), TP_TOOL: 'pkg_add' };
+    const env = {
+      TP_NATS: natsUrl(),
+      TP_PREFIX: testPrefix(),
+      TP_ORG: org,
+      TP_TOKEN: await raw.tokenFor(org),
+      TP_TOOL: 'pkg_add',
+    };
     const called = ok(await run(process.execPath, ['call.mjs'], { cwd: app, env }), 'the ESM script');
-    expect(JSON.parse(called.stdout)).toEqual({ id: tool.id, name: 'pkg_add', missing: { typed: true, code: 'TOOL_NOT_FOUND' } });
+    expect(JSON.parse(called.stdout)).toEqual({
+      id: tool.id,
+      name: 'pkg_add',
+      missing: { typed: true, code: 'TOOL_NOT_FOUND' },
+    });
 
     // A TypeScript consumer type-checks against the installed declarations (strict, nodenext).
     writeFileSync(join(app, 'consumer.ts'), CONSUMER);
     writeFileSync(
       join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: true, types: [], lib: ['ESNext', 'DOM'] }, files: ['consumer.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+          lib: ['ESNext', 'DOM'],
+        },
+        files: ['consumer.ts'],
+      }),
     );
-    const tsc = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: app });
+    const tsc = await run(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+      { cwd: app },
+    );
     expect(`${tsc.stdout}${tsc.stderr}`).toBe('');
     expect(tsc.code).toBe(0);
     // The consumer resolved the package's own declarations, not the repository's sources.
-    const listed = ok(await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--listFilesOnly'], { cwd: app }), 'tsc --listFilesOnly').stdout;
+    const listed = ok(
+      await run(
+        process.execPath,
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--listFilesOnly'],
+        { cwd: app },
+      ),
+      'tsc --listFilesOnly',
+    ).stdout;
     const ours = listed.split('\n').filter((f) => f.includes('@toolplane'));
-    expect(ours.map((f) => relative(app, f.trim()))).toEqual([join('node_modules', '@toolplane', 'client', 'dist', 'index.d.mts')]);
+    expect(ours.map((f) => relative(app, f.trim()))).toEqual([
+      join('node_modules', '@toolplane', 'client', 'dist', 'index.d.mts'),
+    ]);
   }, 240_000);
 });

@@ -10,21 +10,38 @@ import { ADD } from '../support/tools';
 const PICK_FILE = {
   name: 'pick_file',
   description: 'Ask the user to pick a file on their machine.',
-  parameters: { type: 'object', properties: { pattern: { type: 'string', description: 'A glob.' } }, required: ['pattern'] },
+  parameters: {
+    type: 'object',
+    properties: { pattern: { type: 'string', description: 'A glob.' } },
+    required: ['pattern'],
+  },
 };
 
 describe('client-side tools', () => {
   let client: RawClient;
   const org = uniqueOrg('client');
   let toolId: string;
-  const exec = (body: Record<string, unknown>) => client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
-  const submit = (body: Record<string, unknown>, asOrg = org) => client.req('toolplane.v1.executions.submit-result', { org_id: asOrg, ...body }, { timeoutMs: 30_000 });
+  const exec = (body: Record<string, unknown>) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
+  const submit = (body: Record<string, unknown>, asOrg = org) =>
+    client.req('toolplane.v1.executions.submit-result', { org_id: asOrg, ...body }, { timeoutMs: 30_000 });
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
-    const up = await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { tool_type: 'client', json_schema: PICK_FILE } }, 30_000);
+    const up = await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { tool_type: 'client', json_schema: PICK_FILE } },
+      30_000,
+    );
     toolId = up.tool.id;
-    expect(up.tool).toMatchObject({ tool_type: 'client', name: 'pick_file', source_code: null, source_type: null, json_schema: PICK_FILE, description: PICK_FILE.description });
+    expect(up.tool).toMatchObject({
+      tool_type: 'client',
+      name: 'pick_file',
+      source_code: null,
+      source_type: null,
+      json_schema: PICK_FILE,
+      description: PICK_FILE.description,
+    });
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000);
   });
   afterAll(async () => {
@@ -32,11 +49,20 @@ describe('client-side tools', () => {
   });
 
   it('registers a client tool only with a schema and without source (a custom tool needs its source)', async () => {
-    const noSchema = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { tool_type: 'client', name: 'x' } });
+    const noSchema = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { tool_type: 'client', name: 'x' },
+    });
     expect(noSchema.error.code).toBe('CONTRACT_VIOLATION');
-    const withSource = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { tool_type: 'client', json_schema: PICK_FILE, source_code: ADD } });
+    const withSource = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { tool_type: 'client', json_schema: PICK_FILE, source_code: ADD },
+    });
     expect(withSource.error.code).toBe('CONTRACT_VIOLATION');
-    const customNoSource = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { json_schema: PICK_FILE } });
+    const customNoSource = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { json_schema: PICK_FILE },
+    });
     expect(customNoSource.error.code).toBe('CONTRACT_VIOLATION');
     const listed = await client.call('toolplane.v1.tools.list', { org_id: org, tool_types: ['client'] }, 15_000);
     expect(listed.tools.map((t: { id: string }) => t.id)).toEqual([toolId]);
@@ -44,15 +70,33 @@ describe('client-side tools', () => {
 
   it('never runs it: answers awaiting_client, then completes once with what the runtime reports', async () => {
     const r = await exec({ tool_name: 'pick_file', args: { pattern: '*.pdf' }, agent_id: 'desk' });
-    expect(r).toEqual({ status: 'awaiting_client', execution_id: expect.stringMatching(/^exec-/), tool_id: toolId, tool_name: 'pick_file', args: { pattern: '*.pdf' } });
+    expect(r).toEqual({
+      status: 'awaiting_client',
+      execution_id: expect.stringMatching(/^exec-/),
+      tool_id: toolId,
+      tool_name: 'pick_file',
+      args: { pattern: '*.pdf' },
+    });
     const waiting = await recordOf(client, org, r.execution_id);
     expect(waiting.execution).toMatchObject({ status: 'awaiting_client', agent_id: 'desk', provider: null });
     expect(waiting.args).toEqual({ pattern: '*.pdf' });
     expect(waiting.result).toBeNull();
 
-    const done = await submit({ execution_id: r.execution_id, status: 'success', func_return: { path: '/home/u/a.pdf' }, stdout: ['picked'] });
+    const done = await submit({
+      execution_id: r.execution_id,
+      status: 'success',
+      func_return: { path: '/home/u/a.pdf' },
+      stdout: ['picked'],
+    });
     expect(done.execution).toMatchObject({ status: 'succeeded', provider: 'client', error_code: null });
-    expect(done.result).toMatchObject({ execution_id: r.execution_id, status: 'success', func_return: { path: '/home/u/a.pdf' }, stdout: ['picked'], stderr: [], provider: 'client' });
+    expect(done.result).toMatchObject({
+      execution_id: r.execution_id,
+      status: 'success',
+      func_return: { path: '/home/u/a.pdf' },
+      stdout: ['picked'],
+      stderr: [],
+      provider: 'client',
+    });
     const got = await recordOf(client, org, r.execution_id);
     expect(got.result).toEqual(done.result);
     expect(got.args).toBeNull();
@@ -66,7 +110,11 @@ describe('client-side tools', () => {
 
   it('records a failure the runtime reports as failed (TOOL_EXCEPTION)', async () => {
     const r = await exec({ tool_name: 'pick_file', args: { pattern: '*' } });
-    const done = await submit({ execution_id: r.execution_id, status: 'error', func_return: 'the user closed the dialog' });
+    const done = await submit({
+      execution_id: r.execution_id,
+      status: 'error',
+      func_return: 'the user closed the dialog',
+    });
     expect(done.execution).toMatchObject({ status: 'failed', error_code: 'TOOL_EXCEPTION' });
     expect(done.result.error).toEqual({ code: 'TOOL_EXCEPTION', message: 'the user closed the dialog' });
   });
@@ -87,11 +135,21 @@ describe('client-side tools', () => {
     await recordOf(client, org, ran.execution_id);
     const notClient = await submit({ execution_id: ran.execution_id, status: 'success', func_return: 99 });
     expect(notClient.error).toMatchObject({ code: 'EXECUTION_ALREADY_COMPLETED', details: { status: 'succeeded' } });
-    expect((await submit({ execution_id: 'exec-00000000-0000-4000-8000-000000000000', status: 'success', func_return: 1 })).error.code).toBe('EXECUTION_NOT_FOUND');
+    expect(
+      (await submit({ execution_id: 'exec-00000000-0000-4000-8000-000000000000', status: 'success', func_return: 1 }))
+        .error.code,
+    ).toBe('EXECUTION_NOT_FOUND');
   });
 
   it('cuts a reported return to the tool’s return_char_limit', async () => {
-    const up = await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { tool_type: 'client', json_schema: { ...PICK_FILE, name: 'short_pick' }, return_char_limit: 10 } }, 30_000);
+    const up = await client.call(
+      'toolplane.v1.tools.upsert',
+      {
+        org_id: org,
+        tool: { tool_type: 'client', json_schema: { ...PICK_FILE, name: 'short_pick' }, return_char_limit: 10 },
+      },
+      30_000,
+    );
     expect(up.tool.return_char_limit).toBe(10);
     const r = await exec({ tool_name: 'short_pick', args: { pattern: '*' } });
     const done = await submit({ execution_id: r.execution_id, status: 'success', func_return: 'x'.repeat(50) });

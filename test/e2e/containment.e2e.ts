@@ -14,7 +14,10 @@ describe('sandbox containment (hostile tools through the public API)', () => {
   const org = uniqueOrg('contain');
   const marker = () => `${Math.floor(Math.random() * 1e9)}.5`;
   const register = async (name: string, body: string, params = '') => {
-    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body, params) } });
+    const r = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: pythonTool(name, body, params) },
+    });
     if (r.error) throw new Error(JSON.stringify(r.error));
     return r.tool;
   };
@@ -84,19 +87,53 @@ return {"files": found, "environs": environs, "pids": sorted(int(p) for p in os.
     const r = await execute('env_dump', {}, { env: { GREETING: 'hi' }, agent_id: 'agent-1' });
     expect(r.status).toBe('success');
     expect(Object.keys(r.func_return).sort()).toEqual(
-      ['GREETING', 'HOME', 'LANG', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING', 'TMPDIR', 'TOOLPLANE_AGENT_ID', 'TOOLPLANE_ORG_ID', 'TOOLPLANE_TOOL_ID'].sort(),
+      [
+        'GREETING',
+        'HOME',
+        'LANG',
+        'PATH',
+        'PYTHONDONTWRITEBYTECODE',
+        'PYTHONIOENCODING',
+        'TMPDIR',
+        'TOOLPLANE_AGENT_ID',
+        'TOOLPLANE_ORG_ID',
+        'TOOLPLANE_TOOL_ID',
+      ].sort(),
     );
-    expect(r.func_return).toMatchObject({ GREETING: 'hi', HOME: '/tmp', TMPDIR: '/tmp', TOOLPLANE_ORG_ID: org, TOOLPLANE_AGENT_ID: 'agent-1' });
+    expect(r.func_return).toMatchObject({
+      GREETING: 'hi',
+      HOME: '/tmp',
+      TMPDIR: '/tmp',
+      TOOLPLANE_ORG_ID: org,
+      TOOLPLANE_AGENT_ID: 'agent-1',
+    });
   });
 
   it('gets every secret its org set, TOOLPLANE_REGION too, and reserved ids nobody can override', async () => {
-    const set = await client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'TOOLPLANE_REGION', value: 'eu-west-secret' });
+    const set = await client.req('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      key: 'TOOLPLANE_REGION',
+      value: 'eu-west-secret',
+    });
     expect(set.error).toBeUndefined();
     // The secret's value is masked in what the tool returns: it answers whether it got it.
-    await register('env_ids', 'import os\nids = {k: v for k, v in os.environ.items() if k.startswith("TOOLPLANE_") and k != "TOOLPLANE_REGION"}\nreturn {"region": os.environ.get("TOOLPLANE_REGION") == "eu-west-secret", **ids}');
-    const r = await execute('env_ids', {}, { env: { TOOLPLANE_ORG_ID: 'someone-else', TOOLPLANE_AGENT_ID: 'forged' }, agent_id: 'agent-1' });
+    await register(
+      'env_ids',
+      'import os\nids = {k: v for k, v in os.environ.items() if k.startswith("TOOLPLANE_") and k != "TOOLPLANE_REGION"}\nreturn {"region": os.environ.get("TOOLPLANE_REGION") == "eu-west-secret", **ids}',
+    );
+    const r = await execute(
+      'env_ids',
+      {},
+      { env: { TOOLPLANE_ORG_ID: 'someone-else', TOOLPLANE_AGENT_ID: 'forged' }, agent_id: 'agent-1' },
+    );
     expect(r.status).toBe('success');
-    expect(r.func_return).toEqual({ region: true, TOOLPLANE_ORG_ID: org, TOOLPLANE_AGENT_ID: 'agent-1', TOOLPLANE_TOOL_ID: expect.any(String) });
+    expect(r.func_return).toEqual({
+      region: true,
+      TOOLPLANE_ORG_ID: org,
+      TOOLPLANE_AGENT_ID: 'agent-1',
+      TOOLPLANE_TOOL_ID: expect.any(String),
+    });
     await client.req('toolplane.v1.secrets.delete', { org_id: org, scope: 'sandbox', key: 'TOOLPLANE_REGION' });
   });
 
@@ -163,7 +200,10 @@ except OSError as e:
 
   it('kills an infinite loop at the timeout, with its background processes', async () => {
     const m = marker();
-    await register('spin_forever', `import subprocess\nsubprocess.Popen(["/bin/sleep", "${m}"], start_new_session=True)\nwhile True:\n    pass`);
+    await register(
+      'spin_forever',
+      `import subprocess\nsubprocess.Popen(["/bin/sleep", "${m}"], start_new_session=True)\nwhile True:\n    pass`,
+    );
     const r = await execute('spin_forever', {}, { timeout_ms: 1000 });
     expect(r.error.code).toBe('EXECUTION_TIMEOUT');
     expect(await waitNoProcessWith(m)).toEqual([]);
@@ -187,7 +227,10 @@ except OSError as e:
     await register('forge_stdout', 'print(\'{"v":1,"nonce":"x","status":"success","value":"forged"}\')\nreturn "real"');
     expect((await execute('forge_stdout')).func_return).toBe('real');
 
-    await register('forge_channel', 'import os\nos.write(3, b\'{"v":1,"nonce":"0123456789abcdef0123456789abcdef","status":"success","value":"forged"}\\n\')\nreturn "real"');
+    await register(
+      'forge_channel',
+      'import os\nos.write(3, b\'{"v":1,"nonce":"0123456789abcdef0123456789abcdef","status":"success","value":"forged"}\\n\')\nreturn "real"',
+    );
     const c = await execute('forge_channel');
     expect(c.status).toBe('error');
     expect(c.error.code).toBe('SANDBOX_FAILURE'); // two frames / a foreign nonce: refused, never "forged"
@@ -227,7 +270,8 @@ return out`,
     );
     const r = await execute('scribble');
     expect(r.status).toBe('success');
-    for (const p of [`/usr/${name}`, `/etc/${name}`, `/${name}`, `/opt/toolplane/${name}`]) expect(r.func_return[p]).toMatch(/OSError|PermissionError|FileNotFoundError/);
+    for (const p of [`/usr/${name}`, `/etc/${name}`, `/${name}`, `/opt/toolplane/${name}`])
+      expect(r.func_return[p]).toMatch(/OSError|PermissionError|FileNotFoundError/);
     expect(r.func_return['/proc/sys/kernel/hostname']).toMatch(/OSError|PermissionError/);
     expect(r.func_return[`/tmp/${name}`]).toBe('written');
     await register('look', 'import os\nreturn sorted(os.listdir("/tmp"))');

@@ -25,7 +25,12 @@ describe('deadlines: work stops when its caller has given up', () => {
   };
 
   beforeAll(async () => {
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['runner-local'], env: { LOG_LEVEL: 'warn' } });
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['runner-local'],
+      env: { LOG_LEVEL: 'warn' },
+    });
     client = await RawClient.connect(prefix);
   });
   afterAll(async () => {
@@ -34,14 +39,29 @@ describe('deadlines: work stops when its caller has given up', () => {
   });
 
   const call = (fn: string, source: string, headers?: ReturnType<typeof natsHeaders>, timeoutMs = 20_000) =>
-    client.req(RUN, { org_id: 'dl', tool_id: `tool-${randomUUID()}`, function_name: fn, source_code: source, source_type: 'python', args: {}, env: {}, timeout_ms: 600_000 }, { timeoutMs, ...(headers ? { headers } : {}) });
+    client.req(
+      RUN,
+      {
+        org_id: 'dl',
+        tool_id: `tool-${randomUUID()}`,
+        function_name: fn,
+        source_code: source,
+        source_type: 'python',
+        args: {},
+        env: {},
+        timeout_ms: 600_000,
+      },
+      { timeoutMs, ...(headers ? { headers } : {}) },
+    );
 
   it('a runner stops a call whose caller stopped waiting (its deadline passed), long before the tool would end', async () => {
     const before = await total('toolplane_runner_runs_total');
     const h = natsHeaders();
     h.set(Headers.DEADLINE, String(Date.now() + 300));
     // The caller waits as long as its deadline says, and gives up.
-    await expect(call('sleepy', 'import time\ndef sleepy():\n    time.sleep(600)\n', h, 300)).rejects.toThrow(/timeout/i);
+    await expect(call('sleepy', 'import time\ndef sleepy():\n    time.sleep(600)\n', h, 300)).rejects.toThrow(
+      /timeout/i,
+    );
     // The runner gives the call up too (the tool would sleep ten minutes): nothing in flight, the run counted as ended.
     await expectEventually(
       async () => {

@@ -8,7 +8,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AuthenticationError, CommandExitError, RateLimitError, Sandbox, SandboxError, SandboxNotFoundError, TimeoutError } from 'e2b';
+import {
+  AuthenticationError,
+  CommandExitError,
+  RateLimitError,
+  Sandbox,
+  SandboxError,
+  SandboxNotFoundError,
+  TimeoutError,
+} from 'e2b';
 import { startE2bFake, type E2bFake, type E2bFakeStats } from '../../tools/fakes/e2b/e2b-fake';
 
 const KEY = `e2b_test_${randomBytes(8).toString('hex')}`;
@@ -43,7 +51,11 @@ describe('E2B fake: the real e2b SDK against it', () => {
   });
   afterAll(async () => {
     await fake?.close();
-    for (const [name, value] of [['E2B_API_URL', saved.api], ['E2B_SANDBOX_URL', saved.sandbox], ['E2B_API_KEY', saved.key]] as const) {
+    for (const [name, value] of [
+      ['E2B_API_URL', saved.api],
+      ['E2B_SANDBOX_URL', saved.sandbox],
+      ['E2B_API_KEY', saved.key],
+    ] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
@@ -51,7 +63,11 @@ describe('E2B fake: the real e2b SDK against it', () => {
   afterEach(() => fake.clearFaults());
 
   it('creates with metadata and envs, lists by metadata, connects, writes a file and streams python output', async () => {
-    const a = await Sandbox.create({ metadata: { suite: RUN, role: 'worker' }, envs: { GREETING: 'hello from create' }, timeoutMs: 120_000 });
+    const a = await Sandbox.create({
+      metadata: { suite: RUN, role: 'worker' },
+      envs: { GREETING: 'hello from create' },
+      timeoutMs: 120_000,
+    });
     const b = await Sandbox.create({ metadata: { suite: RUN, role: 'other' }, timeoutMs: 120_000 });
     expect(await listIds({ suite: RUN, role: 'worker' })).toEqual([a.sandboxId]);
     expect(await listIds({ suite: RUN })).toEqual([a.sandboxId, b.sandboxId].sort());
@@ -87,9 +103,15 @@ describe('E2B fake: the real e2b SDK against it', () => {
       },
     });
     expect(chunks[0]).toBe('contents of the file\n');
-    expect(result).toMatchObject({ exitCode: 0, stdout: 'contents of the file\nhello from create | from run | /home/user\n', stderr: '' });
+    expect(result).toMatchObject({
+      exitCode: 0,
+      stdout: 'contents of the file\nhello from create | from run | /home/user\n',
+      stderr: '',
+    });
     // Per-command envs override the sandbox's.
-    expect((await sbx.commands.run('echo "$GREETING"', { envs: { GREETING: 'overridden' } })).stdout).toBe('overridden\n');
+    expect((await sbx.commands.run('echo "$GREETING"', { envs: { GREETING: 'overridden' } })).stdout).toBe(
+      'overridden\n',
+    );
     await Promise.all([a.kill(), b.kill()]);
   });
 
@@ -97,7 +119,11 @@ describe('E2B fake: the real e2b SDK against it', () => {
     const sbx = await Sandbox.create({ metadata: { suite: RUN } });
     const failed = await sbx.commands.run('echo partial; echo broken >&2; exit 3').catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(CommandExitError);
-    expect([(failed as CommandExitError).exitCode, (failed as CommandExitError).stderr, (failed as CommandExitError).stdout]).toEqual([3, 'broken\n', 'partial\n']);
+    expect([
+      (failed as CommandExitError).exitCode,
+      (failed as CommandExitError).stderr,
+      (failed as CommandExitError).stdout,
+    ]).toEqual([3, 'broken\n', 'partial\n']);
     expect((failed as CommandExitError).error).toBe('exit status 3');
 
     const slow = await sbx.commands.run('sleep 60', { timeoutMs: 500 }).catch((e: unknown) => e);
@@ -116,7 +142,11 @@ describe('E2B fake: the real e2b SDK against it', () => {
     const expiredBefore = fake.stats().expired;
     await expiring.setTimeout(1_000);
     await eventually(
-      () => expiring.getInfo().then(() => false, (e: unknown) => e instanceof SandboxNotFoundError),
+      () =>
+        expiring.getInfo().then(
+          () => false,
+          (e: unknown) => e instanceof SandboxNotFoundError,
+        ),
       'the sandbox to expire',
     );
     expect(fake.stats().expired).toBe(expiredBefore + 1);
@@ -156,7 +186,10 @@ describe('E2B fake: the real e2b SDK against it', () => {
     expect(fake.stats().faultsServed).toBeGreaterThanOrEqual(6);
 
     // The same controls over HTTP, for a fake in another process.
-    const armed = await fetch(`${fake.apiUrl}/_fake/faults`, { method: 'POST', body: JSON.stringify({ op: 'connect', status: 401, count: 2 }) });
+    const armed = await fetch(`${fake.apiUrl}/_fake/faults`, {
+      method: 'POST',
+      body: JSON.stringify({ op: 'connect', status: 401, count: 2 }),
+    });
     expect(armed.status).toBe(200);
     await expect(Sandbox.connect(retried.sandboxId)).rejects.toBeInstanceOf(AuthenticationError);
     await expect(Sandbox.connect(retried.sandboxId)).rejects.toBeInstanceOf(AuthenticationError);
@@ -169,13 +202,27 @@ describe('E2B fake: the real e2b SDK against it', () => {
 
   it('serves the v1 paths too (create, list by metadata, connect)', async () => {
     const headers = { 'X-API-KEY': KEY, 'content-type': 'application/json' };
-    const created = await fetch(`${fake.apiUrl}/sandboxes`, { method: 'POST', headers, body: JSON.stringify({ templateID: 'base', metadata: { suite: RUN, api: 'v1' }, timeout: 60 }) });
+    const created = await fetch(`${fake.apiUrl}/sandboxes`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ templateID: 'base', metadata: { suite: RUN, api: 'v1' }, timeout: 60 }),
+    });
     expect(created.status).toBe(201);
     const sandbox = (await created.json()) as { sandboxID: string };
-    expect(sandbox).toMatchObject({ templateID: 'base', clientID: expect.any(String), envdVersion: expect.any(String) });
-    const listed = (await (await fetch(`${fake.apiUrl}/sandboxes?metadata=${encodeURIComponent(`suite=${RUN}&api=v1`)}`, { headers })).json()) as Array<{ sandboxID: string }>;
+    expect(sandbox).toMatchObject({
+      templateID: 'base',
+      clientID: expect.any(String),
+      envdVersion: expect.any(String),
+    });
+    const listed = (await (
+      await fetch(`${fake.apiUrl}/sandboxes?metadata=${encodeURIComponent(`suite=${RUN}&api=v1`)}`, { headers })
+    ).json()) as Array<{ sandboxID: string }>;
     expect(listed.map((s) => s.sandboxID)).toEqual([sandbox.sandboxID]);
-    const connected = await fetch(`${fake.apiUrl}/sandboxes/${sandbox.sandboxID}/connect`, { method: 'POST', headers, body: JSON.stringify({ timeout: 60 }) });
+    const connected = await fetch(`${fake.apiUrl}/sandboxes/${sandbox.sandboxID}/connect`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ timeout: 60 }),
+    });
     expect(connected.status).toBe(200);
     expect(await Sandbox.kill(sandbox.sandboxID)).toBe(true);
   });
@@ -233,12 +280,18 @@ describe('E2B fake: the real e2b SDK against it', () => {
       .catch((e: unknown) => e);
     expect(net).toBeInstanceOf(CommandExitError);
     expect((net as CommandExitError).stderr).toMatch(/Network is unreachable|Connection refused|Errno/);
-    const look = await b.commands.run('cat /home/user/secret.txt /tmp/scratch.txt 2>&1; find / -name secret.txt 2>/dev/null; true');
+    const look = await b.commands.run(
+      'cat /home/user/secret.txt /tmp/scratch.txt 2>&1; find / -name secret.txt 2>/dev/null; true',
+    );
     expect(look.stdout).not.toContain('only for a');
     expect(look.stdout).not.toContain('a tmp');
     await expect(b.files.read('/home/user/secret.txt')).rejects.toThrow(/does not exist/);
     const env = (await b.commands.run('env')).stdout;
-    const names = env.trim().split('\n').map((l) => l.split('=')[0]).sort();
+    const names = env
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=')[0])
+      .sort();
     expect(names).toEqual(['HOME', 'PATH', 'PWD', 'SHLVL', '_']);
     // a's files are where a left them, and a's commands see them.
     expect((await a.commands.run('cat /home/user/secret.txt /tmp/scratch.txt')).stdout).toBe('only for aa tmp');

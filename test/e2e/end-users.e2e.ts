@@ -14,8 +14,10 @@ import { ADD, pythonTool } from '../support/tools';
 describe('the end user of an execution (user_id)', () => {
   let client: RawClient;
   const org = uniqueOrg('enduser');
-  const exec = (body: Record<string, unknown>, asOrg = org) => client.req('toolplane.v1.tools.execute', { org_id: asOrg, ...body }, { timeoutMs: 30_000 });
-  const list = (body: Record<string, unknown>, asOrg = org) => client.call('toolplane.v1.executions.list', { org_id: asOrg, ...body }, 15_000);
+  const exec = (body: Record<string, unknown>, asOrg = org) =>
+    client.req('toolplane.v1.tools.execute', { org_id: asOrg, ...body }, { timeoutMs: 30_000 });
+  const list = (body: Record<string, unknown>, asOrg = org) =>
+    client.call('toolplane.v1.executions.list', { org_id: asOrg, ...body }, 15_000);
   /** executions.get until the record exists (a plain sync call is recorded just after it answers). */
   const recordEventually = (executionId: string, asOrg = org, done: (r: any) => boolean = () => true) =>
     expectEventually(
@@ -31,10 +33,20 @@ describe('the end user of an execution (user_id)', () => {
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())', 'n: int') } }, 30_000);
     await client.call(
       'toolplane.v1.tools.upsert',
-      { org_id: org, tool: { source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'), default_requires_approval: true } },
+      { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())', 'n: int') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'),
+          default_requires_approval: true,
+        },
+      },
       30_000,
     );
   });
@@ -46,7 +58,11 @@ describe('the end user of an execution (user_id)', () => {
     const mine = await exec({ tool_name: 'add', args: { a: 1 }, user_id: '  auth0|alice ' });
     expect(mine.status).toBe('success');
     const none = await exec({ tool_name: 'add', args: { a: 2 } });
-    expect((await recordEventually(mine.execution_id)).execution).toMatchObject({ execution_id: mine.execution_id, user_id: 'auth0|alice', status: 'succeeded' });
+    expect((await recordEventually(mine.execution_id)).execution).toMatchObject({
+      execution_id: mine.execution_id,
+      user_id: 'auth0|alice',
+      status: 'succeeded',
+    });
     expect((await recordEventually(none.execution_id)).execution.user_id).toBeNull();
   });
 
@@ -61,7 +77,9 @@ describe('the end user of an execution (user_id)', () => {
   it("lists each end user's executions only, newest first, and never another org's", async () => {
     const listOrg = uniqueOrg('enduser-list');
     await client.call('toolplane.v1.tools.upsert', { org_id: listOrg, tool: { source_code: ADD } }, 30_000);
-    const run = async (user?: string) => (await exec({ tool_name: 'add', args: { a: 1 }, ...(user ? { user_id: user } : {}) }, listOrg)).execution_id as string;
+    const run = async (user?: string) =>
+      (await exec({ tool_name: 'add', args: { a: 1 }, ...(user ? { user_id: user } : {}) }, listOrg))
+        .execution_id as string;
     const alice = [await run('alice'), await run('alice')];
     const bob = [await run('bob')];
     const nobody = await run();
@@ -82,9 +100,16 @@ describe('the end user of an execution (user_id)', () => {
     // Another org: its token cannot list this org's, and its own list has no such user's records.
     const other = uniqueOrg('enduser-other');
     const otherToken = await client.tokenFor(other);
-    const forbidden = await client.req('toolplane.v1.executions.list', { org_id: listOrg, user_id: 'alice' }, { token: otherToken });
+    const forbidden = await client.req(
+      'toolplane.v1.executions.list',
+      { org_id: listOrg, user_id: 'alice' },
+      { token: otherToken },
+    );
     expect(forbidden.error?.code).toBe('FORBIDDEN');
-    expect((await client.req('toolplane.v1.executions.list', { org_id: other, user_id: 'alice' }, { token: otherToken })).executions).toEqual([]);
+    expect(
+      (await client.req('toolplane.v1.executions.list', { org_id: other, user_id: 'alice' }, { token: otherToken }))
+        .executions,
+    ).toEqual([]);
   });
 
   it('records the end user of an async call and of every call of a batch, and puts it in their events', async () => {
@@ -92,12 +117,26 @@ describe('the end user of an execution (user_id)', () => {
     expect(accepted.status).toBe('queued');
     const done = await recordEventually(accepted.execution_id, org, (r) => r.execution.status === 'succeeded');
     expect(done.execution).toMatchObject({ mode: 'async', user_id: 'dave' });
-    const [completed] = await eventsFor(client, testPrefix(), [accepted.execution_id], ['completed']).then((evs) => evs.filter((e) => e.kind === 'completed'));
-    expect(completed!.payload).toMatchObject({ execution_id: accepted.execution_id, status: 'succeeded', user_id: 'dave' });
+    const [completed] = await eventsFor(client, testPrefix(), [accepted.execution_id], ['completed']).then((evs) =>
+      evs.filter((e) => e.kind === 'completed'),
+    );
+    expect(completed!.payload).toMatchObject({
+      execution_id: accepted.execution_id,
+      status: 'succeeded',
+      user_id: 'dave',
+    });
 
     const batch = await client.call(
       'toolplane.v1.tools.execute-batch',
-      { org_id: org, user_id: 'erin', calls: [{ call_id: 'ok', tool_name: 'add', args: { a: 1 } }, { call_id: 'missing', tool_name: 'nope', args: {} }, { call_id: 'held', tool_name: 'transfer', args: { amount: 1 } }] },
+      {
+        org_id: org,
+        user_id: 'erin',
+        calls: [
+          { call_id: 'ok', tool_name: 'add', args: { a: 1 } },
+          { call_id: 'missing', tool_name: 'nope', args: {} },
+          { call_id: 'held', tool_name: 'transfer', args: { amount: 1 } },
+        ],
+      },
       30_000,
     );
     expect(batch.results.map((r: any) => [r.call_id, r.status])).toEqual([
@@ -105,7 +144,8 @@ describe('the end user of an execution (user_id)', () => {
       ['missing', 'error'],
       ['held', 'pending_approval'],
     ]);
-    for (const r of batch.results) expect([r.call_id, (await recordEventually(r.execution_id)).execution.user_id]).toEqual([r.call_id, 'erin']);
+    for (const r of batch.results)
+      expect([r.call_id, (await recordEventually(r.execution_id)).execution.user_id]).toEqual([r.call_id, 'erin']);
     const held = batch.results[2].execution_id;
     const [heldEvent] = await eventsFor(client, testPrefix(), [held], ['held']);
     expect(heldEvent!.payload).toMatchObject({ execution_id: held, call_id: 'held', user_id: 'erin' });
@@ -114,10 +154,20 @@ describe('the end user of an execution (user_id)', () => {
   it('keeps the end user of a held call once it is approved (record and events) or denied', async () => {
     const held = await exec({ tool_name: 'transfer', args: { amount: 5 }, user_id: 'frank' });
     expect(held.status).toBe('pending_approval');
-    expect((await recordEventually(held.execution_id)).execution).toMatchObject({ status: 'pending_approval', user_id: 'frank' });
-    const ran = await client.req('toolplane.v1.executions.approve', { org_id: org, execution_id: held.execution_id }, { timeoutMs: 30_000 });
+    expect((await recordEventually(held.execution_id)).execution).toMatchObject({
+      status: 'pending_approval',
+      user_id: 'frank',
+    });
+    const ran = await client.req(
+      'toolplane.v1.executions.approve',
+      { org_id: org, execution_id: held.execution_id },
+      { timeoutMs: 30_000 },
+    );
     expect(ran).toMatchObject({ execution_id: held.execution_id, status: 'success', func_return: 'sent 5' });
-    expect((await recordEventually(held.execution_id)).execution).toMatchObject({ status: 'succeeded', user_id: 'frank' });
+    expect((await recordEventually(held.execution_id)).execution).toMatchObject({
+      status: 'succeeded',
+      user_id: 'frank',
+    });
     const kinds = ['held', 'approved', 'completed'];
     const events = await eventually(
       () => executionEvents(client, testPrefix(), [held.execution_id]),
@@ -130,7 +180,11 @@ describe('the end user of an execution (user_id)', () => {
     ]);
 
     const refused = await exec({ tool_name: 'transfer', args: { amount: 6 }, user_id: 'grace' });
-    const denied = await client.req('toolplane.v1.executions.deny', { org_id: org, execution_id: refused.execution_id, reason: 'no' });
+    const denied = await client.req('toolplane.v1.executions.deny', {
+      org_id: org,
+      execution_id: refused.execution_id,
+      reason: 'no',
+    });
     expect(denied.execution).toMatchObject({ status: 'denied', user_id: 'grace' });
   });
 
@@ -139,16 +193,27 @@ describe('the end user of an execution (user_id)', () => {
     const first = await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key, user_id: 'heidi' });
     expect(first.status).toBe('success');
     const other = await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key, user_id: 'ivan' });
-    expect(other.error).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT', retryable: false, details: { execution_id: first.execution_id } });
+    expect(other.error).toMatchObject({
+      code: 'IDEMPOTENCY_CONFLICT',
+      retryable: false,
+      details: { execution_id: first.execution_id },
+    });
     expect(JSON.stringify(other)).not.toContain(first.func_return);
     // No user_id is not the same user either; the same user's retry gets the first outcome.
-    expect((await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key })).error?.code).toBe('IDEMPOTENCY_CONFLICT');
+    expect((await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key })).error?.code).toBe(
+      'IDEMPOTENCY_CONFLICT',
+    );
     expect(await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key, user_id: 'heidi' })).toEqual(first);
     // And the other way round: a key first used without an end user.
     const bare = randomUUID();
     const anon = await exec({ tool_name: 'fresh', args: { n: 2 }, idempotency_key: bare });
     expect(anon.status).toBe('success');
-    expect((await exec({ tool_name: 'fresh', args: { n: 2 }, idempotency_key: bare, user_id: 'heidi' })).error?.code).toBe('IDEMPOTENCY_CONFLICT');
-    expect((await recordOf(client, org, first.execution_id)).execution).toMatchObject({ idempotency_key: key, user_id: 'heidi' });
+    expect(
+      (await exec({ tool_name: 'fresh', args: { n: 2 }, idempotency_key: bare, user_id: 'heidi' })).error?.code,
+    ).toBe('IDEMPOTENCY_CONFLICT');
+    expect((await recordOf(client, org, first.execution_id)).execution).toMatchObject({
+      idempotency_key: key,
+      user_id: 'heidi',
+    });
   });
 });

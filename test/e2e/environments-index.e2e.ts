@@ -79,7 +79,10 @@ describe('environments: builds reach their index through the configured proxy, t
   it('pip: the virtualenv is built from the HTTPS index through the proxy', async () => {
     await req('toolplane.v1.tools.upsert', {
       org_id: org,
-      tool: { source_code: pythonTool('proxied_pip', 'import tpproxied\nreturn tpproxied.VALUE'), pip_requirements: [{ name: 'tpproxied', version: '1.0' }] },
+      tool: {
+        source_code: pythonTool('proxied_pip', 'import tpproxied\nreturn tpproxied.VALUE'),
+        pip_requirements: [{ name: 'tpproxied', version: '1.0' }],
+      },
     });
     const env = await ready('proxied_pip');
     expect(env.error).toBeUndefined();
@@ -87,7 +90,10 @@ describe('environments: builds reach their index through the configured proxy, t
     expect(proxy.connects).toContain(`${INDEX_HOST}:${index.port}`);
     expect(index.requests).toContain('/simple/tpproxied/');
     expect(index.requests).toContain('/files/tpproxied-1.0-py3-none-any.whl');
-    expect(await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'proxied_pip', args: {} })).toMatchObject({ status: 'success', func_return: 'through-the-proxy' });
+    expect(await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'proxied_pip', args: {} })).toMatchObject({
+      status: 'success',
+      func_return: 'through-the-proxy',
+    });
   });
 
   it('npm: the node_modules tree is built from the HTTPS registry through the proxy', async () => {
@@ -96,7 +102,8 @@ describe('environments: builds reach their index through the configured proxy, t
       org_id: org,
       tool: {
         source_type: 'typescript',
-        source_code: "import { where } from 'tp-proxied-npm';\n\n/** Where the package came from. */\nexport function proxied_npm(): string {\n  return where();\n}\n",
+        source_code:
+          "import { where } from 'tp-proxied-npm';\n\n/** Where the package came from. */\nexport function proxied_npm(): string {\n  return where();\n}\n",
         npm_requirements: [{ name: 'tp-proxied-npm', version: '1.0.0' }],
       },
     });
@@ -106,6 +113,9 @@ describe('environments: builds reach their index through the configured proxy, t
     expect(proxy.connects.slice(before)).toContain(`${INDEX_HOST}:${index.port}`);
     expect(index.requests).toContain('/npm/tp-proxied-npm');
     expect(index.requests).toContain('/files/tp-proxied-npm-1.0.0.tgz');
-    expect(await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'proxied_npm', args: {} })).toMatchObject({ status: 'success', func_return: 'npm through the proxy' });
+    expect(await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'proxied_npm', args: {} })).toMatchObject({
+      status: 'success',
+      func_return: 'npm through the proxy',
+    });
   });
 });

@@ -17,16 +17,28 @@ describe('MessagingClient.onEvents', () => {
   });
   afterAll(() => a.close());
 
-  const deleted = (orgId: string) => ({ event_id: `e-${orgId}`, occurred_at: new Date().toISOString(), org_id: orgId, tool_id: 'tool-00000000-0000-4000-8000-0000000000e1', tool_name: 'x' });
+  const deleted = (orgId: string) => ({
+    event_id: `e-${orgId}`,
+    occurred_at: new Date().toISOString(),
+    org_id: orgId,
+    tool_id: 'tool-00000000-0000-4000-8000-0000000000e1',
+    tool_name: 'x',
+  });
 
   it('hands on valid payloads typed, drops malformed ones (counted, told to `invalid`), and stops on unsubscribe', async () => {
     const seen: string[] = [];
     const invalid: unknown[] = [];
-    const sub = a.messaging.onEvents([ToolUpdated, ToolDeleted], (e, p) => seen.push(`${e.subject.split('.').pop()}:${p.org_id}`), { invalid: (_e, raw) => invalid.push(raw) });
+    const sub = a.messaging.onEvents(
+      [ToolUpdated, ToolDeleted],
+      (e, p) => seen.push(`${e.subject.split('.').pop()}:${p.org_id}`),
+      { invalid: (_e, raw) => invalid.push(raw) },
+    );
     await a.nc.flush();
     const raw = (subject: string, body: string) => {
       const data = new TextEncoder().encode(body);
-      a.nc.publish(`${prefix}.${subject}`, data, { headers: signedEventHeaders('registry', `${prefix}.${subject}`, data) });
+      a.nc.publish(`${prefix}.${subject}`, data, {
+        headers: signedEventHeaders('registry', `${prefix}.${subject}`, data),
+      });
     };
     raw(ToolDeleted.subject, JSON.stringify({ org_id: 'org-bad' })); // misses required fields
     raw(ToolDeleted.subject, 'not json');
@@ -60,7 +72,9 @@ describe('MessagingClient.onEvents', () => {
       await Promise.all([a.nc.flush(), b.nc.flush()]);
       for (let i = 0; i < 20; i++) {
         const data = new TextEncoder().encode(JSON.stringify(deleted(`org-${i}`)));
-        a.nc.publish(`${prefix}.${ToolDeleted.subject}`, data, { headers: signedEventHeaders('registry', `${prefix}.${ToolDeleted.subject}`, data) });
+        a.nc.publish(`${prefix}.${ToolDeleted.subject}`, data, {
+          headers: signedEventHeaders('registry', `${prefix}.${ToolDeleted.subject}`, data),
+        });
       }
       await expectEventually(() => expect(got).toHaveLength(20));
       expect(new Set(got.map((g) => g.slice(2))).size).toBe(20);

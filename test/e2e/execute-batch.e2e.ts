@@ -24,13 +24,19 @@ describe('execute-batch', () => {
 
   const ok = async (subject: string, body: Record<string, unknown>) => {
     const r = await client.req(subject, body, { timeoutMs: 60_000 });
-    if (r.error && r.results === undefined && r.status === undefined) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
+    if (r.error && r.results === undefined && r.status === undefined)
+      throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
     return r;
   };
-  const TIMED = (seconds: number) => `import time\nstart = time.time()\ntime.sleep(${seconds})\nreturn {"start": start, "end": time.time(), "x": x}`;
+  const TIMED = (seconds: number) =>
+    `import time\nstart = time.time()\ntime.sleep(${seconds})\nreturn {"start": start, "end": time.time(), "x": x}`;
   const register = (o: string, name: string, body: string, parallel: boolean, params = '') =>
-    ok('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body, params), enable_parallel_execution: parallel } });
-  const batch = (body: Record<string, unknown>, o = org) => client.req('toolplane.v1.tools.execute-batch', { org_id: o, ...body }, { timeoutMs: 120_000 });
+    ok('toolplane.v1.tools.upsert', {
+      org_id: o,
+      tool: { source_code: pythonTool(name, body, params), enable_parallel_execution: parallel },
+    });
+  const batch = (body: Record<string, unknown>, o = org) =>
+    client.req('toolplane.v1.tools.execute-batch', { org_id: o, ...body }, { timeoutMs: 120_000 });
 
   beforeAll(async () => {
     await Promise.all([receiver.start(), hooks.start()]);
@@ -38,7 +44,12 @@ describe('execute-batch', () => {
       prefix,
       databaseUrl: testDatabaseUrl(),
       apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
-      env: { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+      env: {
+        LOG_LEVEL: 'warn',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
       appEnv: {
         executor: { EXECUTE_BATCH_MAX_CALLS: '8', EXECUTE_BATCH_MAX_CONCURRENCY: '4' },
         'runner-local': { RUNNER_POOL_WARM: '4', RUNNER_MAX_CONCURRENCY: '8', RUNNER_MAX_CONCURRENCY_PER_ORG: '8' },
@@ -100,8 +111,17 @@ describe('execute-batch', () => {
     // One trace, a span per call.
     expect(new Set(r.results.map((x: { trace_id: string }) => x.trace_id)).size).toBe(1);
     const traceId = c1.trace_id;
-    const spans = await receiver.waitFor(traceId, (s) => s.filter((x) => x.name.startsWith('call ')).length >= 6, 30_000);
-    expect(spans.filter((x) => x.name.startsWith('call ')).map((x) => x.name).sort()).toEqual(['call c1', 'call c2', 'call c3', 'call c4', 'call c5', 'call c8']);
+    const spans = await receiver.waitFor(
+      traceId,
+      (s) => s.filter((x) => x.name.startsWith('call ')).length >= 6,
+      30_000,
+    );
+    expect(
+      spans
+        .filter((x) => x.name.startsWith('call '))
+        .map((x) => x.name)
+        .sort(),
+    ).toEqual(['call c1', 'call c2', 'call c3', 'call c4', 'call c5', 'call c8']);
   });
 
   it('refuses a batch over the limit before anything runs', async () => {
@@ -121,7 +141,12 @@ describe('execute-batch', () => {
   });
 
   it('refuses duplicate call ids and malformed calls as a whole', async () => {
-    const dup = await batch({ calls: [{ call_id: 'same', tool_name: 'seq_b', args: { x: 1 } }, { call_id: 'same', tool_name: 'seq_b', args: { x: 2 } }] });
+    const dup = await batch({
+      calls: [
+        { call_id: 'same', tool_name: 'seq_b', args: { x: 1 } },
+        { call_id: 'same', tool_name: 'seq_b', args: { x: 2 } },
+      ],
+    });
     expect(dup.error).toMatchObject({ code: 'CONTRACT_VIOLATION' });
     const neither = await batch({ calls: [{ call_id: 'n', args: {} }] });
     expect(neither.error).toMatchObject({ code: 'CONTRACT_VIOLATION' });

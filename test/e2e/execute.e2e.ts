@@ -11,7 +11,8 @@ describe('tools.execute end to end', () => {
       if (r.error) throw new Error(JSON.stringify(r.error));
       return r.tool;
     });
-  const execute = (body: Record<string, unknown>, timeoutMs = 20_000) => client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs });
+  const execute = (body: Record<string, unknown>, timeoutMs = 20_000) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs });
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
@@ -54,7 +55,11 @@ describe('tools.execute end to end', () => {
   it('answers TOOL_NOT_FOUND for an unknown tool and for a tool of another org', async () => {
     expect((await execute({ tool_name: 'nope', args: {} })).error.code).toBe('TOOL_NOT_FOUND');
     const { tool } = await client.req('toolplane.v1.tools.get', { org_id: org, name: 'add' });
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: uniqueOrg('intruder'), tool_id: tool.id, args: { a: 1 } });
+    const r = await client.req('toolplane.v1.tools.execute', {
+      org_id: uniqueOrg('intruder'),
+      tool_id: tool.id,
+      args: { a: 1 },
+    });
     expect(r.error.code).toBe('TOOL_NOT_FOUND');
   });
 
@@ -69,7 +74,12 @@ describe('tools.execute end to end', () => {
 
   it('stops a tool that never returns at its timeout and leaves no process behind', async () => {
     const marker = `${Math.floor(Math.random() * 1e6)}.25`; // a background `sleep <marker>` must not survive the timeout
-    await register(pythonTool('spin', `import subprocess\nsubprocess.Popen(["/bin/sleep", "${marker}"])\nprint("spinning", flush=True)\nwhile True:\n    pass`));
+    await register(
+      pythonTool(
+        'spin',
+        `import subprocess\nsubprocess.Popen(["/bin/sleep", "${marker}"])\nprint("spinning", flush=True)\nwhile True:\n    pass`,
+      ),
+    );
     const r = await execute({ tool_name: 'spin', args: {}, timeout_ms: 1500 });
     expect(r.status).toBe('error');
     expect(r.error.code).toBe('EXECUTION_TIMEOUT');
@@ -91,16 +101,24 @@ describe('tools.execute end to end', () => {
   it("truncates a return over the tool's return_char_limit with the seeds' note", async () => {
     await register(pythonTool('long_text', 'return "y" * 500'), { return_char_limit: 100 });
     const r = await execute({ tool_name: 'long_text', args: {} });
-    expect(r.func_return).toBe(`${'y'.repeat(100)}... [NOTE: function output was truncated since it exceeded the character limit (500 > 100)]`);
+    expect(r.func_return).toBe(
+      `${'y'.repeat(100)}... [NOTE: function output was truncated since it exceeded the character limit (500 > 100)]`,
+    );
   });
 
   it('gives the tool only the declared env and the reserved ids, never the runner environment', async () => {
     await register(pythonTool('env_dump', 'import os\nreturn dict(os.environ)'));
-    const r = await execute({ tool_name: 'env_dump', args: {}, env: { GREETING: 'hi', TOOLPLANE_ORG_ID: 'spoofed' }, agent_id: 'agent-7' });
+    const r = await execute({
+      tool_name: 'env_dump',
+      args: {},
+      env: { GREETING: 'hi', TOOLPLANE_ORG_ID: 'spoofed' },
+      agent_id: 'agent-7',
+    });
     expect(r.status).toBe('success');
     expect(r.func_return).toMatchObject({ GREETING: 'hi', TOOLPLANE_ORG_ID: org, TOOLPLANE_AGENT_ID: 'agent-7' });
     expect(r.func_return.TOOLPLANE_TOOL_ID).toMatch(/^tool-/);
-    for (const leaked of ['NATS_URL', 'DATABASE_URL', 'SUBJECT_PREFIX', 'HEALTH_PORT']) expect(r.func_return).not.toHaveProperty(leaked);
+    for (const leaked of ['NATS_URL', 'DATABASE_URL', 'SUBJECT_PREFIX', 'HEALTH_PORT'])
+      expect(r.func_return).not.toHaveProperty(leaked);
   });
 
   it('ignores a forged result printed on stdout', async () => {
@@ -120,7 +138,9 @@ describe('tools.execute end to end', () => {
   });
 
   it('runs concurrent calls independently', async () => {
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => execute({ tool_name: 'add', args: { a: i, b: i } })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => execute({ tool_name: 'add', args: { a: i, b: i } })),
+    );
     expect(results.map((r) => r.func_return)).toEqual(Array.from({ length: 12 }, (_, i) => 2 * i));
   });
 });

@@ -43,7 +43,8 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
   const runsOf = (): Map<string, number> => {
     const counts = new Map<string, number>();
     if (!existsSync(runsFile)) return counts;
-    for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) counts.set(line, (counts.get(line) ?? 0) + 1);
+    for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean))
+      counts.set(line, (counts.get(line) ?? 0) + 1);
     return counts;
   };
   const final = (r: any) => ['succeeded', 'failed', 'denied', 'expired'].includes(r.execution.status);
@@ -55,7 +56,12 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
   /** The executor holding the claim of a running call whose tool has started: the one to kill. */
   const claimerOf = async (executionId: string, token: string): Promise<RunningApp> => {
     const claimedBy = await eventually(
-      async () => (await db.query(`SELECT claimed_by FROM executor.executions WHERE execution_id = $1 AND status = 'running'`, [executionId])).rows[0]?.claimed_by as string | undefined,
+      async () =>
+        (
+          await db.query(`SELECT claimed_by FROM executor.executions WHERE execution_id = $1 AND status = 'running'`, [
+            executionId,
+          ])
+        ).rows[0]?.claimed_by as string | undefined,
       (id) => id !== undefined && runsOf().has(token),
     );
     const app = executors.find((a) => a.output().includes(`executor instance ${claimedBy}`));
@@ -86,8 +92,22 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
     await db.connect();
     client = await RawClient.connect(prefix);
     const body = `import time\nwith open(${JSON.stringify(runsFile)}, "a") as f:\n    f.write(token + "\\n")\ntime.sleep(seconds)\nreturn token`;
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('counted', body, 'token: str, seconds: float') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('counted_again', body, 'token: str, seconds: float'), metadata_: { idempotent: true } } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('counted', body, 'token: str, seconds: float') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('counted_again', body, 'token: str, seconds: float'),
+          metadata_: { idempotent: true },
+        },
+      },
+      30_000,
+    );
   }, 300_000);
   afterAll(async () => {
     await client?.close();
@@ -101,18 +121,34 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
     const token = `sync-${randomUUID()}`;
     const key = randomUUID();
     const outcome = client
-      .req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted', args: { token, seconds: 5 }, idempotency_key: key }, { timeoutMs: 8000 })
+      .req(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'counted', args: { token, seconds: 5 }, idempotency_key: key },
+        { timeoutMs: 8000 },
+      )
       .then(
         (r) => ({ reply: r }),
         (e: Error) => ({ error: e }),
       );
-    const { rows } = await eventually(() => db.query('SELECT execution_id FROM executor.executions WHERE org_id = $1 AND idempotency_key = $2', [org, key]), (r) => r.rows.length === 1);
+    const { rows } = await eventually(
+      () =>
+        db.query('SELECT execution_id FROM executor.executions WHERE org_id = $1 AND idempotency_key = $2', [org, key]),
+      (r) => r.rows.length === 1,
+    );
     await kill(await claimerOf(rows[0].execution_id, token));
     const first = await outcome;
     // Nothing more came from the dead executor: the caller's own timeout ended the wait (a typed NATS timeout).
     expect('error' in first ? first.error.name : first.reply).toMatch(/TimeoutError|RequestError/);
-    const retry = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted', args: { token, seconds: 5 }, idempotency_key: key }, { timeoutMs: 60_000 });
-    expect(retry).toMatchObject({ status: 'error', execution_id: rows[0].execution_id, error: { code: 'EXECUTOR_LOST' } });
+    const retry = await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'counted', args: { token, seconds: 5 }, idempotency_key: key },
+      { timeoutMs: 60_000 },
+    );
+    expect(retry).toMatchObject({
+      status: 'error',
+      execution_id: rows[0].execution_id,
+      error: { code: 'EXECUTOR_LOST' },
+    });
     const rec = await recordOf(client, org, retry.execution_id);
     expect(rec.execution).toMatchObject({ status: 'failed', error_code: 'EXECUTOR_LOST', idempotency_key: key });
     expect(runsOf().get(token)).toBe(1);
@@ -121,7 +157,16 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
   it('async: calls of a killed executor end succeeded once or failed/EXECUTOR_LOST, none run twice', async () => {
     const tokens = Array.from({ length: 8 }, (_, i) => `async-${i}-${randomUUID()}`);
     const ids: string[] = [];
-    for (const token of tokens) ids.push((await client.call('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted', args: { token, seconds: 3 }, mode: 'async' }, 30_000)).execution_id);
+    for (const token of tokens)
+      ids.push(
+        (
+          await client.call(
+            'toolplane.v1.tools.execute',
+            { org_id: org, tool_name: 'counted', args: { token, seconds: 3 }, mode: 'async' },
+            30_000,
+          )
+        ).execution_id,
+      );
     // Each replica takes two at a time (EXECUTION_ASYNC_CONCURRENCY=2): kill the one running the first call.
     await kill(await claimerOf(ids[0]!, tokens[0]!));
     const records = await Promise.all(ids.map((id) => recordOf(client, org, id, final, 120_000)));
@@ -129,7 +174,9 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
     const statuses = records.map((r) => `${r.execution.status}/${r.execution.error_code ?? ''}`);
     if (process.env.FAULT_FIGURES) {
       const duplicates = tokens.filter((t) => (counts.get(t) ?? 0) > 1).length;
-      process.stderr.write(`[figures] async SIGKILL: ${JSON.stringify(statuses)}, ${tokens.reduce((n, t) => n + (counts.get(t) ?? 0), 0)} runs, ${duplicates} run more than once\n`);
+      process.stderr.write(
+        `[figures] async SIGKILL: ${JSON.stringify(statuses)}, ${tokens.reduce((n, t) => n + (counts.get(t) ?? 0), 0)} runs, ${duplicates} run more than once\n`,
+      );
     }
     for (const [i, r] of records.entries()) {
       const runs = counts.get(tokens[i]!) ?? 0;
@@ -144,7 +191,13 @@ describe('executor killed mid-call: no call lost, none run twice', () => {
 
   it('async: a tool declared idempotent (metadata_.idempotent) whose executor died runs again to success', async () => {
     const token = `again-${randomUUID()}`;
-    const id = (await client.call('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted_again', args: { token, seconds: 3 }, mode: 'async' }, 30_000)).execution_id;
+    const id = (
+      await client.call(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'counted_again', args: { token, seconds: 3 }, mode: 'async' },
+        30_000,
+      )
+    ).execution_id;
     await kill(await claimerOf(id, token));
     const done = await recordOf(client, org, id, final, 120_000);
     expect(done.execution.status).toBe('succeeded');

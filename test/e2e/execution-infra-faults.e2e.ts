@@ -12,7 +12,12 @@ import { Client } from 'pg';
 import { testPrefix, uniqueOrg } from '../support/context';
 import { eventually } from '../support/executions';
 import { RawClient } from '../support/nats-client';
-import { startPrivateNats, startPrivatePostgres, type PrivateNats, type PrivatePostgres } from '../support/private-services';
+import {
+  startPrivateNats,
+  startPrivatePostgres,
+  type PrivateNats,
+  type PrivatePostgres,
+} from '../support/private-services';
 import { startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
@@ -31,15 +36,21 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
   const runsOf = (): Map<string, number> => {
     const counts = new Map<string, number>();
     if (!existsSync(runsFile)) return counts;
-    for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) counts.set(line, (counts.get(line) ?? 0) + 1);
+    for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean))
+      counts.set(line, (counts.get(line) ?? 0) + 1);
     return counts;
   };
   /** The records' states, read from the database itself (the API needs Postgres too). */
-  const states = async (ids: readonly string[]): Promise<Map<string, { status: string; error_code: string | null }>> => {
+  const states = async (
+    ids: readonly string[],
+  ): Promise<Map<string, { status: string; error_code: string | null }>> => {
     const db = new Client({ connectionString: pg.url, connectionTimeoutMillis: 3000 });
     try {
       await db.connect();
-      const r = await db.query('SELECT execution_id, status, error_code FROM executor.executions WHERE execution_id = ANY($1)', [ids]);
+      const r = await db.query(
+        'SELECT execution_id, status, error_code FROM executor.executions WHERE execution_id = ANY($1)',
+        [ids],
+      );
       return new Map(r.rows.map((x) => [x.execution_id, { status: x.status, error_code: x.error_code }]));
     } catch {
       return new Map();
@@ -47,11 +58,21 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
       await db.end().catch(() => undefined);
     }
   };
-  const allFinal = (ids: readonly string[]) => eventually(() => states(ids), (m) => ids.every((id) => FINAL.includes(m.get(id)?.status ?? '')), 240_000, 250);
+  const allFinal = (ids: readonly string[]) =>
+    eventually(
+      () => states(ids),
+      (m) => ids.every((id) => FINAL.includes(m.get(id)?.status ?? '')),
+      240_000,
+      250,
+    );
   const queue = async (tokens: readonly string[], seconds: number) => {
     const ids: string[] = [];
     for (const token of tokens) {
-      const r = await client.call('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted', args: { token, seconds }, mode: 'async', timeout_ms: 5000 }, 30_000);
+      const r = await client.call(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'counted', args: { token, seconds }, mode: 'async', timeout_ms: 5000 },
+        30_000,
+      );
       expect(r.status).toBe('queued');
       ids.push(r.execution_id);
     }
@@ -59,7 +80,13 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
   };
 
   /** FAULT_FIGURES=1: one line of figures per test (states, runs, duplicate runs) on stderr. */
-  const figures = (label: string, ids: string[], final: Map<string, { status: string; error_code: string | null }>, tokens: string[], counts: Map<string, number>) => {
+  const figures = (
+    label: string,
+    ids: string[],
+    final: Map<string, { status: string; error_code: string | null }>,
+    tokens: string[],
+    counts: Map<string, number>,
+  ) => {
     if (!process.env.FAULT_FIGURES) return;
     const states: Record<string, number> = {};
     for (const id of ids) {
@@ -69,7 +96,9 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
     }
     const runs = tokens.reduce((n, t) => n + (counts.get(t) ?? 0), 0);
     const duplicates = tokens.filter((t) => (counts.get(t) ?? 0) > 1).length;
-    process.stderr.write(`[figures] ${label}: ${ids.length} calls ${JSON.stringify(states)}, ${runs} runs, ${duplicates} run more than once\n`);
+    process.stderr.write(
+      `[figures] ${label}: ${ids.length} calls ${JSON.stringify(states)}, ${runs} runs, ${duplicates} run more than once\n`,
+    );
   };
 
   beforeAll(async () => {
@@ -87,9 +116,15 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
         'runner-local': { RUNNER_ISOLATION: 'unsafe', RUNNER_MAX_CONCURRENCY: '16' },
       },
     });
-    client = await RawClient.connect(prefix, { nats: { servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 } });
+    client = await RawClient.connect(prefix, {
+      nats: { servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 250 },
+    });
     const body = `import time\nwith open(${JSON.stringify(runsFile)}, "a") as f:\n    f.write(token + "\\n")\ntime.sleep(seconds)\nreturn token`;
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('counted', body, 'token: str, seconds: float') } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('counted', body, 'token: str, seconds: float') } },
+      30_000,
+    );
   }, 300_000);
   afterAll(async () => {
     await client?.close().catch(() => undefined);
@@ -102,7 +137,10 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
   it('Postgres restarted during a backlog of 200 async calls: all complete, each exactly once', async () => {
     const tokens = Array.from({ length: 200 }, (_, i) => `pg-${i}-${randomUUID()}`);
     const ids = await queue(tokens, 0.05);
-    await eventually(async () => tokens.filter((t) => runsOf().has(t)).length, (n) => n >= 20);
+    await eventually(
+      async () => tokens.filter((t) => runsOf().has(t)).length,
+      (n) => n >= 20,
+    );
     pg.stop('immediate');
     // Down long enough for claims, recordings, heartbeats and outbox drains to fail.
     await new Promise((r) => setTimeout(r, 3000));
@@ -117,7 +155,10 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
   it('NATS restarted during a backlog: JetStream keeps it, the services reconnect, nothing runs twice', async () => {
     const tokens = Array.from({ length: 100 }, (_, i) => `nats-${i}-${randomUUID()}`);
     const ids = await queue(tokens, 0.2);
-    await eventually(async () => tokens.filter((t) => runsOf().has(t)).length, (n) => n >= 10);
+    await eventually(
+      async () => tokens.filter((t) => runsOf().has(t)).length,
+      (n) => n >= 10,
+    );
     await nats.stop();
     await new Promise((r) => setTimeout(r, 1000));
     await nats.start();
@@ -130,10 +171,16 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
     const succeeded = ids.filter((id) => final.get(id)!.status === 'succeeded');
     const failed = ids.filter((id) => final.get(id)!.status !== 'succeeded').map((id) => final.get(id)!.error_code);
     expect(succeeded.length).toBeGreaterThanOrEqual(100 - 16);
-    for (const code of failed) expect(['REQUEST_TIMEOUT', 'SERVICE_UNAVAILABLE', 'EXECUTOR_LOST', 'RUNNER_UNAVAILABLE']).toContain(code);
-    for (const [i, id] of ids.entries()) if (final.get(id)!.status === 'succeeded') expect(counts.get(tokens[i]!)).toBe(1);
+    for (const code of failed)
+      expect(['REQUEST_TIMEOUT', 'SERVICE_UNAVAILABLE', 'EXECUTOR_LOST', 'RUNNER_UNAVAILABLE']).toContain(code);
+    for (const [i, id] of ids.entries())
+      if (final.get(id)!.status === 'succeeded') expect(counts.get(tokens[i]!)).toBe(1);
     // The services are back: a sync call and an async call go through.
-    const sync = await client.call('toolplane.v1.tools.execute', { org_id: org, tool_name: 'counted', args: { token: `after-${randomUUID()}`, seconds: 0 } }, 30_000);
+    const sync = await client.call(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'counted', args: { token: `after-${randomUUID()}`, seconds: 0 } },
+      30_000,
+    );
     expect(sync.status).toBe('success');
     const [later] = await queue([`after-async-${randomUUID()}`], 0);
     expect((await allFinal([later!])).get(later!)!.status).toBe('succeeded');

@@ -15,7 +15,8 @@ describe('idempotency window and result retention', () => {
   const org = uniqueOrg('ret');
   let stack: Stack;
   let client: RawClient;
-  const exec = (body: Record<string, unknown>) => client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 60_000 });
+  const exec = (body: Record<string, unknown>) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 60_000 });
 
   beforeAll(async () => {
     stack = await startStack({
@@ -23,10 +24,21 @@ describe('idempotency window and result retention', () => {
       databaseUrl: testDatabaseUrl(),
       apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
       env: { LOG_LEVEL: 'warn' },
-      appEnv: { executor: { EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000', EXECUTION_RESULT_RETENTION_MS: '2000', EXECUTION_SWEEP_MS: '100', EXECUTION_SYNC_EVENTS: 'true' } },
+      appEnv: {
+        executor: {
+          EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000',
+          EXECUTION_RESULT_RETENTION_MS: '2000',
+          EXECUTION_SWEEP_MS: '100',
+          EXECUTION_SYNC_EVENTS: 'true',
+        },
+      },
     });
     client = await RawClient.connect(prefix);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())') } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())') } },
+      30_000,
+    );
   });
   afterAll(async () => {
     await client?.close();
@@ -38,7 +50,12 @@ describe('idempotency window and result retention', () => {
     const first = await exec({ tool_name: 'fresh', args: {}, idempotency_key: key });
     expect(first.status).toBe('success');
     // Retried until the window has passed: every answer before is the first call's, the first one after is a new run.
-    const later = await eventually(() => exec({ tool_name: 'fresh', args: {}, idempotency_key: key }), (r) => r.execution_id !== first.execution_id, 120_000, 250);
+    const later = await eventually(
+      () => exec({ tool_name: 'fresh', args: {}, idempotency_key: key }),
+      (r) => r.execution_id !== first.execution_id,
+      120_000,
+      250,
+    );
     expect(later.status).toBe('success');
     expect(later.func_return).not.toBe(first.func_return);
   });
@@ -46,7 +63,12 @@ describe('idempotency window and result retention', () => {
   it('with EXECUTION_SYNC_EVENTS, a plain sync call publishes its outcome too', async () => {
     const r = await exec({ tool_name: 'fresh', args: {} });
     const events = await eventsFor(client, prefix, [r.execution_id], ['completed']);
-    expect(events).toEqual([expect.objectContaining({ kind: 'completed', payload: expect.objectContaining({ execution_id: r.execution_id, status: 'succeeded' }) })]);
+    expect(events).toEqual([
+      expect.objectContaining({
+        kind: 'completed',
+        payload: expect.objectContaining({ execution_id: r.execution_id, status: 'succeeded' }),
+      }),
+    ]);
     expect(events[0]!.payload.result).toBeUndefined();
   });
 
@@ -59,7 +81,9 @@ describe('idempotency window and result retention', () => {
     const db = new Client({ connectionString: testDatabaseUrl() });
     await db.connect();
     try {
-      const rows = await db.query('SELECT result_ref FROM executor.executions WHERE execution_id = $1', [r.execution_id]);
+      const rows = await db.query('SELECT result_ref FROM executor.executions WHERE execution_id = $1', [
+        r.execution_id,
+      ]);
       expect(rows.rows).toEqual([{ result_ref: null }]);
     } finally {
       await db.end();

@@ -15,14 +15,28 @@ describe('execution records (sync calls)', () => {
   let client: RawClient;
   const org = uniqueOrg('rec');
   let addId: string;
-  const exec = (body: Record<string, unknown>) => client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
+  const exec = (body: Record<string, unknown>) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
-    addId = (await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000)).tool.id;
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('boom', 'raise ValueError("no luck")') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('secretive', 'return {"marker": marker}', 'marker: str') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('elsewhere', 'return 1'), metadata_: { sandbox: 'modal' } } }, 30_000);
+    addId = (await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000)).tool
+      .id;
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('boom', 'raise ValueError("no luck")') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('secretive', 'return {"marker": marker}', 'marker: str') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('elsewhere', 'return 1'), metadata_: { sandbox: 'modal' } } },
+      30_000,
+    );
   });
   afterAll(async () => {
     await client?.close();
@@ -49,7 +63,8 @@ describe('execution records (sync calls)', () => {
       call_id: null,
       expires_at: null,
     });
-    for (const t of ['created_at', 'started_at', 'finished_at']) expect(Number.isNaN(Date.parse(got.execution[t]))).toBe(false);
+    for (const t of ['created_at', 'started_at', 'finished_at'])
+      expect(Number.isNaN(Date.parse(got.execution[t]))).toBe(false);
     expect(got.execution.duration_ms).toBeGreaterThan(0);
     // The result as the caller got it; the arguments are not kept once the call ran.
     expect(got.result).toEqual(r);
@@ -81,12 +96,28 @@ describe('execution records (sync calls)', () => {
   it('lists records newest first, filtered by agent, tool and state, a page at a time', async () => {
     const listOrg = uniqueOrg('list');
     await client.call('toolplane.v1.tools.upsert', { org_id: listOrg, tool: { source_code: ADD } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: listOrg, tool: { source_code: pythonTool('boom', 'raise ValueError("x")') } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: listOrg, tool: { source_code: pythonTool('boom', 'raise ValueError("x")') } },
+      30_000,
+    );
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await client.req('toolplane.v1.tools.execute', { org_id: listOrg, tool_name: 'add', args: { a: i }, agent_id: i % 2 ? 'odd' : 'even' })).execution_id);
-    const failed = (await client.req('toolplane.v1.tools.execute', { org_id: listOrg, tool_name: 'boom', args: {} })).execution_id;
+    for (let i = 0; i < 5; i++)
+      ids.push(
+        (
+          await client.req('toolplane.v1.tools.execute', {
+            org_id: listOrg,
+            tool_name: 'add',
+            args: { a: i },
+            agent_id: i % 2 ? 'odd' : 'even',
+          })
+        ).execution_id,
+      );
+    const failed = (await client.req('toolplane.v1.tools.execute', { org_id: listOrg, tool_name: 'boom', args: {} }))
+      .execution_id;
     for (const id of [...ids, failed]) await recordOf(client, listOrg, id);
-    const list = (body: Record<string, unknown>) => client.call('toolplane.v1.executions.list', { org_id: listOrg, ...body }, 15_000);
+    const list = (body: Record<string, unknown>) =>
+      client.call('toolplane.v1.executions.list', { org_id: listOrg, ...body }, 15_000);
     const all = await list({});
     expect(all.executions.map((e: any) => e.execution_id)).toEqual([failed, ...[...ids].reverse()]);
     expect(all.next_cursor).toBeNull();
@@ -104,7 +135,9 @@ describe('execution records (sync calls)', () => {
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual(all.executions.map((e: any) => e.execution_id));
-    expect((await client.req('toolplane.v1.executions.list', { org_id: listOrg, cursor: 'bm9wZQ' })).error.code).toBe('CONTRACT_VIOLATION');
+    expect((await client.req('toolplane.v1.executions.list', { org_id: listOrg, cursor: 'bm9wZQ' })).error.code).toBe(
+      'CONTRACT_VIOLATION',
+    );
   });
 
   it("never shows another org's record", async () => {
@@ -114,7 +147,14 @@ describe('execution records (sync calls)', () => {
     const got = await client.req('toolplane.v1.executions.get', { org_id: other, execution_id: r.execution_id });
     expect(got.error.code).toBe('EXECUTION_NOT_FOUND');
     expect((await client.call('toolplane.v1.executions.list', { org_id: other }, 15_000)).executions).toEqual([]);
-    expect((await client.req('toolplane.v1.executions.get', { org_id: org, execution_id: 'exec-00000000-0000-4000-8000-000000000000' })).error.code).toBe('EXECUTION_NOT_FOUND');
+    expect(
+      (
+        await client.req('toolplane.v1.executions.get', {
+          org_id: org,
+          execution_id: 'exec-00000000-0000-4000-8000-000000000000',
+        })
+      ).error.code,
+    ).toBe('EXECUTION_NOT_FOUND');
   });
 
   it('announces each durable outcome on the events stream (completed, failed), without args or results', async () => {
@@ -124,8 +164,14 @@ describe('execution records (sync calls)', () => {
     const ok = await exec({ tool_name: 'add', args: { a: 2 }, idempotency_key: `ok-${key}` });
     const bad = await exec({ tool_name: 'boom', args: {}, idempotency_key: `bad-${key}` });
     const events = await eventsFor(client, testPrefix(), [ok.execution_id, bad.execution_id], ['completed', 'failed']);
-    expect(events.find((e) => e.payload.execution_id === ok.execution_id)).toMatchObject({ kind: 'completed', payload: { org_id: org, status: 'succeeded', tool_name: 'add' } });
-    expect(events.find((e) => e.payload.execution_id === bad.execution_id)).toMatchObject({ kind: 'failed', payload: { status: 'failed' } });
+    expect(events.find((e) => e.payload.execution_id === ok.execution_id)).toMatchObject({
+      kind: 'completed',
+      payload: { org_id: org, status: 'succeeded', tool_name: 'add' },
+    });
+    expect(events.find((e) => e.payload.execution_id === bad.execution_id)).toMatchObject({
+      kind: 'failed',
+      payload: { status: 'failed' },
+    });
     for (const e of events) {
       expect(e.payload.args).toBeUndefined();
       expect(e.payload.result).toBeUndefined();
@@ -154,7 +200,13 @@ describe('execution records (sync calls)', () => {
   it('gives every call of a batch an execution id and a record', async () => {
     const b = await client.call(
       'toolplane.v1.tools.execute-batch',
-      { org_id: org, calls: [{ call_id: 'one', tool_name: 'add', args: { a: 1 } }, { call_id: 'two', tool_name: 'nope', args: {} }] },
+      {
+        org_id: org,
+        calls: [
+          { call_id: 'one', tool_name: 'add', args: { a: 1 } },
+          { call_id: 'two', tool_name: 'nope', args: {} },
+        ],
+      },
       30_000,
     );
     const [one, two] = b.results;
@@ -163,7 +215,13 @@ describe('execution records (sync calls)', () => {
     const r1 = await recordOf(client, org, one.execution_id);
     const r2 = await recordOf(client, org, two.execution_id);
     expect(r1.execution).toMatchObject({ call_id: 'one', status: 'succeeded' });
-    expect(r2.execution).toMatchObject({ call_id: 'two', status: 'failed', error_code: 'TOOL_NOT_FOUND', tool_id: null, tool_name: 'nope' });
+    expect(r2.execution).toMatchObject({
+      call_id: 'two',
+      status: 'failed',
+      error_code: 'TOOL_NOT_FOUND',
+      tool_id: null,
+      tool_name: 'nope',
+    });
     expect(r1.execution.batch_id).toMatch(/^batch-/);
     expect(r2.execution.batch_id).toBe(r1.execution.batch_id);
   });

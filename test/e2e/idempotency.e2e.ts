@@ -18,7 +18,8 @@ describe('idempotency keys', () => {
   let stack: Stack;
   let opts: StackOptions;
   let client: RawClient;
-  const exec = (body: Record<string, unknown>, timeoutMs = 60_000) => client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs });
+  const exec = (body: Record<string, unknown>, timeoutMs = 60_000) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs });
   /** Tool runs the runner has finished (every run, whatever became of its caller). */
   const runs = async () => {
     const text = await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-local')!.healthPort}/metrics`)).text();
@@ -36,10 +37,27 @@ describe('idempotency keys', () => {
     };
     stack = await startStack(opts);
     client = await RawClient.connect(prefix);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())', 'n: int') } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('slow_fresh', 'import time, uuid\ntime.sleep(3)\nreturn str(uuid.uuid4())', 'n: int') } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('fresh', 'import uuid\nreturn str(uuid.uuid4())', 'n: int') } },
+      30_000,
+    );
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('slow_fresh', 'import time, uuid\ntime.sleep(3)\nreturn str(uuid.uuid4())', 'n: int'),
+        },
+      },
+      30_000,
+    );
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 30_000);
-    await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('elsewhere', 'return 1'), metadata_: { sandbox: 'modal' } } }, 30_000);
+    await client.call(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: pythonTool('elsewhere', 'return 1'), metadata_: { sandbox: 'modal' } } },
+      30_000,
+    );
   });
   afterAll(async () => {
     await client?.close();
@@ -54,7 +72,9 @@ describe('idempotency keys', () => {
     const again = await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key });
     expect(again).toEqual(first);
     // Argument order does not make another request.
-    expect(await exec({ tool_name: 'add', args: { b: 1, a: 2 }, idempotency_key: `${key}-add` })).toMatchObject({ func_return: 3 });
+    expect(await exec({ tool_name: 'add', args: { b: 1, a: 2 }, idempotency_key: `${key}-add` })).toMatchObject({
+      func_return: 3,
+    });
     const swapped = await exec({ tool_name: 'add', args: { a: 2, b: 1 }, idempotency_key: `${key}-add` });
     expect(swapped.func_return).toBe(3);
     expect(await runs()).toBe(before + 2);
@@ -68,20 +88,35 @@ describe('idempotency keys', () => {
     const first = await exec({ tool_name: 'fresh', args: { n: 1 }, idempotency_key: key });
     const before = await runs();
     const other = await exec({ tool_name: 'fresh', args: { n: 2 }, idempotency_key: key });
-    expect(other.error).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT', retryable: false, details: { execution_id: first.execution_id } });
+    expect(other.error).toMatchObject({
+      code: 'IDEMPOTENCY_CONFLICT',
+      retryable: false,
+      details: { execution_id: first.execution_id },
+    });
     const otherTool = await exec({ tool_name: 'add', args: { a: 1 }, idempotency_key: key });
     expect(otherTool.error.code).toBe('IDEMPOTENCY_CONFLICT');
     expect(await runs()).toBe(before);
     // Keys are per org: another org may use the same one.
     const org2 = uniqueOrg('idem2');
     await client.call('toolplane.v1.tools.upsert', { org_id: org2, tool: { source_code: ADD } }, 30_000);
-    expect((await client.req('toolplane.v1.tools.execute', { org_id: org2, tool_name: 'add', args: { a: 5 }, idempotency_key: key })).func_return).toBe(7);
+    expect(
+      (
+        await client.req('toolplane.v1.tools.execute', {
+          org_id: org2,
+          tool_name: 'add',
+          args: { a: 5 },
+          idempotency_key: key,
+        })
+      ).func_return,
+    ).toBe(7);
   });
 
   it('makes concurrent duplicates wait for the first call and share its outcome (one run)', async () => {
     const key = randomUUID();
     const before = await runs();
-    const calls = Array.from({ length: 8 }, () => exec({ tool_name: 'slow_fresh', args: { n: 3 }, idempotency_key: key }));
+    const calls = Array.from({ length: 8 }, () =>
+      exec({ tool_name: 'slow_fresh', args: { n: 3 }, idempotency_key: key }),
+    );
     const results = await Promise.all(calls);
     for (const r of results) expect(r).toEqual(results[0]);
     expect(results[0].status).toBe('success');
@@ -116,7 +151,10 @@ describe('idempotency keys', () => {
     const b = await exec({ tool_name: 'elsewhere', args: {}, idempotency_key: key });
     expect(b.error.code).toBe('RUNNER_UNAVAILABLE');
     expect(b.error.details.execution_id).not.toBe(a.error.details.execution_id);
-    expect((await recordOf(client, org, a.error.details.execution_id)).execution).toMatchObject({ status: 'failed', error_code: 'RUNNER_UNAVAILABLE' });
+    expect((await recordOf(client, org, a.error.details.execution_id)).execution).toMatchObject({
+      status: 'failed',
+      error_code: 'RUNNER_UNAVAILABLE',
+    });
   });
 
   it('answers an async retry with the first call’s execution and state', async () => {
@@ -135,7 +173,8 @@ describe('idempotency keys', () => {
     const db = new Client({ connectionString: testDatabaseUrl() });
     await db.connect();
     try {
-      return (await db.query('SELECT claimed_by FROM executor.executions WHERE execution_id = $1', [executionId])).rows[0].claimed_by;
+      return (await db.query('SELECT claimed_by FROM executor.executions WHERE execution_id = $1', [executionId]))
+        .rows[0].claimed_by;
     } finally {
       await db.end();
     }

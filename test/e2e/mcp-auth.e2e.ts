@@ -11,7 +11,8 @@ describe('MCP server templates and tokens', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r as T;
   };
-  const add = (org: string, server: Record<string, unknown>) => client.req('toolplane.v1.mcp.servers.add', { org_id: org, server }, { timeoutMs: 30_000 });
+  const add = (org: string, server: Record<string, unknown>) =>
+    client.req('toolplane.v1.mcp.servers.add', { org_id: org, server }, { timeoutMs: 30_000 });
   const setSecret = (org: string, key: string, value: string, extra: Record<string, unknown> = {}) =>
     client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key, value, ...extra }).then(ok);
   const fake = async (setup: (f: FakeMcpServer) => void) => {
@@ -47,9 +48,17 @@ describe('MCP server templates and tokens', () => {
       }),
     );
     expect(r.sync).toMatchObject({ added: 1, errors: [] });
-    expect(f.observed.headers).toMatchObject({ 'x-api-key': 'k=key-from-secret-1', 'x-region': 'eu-west', authorization: 'Bearer tok-from-secret-2' });
+    expect(f.observed.headers).toMatchObject({
+      'x-api-key': 'k=key-from-secret-1',
+      'x-region': 'eu-west',
+      authorization: 'Bearer tok-from-secret-2',
+    });
     expect(JSON.stringify(r)).not.toMatch(/from-secret/);
-    const call = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'templated', args: { text: 'hi' } }, { timeoutMs: 30_000 });
+    const call = await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'templated', args: { text: 'hi' } },
+      { timeoutMs: 30_000 },
+    );
     expect(call).toMatchObject({ status: 'success', func_return: 'hi' });
   });
 
@@ -59,11 +68,30 @@ describe('MCP server templates and tokens', () => {
     await setSecret(other, 'OTHER_ORG_KEY', 'other-org-value');
     await setSecret(org, 'AGENT_ONLY', 'agent-value', { scope: 'agent', agent_id: 'agent-1' });
     const f = await fake((s) => (s.tools = [echoTool('never')]));
-    const missing = await add(org, { name: 'miss', transport: 'streamable_http', url: f.url, headers: { 'X-Key': '{{NOT_SET}}' } });
-    expect(missing.error).toMatchObject({ code: 'SECRET_NOT_FOUND', retryable: false, details: { names: ['NOT_SET'] } });
-    const crossOrg = await add(org, { name: 'cross', transport: 'streamable_http', url: f.url, headers: { 'X-Key': '{{OTHER_ORG_KEY}}' } });
+    const missing = await add(org, {
+      name: 'miss',
+      transport: 'streamable_http',
+      url: f.url,
+      headers: { 'X-Key': '{{NOT_SET}}' },
+    });
+    expect(missing.error).toMatchObject({
+      code: 'SECRET_NOT_FOUND',
+      retryable: false,
+      details: { names: ['NOT_SET'] },
+    });
+    const crossOrg = await add(org, {
+      name: 'cross',
+      transport: 'streamable_http',
+      url: f.url,
+      headers: { 'X-Key': '{{OTHER_ORG_KEY}}' },
+    });
     expect(crossOrg.error).toMatchObject({ code: 'SECRET_NOT_FOUND', details: { names: ['OTHER_ORG_KEY'] } });
-    const agent = await add(org, { name: 'agent', transport: 'streamable_http', url: f.url, auth: { type: 'bearer', token: '{{AGENT_ONLY}}' } });
+    const agent = await add(org, {
+      name: 'agent',
+      transport: 'streamable_http',
+      url: f.url,
+      auth: { type: 'bearer', token: '{{AGENT_ONLY}}' },
+    });
     expect(agent.error).toMatchObject({ code: 'SECRET_NOT_FOUND', details: { names: ['AGENT_ONLY'] } });
     expect(JSON.stringify([missing, crossOrg, agent])).not.toMatch(/other-org-value|agent-value/);
     expect(f.observed.sessions).toBe(0);
@@ -79,11 +107,26 @@ describe('MCP server templates and tokens', () => {
       s.acceptAuthorization = as.accepts;
     });
     const redirectUri = 'http://127.0.0.1:9/callback';
-    const auth = { type: 'oauth', grant_type: 'authorization_code', authorization_url: as.authorizeUrl, token_url: as.tokenUrl, client_id: 'tp-public', redirect_uri: redirectUri, scope: 'tools' };
+    const auth = {
+      type: 'oauth',
+      grant_type: 'authorization_code',
+      authorization_url: as.authorizeUrl,
+      token_url: as.tokenUrl,
+      client_id: 'tp-public',
+      redirect_uri: redirectUri,
+      scope: 'tools',
+    };
     const begun = ok(await add(org, { name: 'oauth-code', transport: 'streamable_http', url: f.url, auth }));
     expect(begun.server).toBeUndefined();
     const authUrl = new URL(begun.authorization.authorization_url);
-    expect(Object.fromEntries(authUrl.searchParams)).toMatchObject({ response_type: 'code', client_id: 'tp-public', redirect_uri: redirectUri, state: begun.authorization.state, code_challenge_method: 'S256', scope: 'tools' });
+    expect(Object.fromEntries(authUrl.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: 'tp-public',
+      redirect_uri: redirectUri,
+      state: begun.authorization.state,
+      code_challenge_method: 'S256',
+      scope: 'tools',
+    });
     expect(authUrl.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(f.observed.sessions).toBe(0);
     expect(ok(await client.req('toolplane.v1.mcp.servers.list', { org_id: org })).servers).toEqual([]);
@@ -93,7 +136,8 @@ describe('MCP server templates and tokens', () => {
     const back = new URL(redirect.headers.get('location')!);
     expect(back.searchParams.get('state')).toBe(begun.authorization.state);
     const code = back.searchParams.get('code')!;
-    const complete = (state: string, orgId = org) => client.req('toolplane.v1.mcp.oauth.complete', { org_id: orgId, state, code }, { timeoutMs: 30_000 });
+    const complete = (state: string, orgId = org) =>
+      client.req('toolplane.v1.mcp.oauth.complete', { org_id: orgId, state, code }, { timeoutMs: 30_000 });
     expect((await complete(begun.authorization.state, uniqueOrg('thief'))).error.code).toBe('MCP_OAUTH_FAILED');
     const done = ok(await complete(begun.authorization.state));
     expect(done.server).toMatchObject({ name: 'oauth-code', auth_type: 'oauth', tool_count: 1 });
@@ -106,10 +150,26 @@ describe('MCP server templates and tokens', () => {
     const ref = { server_id: done.server.id, issuer: as.tokenUrl };
     const stored = ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref }));
     expect(stored.tokens).toMatchObject({ access_token: 'at-1', refresh_token: 'rt-1' });
-    expect(ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: uniqueOrg('other'), ...ref })).tokens).toBeNull();
-    expect(ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref, issuer: `${as.tokenUrl}/other` })).tokens).toBeNull();
+    expect(
+      ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: uniqueOrg('other'), ...ref }))
+        .tokens,
+    ).toBeNull();
+    expect(
+      ok(
+        await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', {
+          org_id: org,
+          ...ref,
+          issuer: `${as.tokenUrl}/other`,
+        }),
+      ).tokens,
+    ).toBeNull();
 
-    const run = () => client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded_echo', args: { text: 'in' } }, { timeoutMs: 30_000 });
+    const run = () =>
+      client.req(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'guarded_echo', args: { text: 'in' } },
+        { timeoutMs: 30_000 },
+      );
     expect(await run()).toMatchObject({ status: 'success', func_return: 'in' });
     expect(f.observed.headers.authorization).toBe('Bearer at-1');
     // Past four fifths of the 2 s lifetime: the refresh token buys a new access token first.
@@ -117,9 +177,13 @@ describe('MCP server templates and tokens', () => {
     expect(await run()).toMatchObject({ status: 'success', func_return: 'in' });
     expect(f.observed.headers.authorization).toBe('Bearer at-2');
     expect(as.grants).toEqual(['authorization_code', 'refresh_token']);
-    expect(ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref })).tokens).toMatchObject({ access_token: 'at-2', refresh_token: 'rt-2' });
+    expect(
+      ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref })).tokens,
+    ).toMatchObject({ access_token: 'at-2', refresh_token: 'rt-2' });
 
     ok(await client.req('toolplane.v1.mcp.servers.remove', { org_id: org, name: 'oauth-code' }));
-    expect(ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref })).tokens).toBeNull();
+    expect(
+      ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.fetch', { org_id: org, ...ref })).tokens,
+    ).toBeNull();
   });
 });

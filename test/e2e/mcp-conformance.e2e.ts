@@ -69,10 +69,25 @@ function runScenario(scenario: string, outDir: string): Promise<Outcome> {
   const driver = `${process.execPath} ${join(ROOT, 'dist', 'test', 'support', 'conformance-client.js')}`;
   return new Promise((resolve) => {
     // The suite's CLI needs a recent Node: the one running the tests.
-    const p = spawn(process.execPath, [cli, 'client', '--command', driver, '--scenario', scenario, '--timeout', String(SCENARIO_TIMEOUT_MS - 10_000), '-o', outDir], {
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const p = spawn(
+      process.execPath,
+      [
+        cli,
+        'client',
+        '--command',
+        driver,
+        '--scenario',
+        scenario,
+        '--timeout',
+        String(SCENARIO_TIMEOUT_MS - 10_000),
+        '-o',
+        outDir,
+      ],
+      {
+        env: process.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     p.stdout.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
     p.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
@@ -100,8 +115,15 @@ function failedChecks(outDir: string, scenario: string): string[] {
   const failures: string[] = [];
   for (const run of runs) {
     try {
-      const checks = JSON.parse(readFileSync(join(dir, run, 'checks.json'), 'utf8')) as Array<{ id: string; status: string; errorMessage?: string; description?: string }>;
-      for (const c of checks) if (c.status === 'FAILURE' || c.status === 'WARNING') failures.push(`${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`);
+      const checks = JSON.parse(readFileSync(join(dir, run, 'checks.json'), 'utf8')) as Array<{
+        id: string;
+        status: string;
+        errorMessage?: string;
+        description?: string;
+      }>;
+      for (const c of checks)
+        if (c.status === 'FAILURE' || c.status === 'WARNING')
+          failures.push(`${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`);
     } catch (e) {
       failures.push(`unreadable checks.json: ${(e as Error).message}`);
     }
@@ -135,10 +157,14 @@ describe('MCP conformance suite (client scenarios, mcp-sync as the client)', () 
     rmSync(outDir, { recursive: true, force: true });
   });
 
-  it.each(SCENARIOS)('%s', async (scenario) => {
-    const o = await outcomes.get(scenario)!;
-    const report = `${o.failures.join('\n')}\n--- output ---\n${o.output.replace(/\x1b\[[0-9;]*m/g, '').slice(-4000)}`;
-    expect({ scenario, exit: o.code, failures: o.failures }).toEqual({ scenario, exit: 0, failures: [] });
-    expect(report).toContain('OVERALL: PASSED');
-  }, 300_000);
+  it.each(SCENARIOS)(
+    '%s',
+    async (scenario) => {
+      const o = await outcomes.get(scenario)!;
+      const report = `${o.failures.join('\n')}\n--- output ---\n${o.output.replace(/\x1b\[[0-9;]*m/g, '').slice(-4000)}`;
+      expect({ scenario, exit: o.code, failures: o.failures }).toEqual({ scenario, exit: 0, failures: [] });
+      expect(report).toContain('OVERALL: PASSED');
+    },
+    300_000,
+  );
 });

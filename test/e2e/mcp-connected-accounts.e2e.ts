@@ -26,14 +26,28 @@ describe('MCP connected accounts (account: "user")', () => {
   };
   const req = (subject: string, body: unknown) => client.req(subject, body, { timeoutMs: 30_000 });
   const call = (org: string, user: string | undefined, tag = 'x') =>
-    req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'whoami', args: { user: user ?? 'nobody', tag }, ...(user ? { user_id: user } : {}) });
+    req('toolplane.v1.tools.execute', {
+      org_id: org,
+      tool_name: 'whoami',
+      args: { user: user ?? 'nobody', tag },
+      ...(user ? { user_id: user } : {}),
+    });
   /** Whose token the authorization server issued this bearer to. */
-  const ownerOf = (authorization: string | undefined, by: DiscoverableAuthServer = as) => by.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
+  const ownerOf = (authorization: string | undefined, by: DiscoverableAuthServer = as) =>
+    by.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
   const eventsOf = (org: string, done: (evs: Array<{ kind: string; payload: any }>) => boolean) =>
     eventually(async () => seenEvents.filter((e) => e.payload.org_id === org), done, 30_000);
 
   const whoami: FakeTool = {
-    def: { name: 'whoami', description: 'Says who called', inputSchema: { type: 'object', properties: { user: { type: 'string' }, tag: { type: 'string' } }, required: ['user'] } },
+    def: {
+      name: 'whoami',
+      description: 'Says who called',
+      inputSchema: {
+        type: 'object',
+        properties: { user: { type: 'string' }, tag: { type: 'string' } },
+        required: ['user'],
+      },
+    },
     handler: async (args, extra) => {
       seen.push({ user: String(args.user), authorization: extra.authorization });
       return { content: [{ type: 'text', text: `hello ${String(args.user)}` }] };
@@ -46,13 +60,28 @@ describe('MCP connected accounts (account: "user")', () => {
     url.searchParams.set('login', login);
     const res = await fetch(url, { redirect: 'manual' });
     const back = new URL(res.headers.get('location')!);
-    return req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: back.searchParams.get('state'), code: back.searchParams.get('code'), ...(userId ? { user_id: userId } : {}) });
+    return req('toolplane.v1.mcp.oauth.complete', {
+      org_id: org,
+      state: back.searchParams.get('state'),
+      code: back.searchParams.get('code'),
+      ...(userId ? { user_id: userId } : {}),
+    });
   }
 
   /** An org with the server added (authorized by its operator, whose token lists the tools). */
   async function orgWithServer(label: string, server: FakeMcpServer = f): Promise<{ org: string; serverId: string }> {
     const org = uniqueOrg(label);
-    const begun = ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'accounts', transport: 'streamable_http', url: server.url, auth: { type: 'oauth', account: 'user' } } }));
+    const begun = ok(
+      await req('toolplane.v1.mcp.servers.add', {
+        org_id: org,
+        server: {
+          name: 'accounts',
+          transport: 'streamable_http',
+          url: server.url,
+          auth: { type: 'oauth', account: 'user' },
+        },
+      }),
+    );
     const done = ok(await authorize(org, begun.authorization.authorization_url, 'operator'));
     expect(done.sync).toMatchObject({ added: 1, errors: [] });
     expect(done.server).toMatchObject({ account: 'user', auth_type: 'oauth' });
@@ -89,11 +118,19 @@ describe('MCP connected accounts (account: "user")', () => {
     const { org, serverId } = await orgWithServer('acct-two');
 
     const nobody = await call(org, undefined);
-    expect(nobody.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', retryable: false, details: { server_id: serverId, server_name: 'accounts' } });
+    expect(nobody.error).toMatchObject({
+      code: 'MCP_AUTHORIZATION_REQUIRED',
+      retryable: false,
+      details: { server_id: serverId, server_name: 'accounts' },
+    });
     expect(nobody.error.details.authorization_url).toBeUndefined();
 
     const askedAlice = await call(org, 'alice');
-    expect(askedAlice.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', retryable: false, details: { server_id: serverId, server_name: 'accounts' } });
+    expect(askedAlice.error).toMatchObject({
+      code: 'MCP_AUTHORIZATION_REQUIRED',
+      retryable: false,
+      details: { server_id: serverId, server_name: 'accounts' },
+    });
     const details = askedAlice.error.details;
     expect(details.authorization_url).toContain(`${as.issuer}/authorize`);
     expect(new URL(details.authorization_url).searchParams.get('state')).toBe(details.state);
@@ -105,15 +142,25 @@ describe('MCP connected accounts (account: "user")', () => {
     // Bob cannot complete Alice's authorization (for himself or for her): nothing stored for Alice, her state still works.
     const stolen = await authorize(org, details.authorization_url, 'bob', 'bob');
     expect(stolen.error).toMatchObject({ code: 'MCP_OAUTH_FAILED' });
-    expect((await req('toolplane.v1.connections.get', { org_id: org, user_id: 'alice', server: 'accounts' })).error).toMatchObject({ code: 'CONNECTION_NOT_FOUND' });
+    expect(
+      (await req('toolplane.v1.connections.get', { org_id: org, user_id: 'alice', server: 'accounts' })).error,
+    ).toMatchObject({ code: 'CONNECTION_NOT_FOUND' });
 
     const connected = ok(await authorize(org, details.authorization_url, 'alice', 'alice'));
-    expect(connected.connection).toMatchObject({ server_id: serverId, server_name: 'accounts', user_id: 'alice', account: 'user' });
+    expect(connected.connection).toMatchObject({
+      server_id: serverId,
+      server_name: 'accounts',
+      user_id: 'alice',
+      account: 'user',
+    });
 
     expect(ok(await call(org, 'alice', 'a1'))).toMatchObject({ status: 'success', func_return: 'hello alice' });
     // Bob is still asked (the URL he was given), Alice's connection is hers only.
     const stillBob = await call(org, 'bob');
-    expect(stillBob.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { authorization_url: askedBob.error.details.authorization_url } });
+    expect(stillBob.error).toMatchObject({
+      code: 'MCP_AUTHORIZATION_REQUIRED',
+      details: { authorization_url: askedBob.error.details.authorization_url },
+    });
 
     ok(await authorize(org, askedBob.error.details.authorization_url, 'bob', 'bob'));
     expect(ok(await call(org, 'bob', 'b1'))).toMatchObject({ status: 'success', func_return: 'hello bob' });
@@ -125,18 +172,35 @@ describe('MCP connected accounts (account: "user")', () => {
 
     // connections.*: the right rows to each, never a token.
     const all = ok(await req('toolplane.v1.connections.list', { org_id: org }));
-    expect(all.connections.map((c: any) => `${c.account}:${c.user_id}`).sort()).toEqual(['org:null', 'user:alice', 'user:bob']);
+    expect(all.connections.map((c: any) => `${c.account}:${c.user_id}`).sort()).toEqual([
+      'org:null',
+      'user:alice',
+      'user:bob',
+    ]);
     const alices = ok(await req('toolplane.v1.connections.list', { org_id: org, user_id: 'alice' }));
     expect(alices.connections).toHaveLength(1);
     expect(alices.connections[0]).toMatchObject({ user_id: 'alice', server_id: serverId, account: 'user' });
-    expect(Object.keys(alices.connections[0]).sort()).toEqual(['account', 'connected_at', 'expires_at', 'refreshed_at', 'scopes', 'server_id', 'server_name', 'user_id']);
-    expect(ok(await req('toolplane.v1.connections.list', { org_id: uniqueOrg('acct-other'), user_id: 'alice' })).connections).toEqual([]);
+    expect(Object.keys(alices.connections[0]).sort()).toEqual([
+      'account',
+      'connected_at',
+      'expires_at',
+      'refreshed_at',
+      'scopes',
+      'server_id',
+      'server_name',
+      'user_id',
+    ]);
+    expect(
+      ok(await req('toolplane.v1.connections.list', { org_id: uniqueOrg('acct-other'), user_id: 'alice' })).connections,
+    ).toEqual([]);
     const replies = JSON.stringify([all, alices, connected]);
     for (const token of as.issued.keys()) expect(replies).not.toContain(token);
     expect(replies).not.toMatch(/rt-\d+/);
 
     // Revoked: deleted here, revoked at the authorization server, asked again; Bob unaffected.
-    const revoked = ok(await req('toolplane.v1.connections.revoke', { org_id: org, user_id: 'alice', server: serverId }));
+    const revoked = ok(
+      await req('toolplane.v1.connections.revoke', { org_id: org, user_id: 'alice', server: serverId }),
+    );
     expect(revoked).toEqual({ revoked: true, upstream: 'revoked' });
     expect(as.revocations).toHaveLength(1);
     expect(as.revocations[0]!.form).toMatchObject({ token_type_hint: 'refresh_token' });
@@ -144,13 +208,37 @@ describe('MCP connected accounts (account: "user")', () => {
     const again = await call(org, 'alice');
     expect(again.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { server_id: serverId } });
     expect(ok(await call(org, 'bob', 'b2'))).toMatchObject({ status: 'success', func_return: 'hello bob' });
-    expect(ok(await req('toolplane.v1.connections.list', { org_id: org, server: 'accounts' })).connections.map((c: any) => c.user_id).sort()).toEqual(['bob', null]);
+    expect(
+      ok(await req('toolplane.v1.connections.list', { org_id: org, server: 'accounts' }))
+        .connections.map((c: any) => c.user_id)
+        .sort(),
+    ).toEqual(['bob', null]);
 
     // The events: authorized for each, revoked for Alice — ids and names, no token.
-    const mine = await eventsOf(org, (evs) => evs.filter((e) => e.kind === 'authorized').length === 2 && evs.some((e) => e.kind === 'revoked'));
-    expect(mine.filter((e) => e.kind === 'authorized').map((e) => e.payload.user_id).sort()).toEqual(['alice', 'bob']);
-    expect(mine.find((e) => e.kind === 'revoked')!.payload).toMatchObject({ user_id: 'alice', server_id: serverId, server_name: 'accounts' });
-    for (const e of mine) expect(Object.keys(e.payload).sort()).toEqual(['event_id', 'occurred_at', 'org_id', 'server_id', 'server_name', 'user_id']);
+    const mine = await eventsOf(
+      org,
+      (evs) => evs.filter((e) => e.kind === 'authorized').length === 2 && evs.some((e) => e.kind === 'revoked'),
+    );
+    expect(
+      mine
+        .filter((e) => e.kind === 'authorized')
+        .map((e) => e.payload.user_id)
+        .sort(),
+    ).toEqual(['alice', 'bob']);
+    expect(mine.find((e) => e.kind === 'revoked')!.payload).toMatchObject({
+      user_id: 'alice',
+      server_id: serverId,
+      server_name: 'accounts',
+    });
+    for (const e of mine)
+      expect(Object.keys(e.payload).sort()).toEqual([
+        'event_id',
+        'occurred_at',
+        'org_id',
+        'server_id',
+        'server_name',
+        'user_id',
+      ]);
   });
 
   it('two users’ calls interleaved at c=32 through one server: no call carries the other user’s token', async () => {
@@ -191,11 +279,23 @@ describe('MCP connected accounts (account: "user")', () => {
       shortAs.failRefresh = true;
       await new Promise((r) => setTimeout(r, 1100));
       const refused = await call(org, 'erin');
-      expect(refused.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { reason: 'reauthorize', server_id: serverId } });
+      expect(refused.error).toMatchObject({
+        code: 'MCP_AUTHORIZATION_REQUIRED',
+        details: { reason: 'reauthorize', server_id: serverId },
+      });
       // The server is fine for everyone else: no pending authorization on it.
-      expect(ok(await req('toolplane.v1.mcp.servers.get', { org_id: org, id: serverId })).server.pending_authorization).toBeNull();
-      const evs = await eventsOf(org, (e) => e.some((x) => x.kind === 'refreshed') && e.some((x) => x.kind === 'expired'));
-      expect(evs.filter((e) => e.kind === 'refreshed' || e.kind === 'expired').every((e) => e.payload.user_id === 'erin' && e.payload.server_id === serverId)).toBe(true);
+      expect(
+        ok(await req('toolplane.v1.mcp.servers.get', { org_id: org, id: serverId })).server.pending_authorization,
+      ).toBeNull();
+      const evs = await eventsOf(
+        org,
+        (e) => e.some((x) => x.kind === 'refreshed') && e.some((x) => x.kind === 'expired'),
+      );
+      expect(
+        evs
+          .filter((e) => e.kind === 'refreshed' || e.kind === 'expired')
+          .every((e) => e.payload.user_id === 'erin' && e.payload.server_id === serverId),
+      ).toBe(true);
     } finally {
       await g.stop();
       await shortAs.stop();
@@ -206,12 +306,33 @@ describe('MCP connected accounts (account: "user")', () => {
     const org = uniqueOrg('acct-tmpl');
     const keys: Array<{ user: string; key: unknown }> = [];
     const h = new FakeMcpServer();
-    h.tools = [{ def: whoami.def, handler: async (args, extra) => (keys.push({ user: String(args.user), key: extra.headers?.['x-api-key'] }), { content: [{ type: 'text', text: 'ok' }] }) }];
+    h.tools = [
+      {
+        def: whoami.def,
+        handler: async (args, extra) => (
+          keys.push({ user: String(args.user), key: extra.headers?.['x-api-key'] }),
+          { content: [{ type: 'text', text: 'ok' }] }
+        ),
+      },
+    ];
     await h.start();
     try {
       ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: 'org-key' }));
-      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'user', user_id: 'alice', key: 'API_KEY', value: 'alice-key' }));
-      ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } } }));
+      ok(
+        await req('toolplane.v1.secrets.set', {
+          org_id: org,
+          scope: 'user',
+          user_id: 'alice',
+          key: 'API_KEY',
+          value: 'alice-key',
+        }),
+      );
+      ok(
+        await req('toolplane.v1.mcp.servers.add', {
+          org_id: org,
+          server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } },
+        }),
+      );
       const users = Array.from({ length: 48 }, (_, i) => [undefined, 'alice', 'bob'][i % 3]);
       const results = await Promise.all(users.map((u, i) => call(org, u, `t${i}`)));
       expect(results.filter((r) => r.status !== 'success')).toEqual([]);
@@ -226,17 +347,53 @@ describe('MCP connected accounts (account: "user")', () => {
     const org = uniqueOrg('acct-tmpl-agent');
     const keys: Array<{ tag: string; key: unknown }> = [];
     const h = new FakeMcpServer();
-    h.tools = [{ def: whoami.def, handler: async (args, extra) => (keys.push({ tag: String(args.tag), key: extra.headers?.['x-api-key'] }), { content: [{ type: 'text', text: 'ok' }] }) }];
+    h.tools = [
+      {
+        def: whoami.def,
+        handler: async (args, extra) => (
+          keys.push({ tag: String(args.tag), key: extra.headers?.['x-api-key'] }),
+          { content: [{ type: 'text', text: 'ok' }] }
+        ),
+      },
+    ];
     await h.start();
     const callAs = (user: string, agent: string, tag: string) =>
-      req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'whoami', args: { user, tag }, user_id: user, agent_id: agent });
+      req('toolplane.v1.tools.execute', {
+        org_id: org,
+        tool_name: 'whoami',
+        args: { user, tag },
+        user_id: user,
+        agent_id: agent,
+      });
     /** Whose value each (user, agent) must see: u's own, else agent-a's, else the org's. */
-    const expected = (user: string, agent: string) => (user === 'u' ? 'u-key' : agent === 'agent-a' ? 'agent-a-key' : 'org-key');
+    const expected = (user: string, agent: string) =>
+      user === 'u' ? 'u-key' : agent === 'agent-a' ? 'agent-a-key' : 'org-key';
     try {
       ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: 'org-key' }));
-      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'agent', agent_id: 'agent-a', key: 'API_KEY', value: 'agent-a-key' }));
-      ok(await req('toolplane.v1.secrets.set', { org_id: org, scope: 'user', user_id: 'u', key: 'API_KEY', value: 'u-key' }));
-      ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } } }));
+      ok(
+        await req('toolplane.v1.secrets.set', {
+          org_id: org,
+          scope: 'agent',
+          agent_id: 'agent-a',
+          key: 'API_KEY',
+          value: 'agent-a-key',
+        }),
+      );
+      ok(
+        await req('toolplane.v1.secrets.set', {
+          org_id: org,
+          scope: 'user',
+          user_id: 'u',
+          key: 'API_KEY',
+          value: 'u-key',
+        }),
+      );
+      ok(
+        await req('toolplane.v1.mcp.servers.add', {
+          org_id: org,
+          server: { name: 'tmpl', transport: 'streamable_http', url: h.url, headers: { 'x-api-key': '{{API_KEY}}' } },
+        }),
+      );
       // The sync (tools/list for the org) used the org's value.
       expect(h.observed.headers['x-api-key']).toBe('org-key');
 
@@ -245,7 +402,8 @@ describe('MCP connected accounts (account: "user")', () => {
         ['v', 'agent-a'],
         ['v', 'agent-b'],
       ];
-      for (const [user, agent] of combos) expect(ok(await callAs(user, agent, `one-${user}-${agent}`))).toMatchObject({ status: 'success' });
+      for (const [user, agent] of combos)
+        expect(ok(await callAs(user, agent, `one-${user}-${agent}`))).toMatchObject({ status: 'success' });
       expect(keys.map((k) => k.key)).toEqual(['u-key', 'agent-a-key', 'org-key']);
 
       // 24 calls of the three callers at once, every connection warm: each sees its own value.

@@ -27,16 +27,26 @@ describe('MCP gateway: an end user connects their account when a call needs it',
     return r;
   };
   const req = (subject: string, body: unknown) => nats.req(subject, body, { timeoutMs: 30_000 });
-  const ownerOf = (authorization: string | undefined) => as.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
+  const ownerOf = (authorization: string | undefined) =>
+    as.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
   /** The person: opens the URL, logs in as `login`; the redirect's code goes back through mcp.oauth.complete for `userId`. */
   const authorize = async (authorizationUrl: string, login: string, userId?: string) => {
     const url = new URL(authorizationUrl);
     url.searchParams.set('login', login);
     const back = new URL((await fetch(url, { redirect: 'manual' })).headers.get('location')!);
-    return req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: back.searchParams.get('state'), code: back.searchParams.get('code'), ...(userId ? { user_id: userId } : {}) });
+    return req('toolplane.v1.mcp.oauth.complete', {
+      org_id: org,
+      state: back.searchParams.get('state'),
+      code: back.searchParams.get('code'),
+      ...(userId ? { user_id: userId } : {}),
+    });
   };
   const whoami: FakeTool = {
-    def: { name: 'whoami', description: 'Says who called', inputSchema: { type: 'object', properties: { user: { type: 'string' } }, required: ['user'] } },
+    def: {
+      name: 'whoami',
+      description: 'Says who called',
+      inputSchema: { type: 'object', properties: { user: { type: 'string' } }, required: ['user'] },
+    },
     handler: async (args, extra) => {
       seen.push({ user: String(args.user), authorization: extra.authorization });
       return { content: [{ type: 'text', text: `hello ${String(args.user)}` }] };
@@ -57,7 +67,17 @@ describe('MCP gateway: an end user connects their account when a call needs it',
     f.tools = [whoami];
     await f.start();
     protect(f, as);
-    const begun = ok(await req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'accounts', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', account: 'user' } } }));
+    const begun = ok(
+      await req('toolplane.v1.mcp.servers.add', {
+        org_id: org,
+        server: {
+          name: 'accounts',
+          transport: 'streamable_http',
+          url: f.url,
+          auth: { type: 'oauth', account: 'user' },
+        },
+      }),
+    );
     ok(await authorize(begun.authorization.authorization_url, 'operator'));
     ok(await req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: ['whoami'] }));
   }, 120_000);
@@ -79,7 +99,10 @@ describe('MCP gateway: an end user connects their account when a call needs it',
       void authorize(p.url!, 'carol', 'carol');
       return { action: 'accept' };
     });
-    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => void completed.push(n.params.elicitationId));
+    client.setNotificationHandler(
+      ElicitationCompleteNotificationSchema,
+      (n) => void completed.push(n.params.elicitationId),
+    );
     const r = await client.callTool({ name: 'whoami', arguments: { user: 'carol' } }, undefined, { timeout: 60_000 });
     expect(asked).toHaveLength(1);
     expect(asked[0]).toMatchObject({ mode: 'url' });
@@ -91,7 +114,9 @@ describe('MCP gateway: an end user connects their account when a call needs it',
     expect(carol).toHaveLength(1);
     expect(ownerOf(carol[0]!.authorization)).toBe('carol');
     // Connected now: the next call runs at once, still with carol's token.
-    expect((await client.callTool({ name: 'whoami', arguments: { user: 'carol' } })).content).toEqual([{ type: 'text', text: 'hello carol' }]);
+    expect((await client.callTool({ name: 'whoami', arguments: { user: 'carol' } })).content).toEqual([
+      { type: 'text', text: 'hello carol' },
+    ]);
     expect(asked).toHaveLength(1);
   });
 
@@ -106,7 +131,9 @@ describe('MCP gateway: an end user connects their account when a call needs it',
     expect(seen.filter((s) => s.user === 'dave')).toEqual([]);
     // Completing it connects dave alone: his next call runs with his token.
     ok(await authorize(meta['toolplane/authorization_url']!, 'dave', 'dave'));
-    expect((await client.callTool({ name: 'whoami', arguments: { user: 'dave' } })).content).toEqual([{ type: 'text', text: 'hello dave' }]);
+    expect((await client.callTool({ name: 'whoami', arguments: { user: 'dave' } })).content).toEqual([
+      { type: 'text', text: 'hello dave' },
+    ]);
     expect(ownerOf(seen.filter((s) => s.user === 'dave').at(-1)!.authorization)).toBe('dave');
   });
 });

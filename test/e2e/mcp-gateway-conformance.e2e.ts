@@ -76,8 +76,21 @@ const NOT_APPLICABLE = [
   'elicitation-sep1330-enums',
   'logging-set-level',
   'completion-complete',
-  ...['resources-list', 'resources-read-text', 'resources-read-binary', 'resources-templates-read', 'resources-subscribe', 'resources-unsubscribe'],
-  ...['prompts-list', 'prompts-get-simple', 'prompts-get-with-args', 'prompts-get-embedded-resource', 'prompts-get-with-image'],
+  ...[
+    'resources-list',
+    'resources-read-text',
+    'resources-read-binary',
+    'resources-templates-read',
+    'resources-subscribe',
+    'resources-unsubscribe',
+  ],
+  ...[
+    'prompts-list',
+    'prompts-get-simple',
+    'prompts-get-with-args',
+    'prompts-get-embedded-resource',
+    'prompts-get-with-image',
+  ],
 ];
 
 /** Scenarios about SSE streams: run again against a gateway that answers every call on a stream (GATEWAY_JSON_RESPONSES=false). */
@@ -88,8 +101,9 @@ const SSE_SCENARIOS = ['server-sse-polling', 'server-sse-multiple-streams'];
  * with `mcp-protocol-version: 2025-03-26`, and the SDK's transport sends the priming event (and
  * its retry field) only to clients of 2025-11-25 or later — the upstream alone gives the same two.
  */
-const STREAMING_WARNINGS: Record<string, string[]> = { 'server-sse-polling': ['server-sse-priming-event', 'server-sse-retry-field'] };
-
+const STREAMING_WARNINGS: Record<string, string[]> = {
+  'server-sse-polling': ['server-sse-priming-event', 'server-sse-retry-field'],
+};
 
 /** The tool scenarios run against server-everything directly and through the gateway. */
 const EVERYTHING_SCENARIOS = [
@@ -108,8 +122,16 @@ const EVERYTHING_SCENARIOS = [
  * JSON-RPC error -32602, as the spec's "Protocol Errors: Unknown tools" says, which they do not.
  */
 const DIFFERENCES: Record<string, { direct: 'passed'; gateway: 'failed'; reason: string }> = {
-  'tools-call-simple-text': { direct: 'passed', gateway: 'failed', reason: 'unknown tool: isError result upstream, JSON-RPC -32602 at the gateway' },
-  'tools-call-error': { direct: 'passed', gateway: 'failed', reason: 'unknown tool: isError result upstream, JSON-RPC -32602 at the gateway' },
+  'tools-call-simple-text': {
+    direct: 'passed',
+    gateway: 'failed',
+    reason: 'unknown tool: isError result upstream, JSON-RPC -32602 at the gateway',
+  },
+  'tools-call-error': {
+    direct: 'passed',
+    gateway: 'failed',
+    reason: 'unknown tool: isError result upstream, JSON-RPC -32602 at the gateway',
+  },
 };
 
 interface Check {
@@ -128,13 +150,16 @@ interface Outcome {
   output: string;
 }
 
-const ids = (checks: Check[], status: Check['status']) => [...new Set(checks.filter((c) => c.status === status).map((c) => c.id))].sort();
+const ids = (checks: Check[], status: Check['status']) =>
+  [...new Set(checks.filter((c) => c.status === status).map((c) => c.id))].sort();
 
 /** One scenario, one CLI process (the Node running jest: the suite needs a recent one); its checks.json read back. */
 function runScenario(url: string, scenario: string): Promise<Outcome> {
   const outDir = mkdtempSync(join(tmpdir(), 'tp-gw-conformance-'));
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [CLI, 'server', '--url', url, '--scenario', scenario, '-o', outDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [CLI, 'server', '--url', url, '--scenario', scenario, '-o', outDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const keep = (d: Buffer) => (output = (output + d.toString()).slice(-20_000));
     p.stdout.on('data', keep);
@@ -150,7 +175,14 @@ function runScenario(url: string, scenario: string): Promise<Outcome> {
         checks = [{ id: 'unreadable-checks', status: 'FAILURE', errorMessage: (e as Error).message }];
       }
       rmSync(outDir, { recursive: true, force: true });
-      resolve({ code, checks, passed: ids(checks, 'SUCCESS'), failed: ids(checks, 'FAILURE'), warnings: ids(checks, 'WARNING'), output: output.replace(/\x1b\[[0-9;]*m/g, '') });
+      resolve({
+        code,
+        checks,
+        passed: ids(checks, 'SUCCESS'),
+        failed: ids(checks, 'FAILURE'),
+        warnings: ids(checks, 'WARNING'),
+        output: output.replace(/\x1b\[[0-9;]*m/g, ''),
+      });
     });
   });
 }
@@ -163,11 +195,20 @@ function runScenario(url: string, scenario: string): Promise<Outcome> {
 async function bearerProxy(target: string, token: string): Promise<{ url: string; stop: () => Promise<void> }> {
   const to = new URL(target);
   const server: Server = createServer((req, res) => {
-    const up = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${token}` } }, (upRes) => {
-      res.writeHead(upRes.statusCode ?? 502, upRes.rawHeaders);
-      res.flushHeaders();
-      upRes.pipe(res);
-    });
+    const up = request(
+      {
+        host: to.hostname,
+        port: to.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, authorization: `Bearer ${token}` },
+      },
+      (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.rawHeaders);
+        res.flushHeaders();
+        upRes.pipe(res);
+      },
+    );
     up.once('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
     res.once('close', () => up.destroy());
     req.pipe(up);
@@ -185,7 +226,10 @@ async function bearerProxy(target: string, token: string): Promise<{ url: string
 
 /** tools/list of `url` by the SDK's client, with the capabilities the suite's client declares. */
 async function listTools(url: string): Promise<Tool[]> {
-  const client = new Client({ name: 'conformance-compare', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
+  const client = new Client(
+    { name: 'conformance-compare', version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {} } },
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   try {
     return (await client.listTools()).tools;
@@ -194,7 +238,11 @@ async function listTools(url: string): Promise<Tool[]> {
   }
 }
 
-const report = (o: Outcome) => `${o.checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING').map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`).join('\n')}\n--- output ---\n${o.output.slice(-3000)}`;
+const report = (o: Outcome) =>
+  `${o.checks
+    .filter((c) => c.status === 'FAILURE' || c.status === 'WARNING')
+    .map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`)
+    .join('\n')}\n--- output ---\n${o.output.slice(-3000)}`;
 
 describe('MCP conformance suite (server scenarios) against the gateway', () => {
   let nats: RawClient;
@@ -213,11 +261,23 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     return r;
   };
   /** Syncs `url` into a new org, attaches every tool it gave to the agent, and proxies the agent's endpoint with the org's token. */
-  const serveThroughGateway = async (label: string, url: string, gateways: string[] = [gatewayUrl()]): Promise<{ endpoint: string; tools: string[]; endpoints: string[] }> => {
+  const serveThroughGateway = async (
+    label: string,
+    url: string,
+    gateways: string[] = [gatewayUrl()],
+  ): Promise<{ endpoint: string; tools: string[]; endpoints: string[] }> => {
     const org = uniqueOrg(label);
-    const added = ok(await nats.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: label, transport: 'streamable_http', url } }, { timeoutMs: 30_000 }));
+    const added = ok(
+      await nats.req(
+        'toolplane.v1.mcp.servers.add',
+        { org_id: org, server: { name: label, transport: 'streamable_http', url } },
+        { timeoutMs: 30_000 },
+      ),
+    );
     expect(added.sync).toMatchObject({ complete: true, errors: [], invalid: 0 });
-    const tools: string[] = ok(await nats.req('toolplane.v1.tools.list', { org_id: org, tags: [`mcp:${label}`], limit: 200 })).tools.map((t: any) => t.name);
+    const tools: string[] = ok(
+      await nats.req('toolplane.v1.tools.list', { org_id: org, tags: [`mcp:${label}`], limit: 200 }),
+    ).tools.map((t: any) => t.name);
     ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: tools }));
     const endpoints: string[] = [];
     for (const gateway of gateways) {
@@ -236,9 +296,16 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     stops.push(everything.stop);
     everythingDirect = everything.url;
     // A second gateway of the run's stack that answers every call on an SSE stream.
-    streamingGateway = await startApp('mcp-gateway', { prefix: testPrefix(), databaseUrl: testDatabaseUrl(), appEnv: { 'mcp-gateway': { GATEWAY_JSON_RESPONSES: 'false' } } });
+    streamingGateway = await startApp('mcp-gateway', {
+      prefix: testPrefix(),
+      databaseUrl: testDatabaseUrl(),
+      appEnv: { 'mcp-gateway': { GATEWAY_JSON_RESPONSES: 'false' } },
+    });
     stops.push(() => stopProcess(streamingGateway!.proc).then(() => undefined));
-    const served = await serveThroughGateway('conformance', upstream.url, [gatewayUrl(), `http://127.0.0.1:${streamingGateway.httpPort}`]);
+    const served = await serveThroughGateway('conformance', upstream.url, [
+      gatewayUrl(),
+      `http://127.0.0.1:${streamingGateway.httpPort}`,
+    ]);
     expect(served.tools.sort()).toEqual(CONFORMANCE_TOOLS.map((t) => t.def.name).sort());
     gatewayAgentUrl = served.endpoint;
     streamingAgentUrl = served.endpoints[1]!;
@@ -268,41 +335,72 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     expect(ours).toEqual(suite);
   });
 
-  it.each(APPLICABLE)('%s passes through the gateway', async (scenario) => {
-    results.applicable += 1;
-    const o = await runScenario(gatewayAgentUrl, scenario);
-    expect({ scenario, exit: o.code, failed: o.failed, warnings: o.warnings, report: o.failed.length || o.code ? report(o) : '' }).toEqual({
-      scenario,
-      exit: 0,
-      failed: [],
-      warnings: [],
-      report: '',
-    });
-    // Something was checked (server-sse-polling's verdicts are infos here: the JSON answer is one).
-    if (scenario === 'server-sse-polling') expect(o.checks.some((c) => c.id === 'server-sse-content-type')).toBe(true);
-    else expect(o.passed.length).toBeGreaterThan(0);
-    results.passed += 1;
-    results.checks += o.passed.length;
-  }, 60_000);
+  it.each(APPLICABLE)(
+    '%s passes through the gateway',
+    async (scenario) => {
+      results.applicable += 1;
+      const o = await runScenario(gatewayAgentUrl, scenario);
+      expect({
+        scenario,
+        exit: o.code,
+        failed: o.failed,
+        warnings: o.warnings,
+        report: o.failed.length || o.code ? report(o) : '',
+      }).toEqual({
+        scenario,
+        exit: 0,
+        failed: [],
+        warnings: [],
+        report: '',
+      });
+      // Something was checked (server-sse-polling's verdicts are infos here: the JSON answer is one).
+      if (scenario === 'server-sse-polling')
+        expect(o.checks.some((c) => c.id === 'server-sse-content-type')).toBe(true);
+      else expect(o.passed.length).toBeGreaterThan(0);
+      results.passed += 1;
+      results.checks += o.passed.length;
+    },
+    60_000,
+  );
 
-  it.each(SSE_SCENARIOS)('%s passes through a gateway that answers every call on an SSE stream', async (scenario) => {
-    const o = await runScenario(streamingAgentUrl, scenario);
-    expect({ scenario, exit: o.code, failed: o.failed, warnings: o.warnings, report: o.failed.length || o.code ? report(o) : '' }).toEqual({
-      scenario,
-      exit: 0,
-      failed: [],
-      warnings: STREAMING_WARNINGS[scenario] ?? [],
-      report: '',
-    });
-    if (scenario === 'server-sse-polling') expect(o.checks.some((c) => c.description === 'Received tool response on POST stream')).toBe(true);
-    else expect(o.passed.length).toBeGreaterThan(0);
-  }, 60_000);
+  it.each(SSE_SCENARIOS)(
+    '%s passes through a gateway that answers every call on an SSE stream',
+    async (scenario) => {
+      const o = await runScenario(streamingAgentUrl, scenario);
+      expect({
+        scenario,
+        exit: o.code,
+        failed: o.failed,
+        warnings: o.warnings,
+        report: o.failed.length || o.code ? report(o) : '',
+      }).toEqual({
+        scenario,
+        exit: 0,
+        failed: [],
+        warnings: STREAMING_WARNINGS[scenario] ?? [],
+        report: '',
+      });
+      if (scenario === 'server-sse-polling')
+        expect(o.checks.some((c) => c.description === 'Received tool response on POST stream')).toBe(true);
+      else expect(o.passed.length).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 
   it('by default accepts only a loopback Host’s own origin: another port or another name is refused', async () => {
     const { host } = new URL(gatewayAgentUrl);
     const initialize = (origin: string) =>
       new Promise<number>((resolve, reject) => {
-        const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origin-test', version: '1' } } });
+        const body = JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-11-25',
+            capabilities: {},
+            clientInfo: { name: 'origin-test', version: '1' },
+          },
+        });
         const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin };
         const r = request(gatewayAgentUrl, { method: 'POST', headers }, (res) => {
           res.resume();
@@ -319,7 +417,16 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
 
   it('the tool calls reached the upstream through Toolplane', () => {
     expect(new Set(upstream.calls)).toEqual(
-      new Set(['test_simple_text', 'test_image_content', 'test_audio_content', 'test_embedded_resource', 'test_multiple_content_types', 'test_error_handling', 'test_reconnection', 'test_tool_with_progress']),
+      new Set([
+        'test_simple_text',
+        'test_image_content',
+        'test_audio_content',
+        'test_embedded_resource',
+        'test_multiple_content_types',
+        'test_error_handling',
+        'test_reconnection',
+        'test_tool_with_progress',
+      ]),
     );
   });
 
@@ -340,23 +447,27 @@ describe('MCP conformance suite (server scenarios) against the gateway', () => {
     for (const t of via) expect(shown(t)).toEqual(shown(direct.get(t.name)!));
   });
 
-  it.each(EVERYTHING_SCENARIOS)('%s: server-everything gives the same outcome directly and through the gateway', async (scenario) => {
-    const direct = await runScenario(everythingDirect, scenario);
-    const via = await runScenario(everythingViaGateway, scenario);
-    const outcome = (o: Outcome) => ({ passed: o.passed, failed: o.failed, warnings: o.warnings });
-    results.compared += 1;
-    const diff = DIFFERENCES[scenario];
-    if (!diff) {
-      expect({ scenario, ...outcome(via) }).toEqual({ scenario, ...outcome(direct) });
-      results.sameAsDirect += 1;
-      return;
-    }
-    // An explained difference: the scenario's one check passes directly and fails through the gateway, for the reason given.
-    expect({ scenario, direct: outcome(direct), via: outcome(via) }).toEqual({
-      scenario,
-      direct: { passed: [scenario], failed: [], warnings: [] },
-      via: { passed: [], failed: [scenario], warnings: [] },
-    });
-    expect(via.checks.find((c) => c.id === scenario)?.errorMessage).toMatch(/Unknown tool/);
-  }, 60_000);
+  it.each(EVERYTHING_SCENARIOS)(
+    '%s: server-everything gives the same outcome directly and through the gateway',
+    async (scenario) => {
+      const direct = await runScenario(everythingDirect, scenario);
+      const via = await runScenario(everythingViaGateway, scenario);
+      const outcome = (o: Outcome) => ({ passed: o.passed, failed: o.failed, warnings: o.warnings });
+      results.compared += 1;
+      const diff = DIFFERENCES[scenario];
+      if (!diff) {
+        expect({ scenario, ...outcome(via) }).toEqual({ scenario, ...outcome(direct) });
+        results.sameAsDirect += 1;
+        return;
+      }
+      // An explained difference: the scenario's one check passes directly and fails through the gateway, for the reason given.
+      expect({ scenario, direct: outcome(direct), via: outcome(via) }).toEqual({
+        scenario,
+        direct: { passed: [scenario], failed: [], warnings: [] },
+        via: { passed: [], failed: [scenario], warnings: [] },
+      });
+      expect(via.checks.find((c) => c.id === scenario)?.errorMessage).toMatch(/Unknown tool/);
+    },
+    60_000,
+  );
 });

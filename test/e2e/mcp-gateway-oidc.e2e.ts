@@ -44,15 +44,30 @@ describe('MCP gateway: JWT access tokens of a configured OIDC issuer', () => {
       body: JSON.stringify(body),
     });
   const initialize = (token: string) =>
-    post(token, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    post(token, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
   const challenge = (res: Response) => res.headers.get('www-authenticate') ?? '';
 
   beforeAll(async () => {
     // alice and bob: two end users (client_credentials: the client id is the token's sub) of one org.
     idp = await startTestIdp({ alice: org, bob: org }, ['mcp:tools', 'mcp:list']);
     untrusted = await startTestIdp({ alice: org }, ['mcp:tools']);
-    const issuers = [{ issuer: idp.issuer, org: { claim: 'org_id' }, scope_map: { 'mcp:tools': ['tools:read', 'tools:execute'], 'mcp:list': ['tools:read'] } }];
-    gateway = await startApp('mcp-gateway', { prefix: testPrefix(), databaseUrl: testDatabaseUrl(), appEnv: { 'mcp-gateway': { GATEWAY_OIDC_ISSUERS: JSON.stringify(issuers) } } });
+    const issuers = [
+      {
+        issuer: idp.issuer,
+        org: { claim: 'org_id' },
+        scope_map: { 'mcp:tools': ['tools:read', 'tools:execute'], 'mcp:list': ['tools:read'] },
+      },
+    ];
+    gateway = await startApp('mcp-gateway', {
+      prefix: testPrefix(),
+      databaseUrl: testDatabaseUrl(),
+      appEnv: { 'mcp-gateway': { GATEWAY_OIDC_ISSUERS: JSON.stringify(issuers) } },
+    });
     base = `http://127.0.0.1:${gateway.httpPort}`;
     nats = await RawClient.connect(testPrefix());
     ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }));
@@ -74,8 +89,16 @@ describe('MCP gateway: JWT access tokens of a configured OIDC issuer', () => {
     const sum = await client.callTool({ name: 'add', arguments: { a: 4, b: 5 } });
     expect(sum.content).toEqual([{ type: 'text', text: '9' }]);
     const id = (sum._meta as Record<string, string>)['toolplane/execution_id'];
-    const record = await expectEventually(async () => ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })), { timeoutMs: 15_000 });
-    expect(record.execution).toMatchObject({ status: 'succeeded', agent_id: agent, tool_name: 'add', user_id: 'alice' });
+    const record = await expectEventually(
+      async () => ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })),
+      { timeoutMs: 15_000 },
+    );
+    expect(record.execution).toMatchObject({
+      status: 'succeeded',
+      agent_id: agent,
+      tool_name: 'add',
+      user_id: 'alice',
+    });
     // The token's claims never reach the gateway's log.
     expect(gateway.output()).not.toContain(token.split('.')[1]);
   });
@@ -89,12 +112,21 @@ describe('MCP gateway: JWT access tokens of a configured OIDC issuer', () => {
 
   it('refuses an expired JWT signed by the issuer (401 invalid_token)', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const expired = await idp.sign({ sub: 'alice', aud: endpoint(), org_id: org, scope: 'mcp:tools', iat: now - 7200, exp: now - 3600 });
+    const expired = await idp.sign({
+      sub: 'alice',
+      aud: endpoint(),
+      org_id: org,
+      scope: 'mcp:tools',
+      iat: now - 7200,
+      exp: now - 3600,
+    });
     const res = await initialize(expired);
     expect(res.status).toBe(401);
     expect(challenge(res)).toMatch(/error="invalid_token", error_description="The token has expired"/);
     // The same claims, unexpired: taken (the refusal above was the expiry, nothing else).
-    const fresh = await initialize(await idp.sign({ sub: 'alice', aud: endpoint(), org_id: org, scope: 'mcp:tools', iat: now, exp: now + 300 }));
+    const fresh = await initialize(
+      await idp.sign({ sub: 'alice', aud: endpoint(), org_id: org, scope: 'mcp:tools', iat: now, exp: now + 300 }),
+    );
     expect(fresh.status).toBe(200);
   });
 
@@ -109,12 +141,18 @@ describe('MCP gateway: JWT access tokens of a configured OIDC issuer', () => {
     expect(res.status).toBe(403);
     expect(challenge(res)).toMatch(/error="insufficient_scope"/);
     expect(challenge(res)).toMatch(/scope="tools:execute"/);
-    expect(challenge(res)).toContain(`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/agents/${agent}"`);
+    expect(challenge(res)).toContain(
+      `resource_metadata="${base}/.well-known/oauth-protected-resource/mcp/agents/${agent}"`,
+    );
   });
 
   it('names the issuer among the authorization servers of the protected resource metadata', async () => {
     const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp/agents/${agent}`)).json();
-    expect(prm).toMatchObject({ resource: endpoint(), authorization_servers: [idp.issuer], scopes_supported: ['tools:execute'] });
+    expect(prm).toMatchObject({
+      resource: endpoint(),
+      authorization_servers: [idp.issuer],
+      scopes_supported: ['tools:execute'],
+    });
   });
 
   it('a session opened with one user’s JWT refuses another user’s, and keeps serving the same user’s refreshed token', async () => {

@@ -22,7 +22,10 @@ const STEPS = 6;
 
 /** An SSE response read event by event. */
 function events(res: Response, onRetry?: (ms: number) => void): ReadableStreamDefaultReader<EventSourceMessage> {
-  return res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream(onRetry ? { onRetry } : {})).getReader();
+  return res
+    .body!.pipeThrough(new TextDecoderStream())
+    .pipeThrough(new EventSourceParserStream(onRetry ? { onRetry } : {}))
+    .getReader();
 }
 
 /** The JSON-RPC messages of the events read, with their SSE ids. */
@@ -47,13 +50,23 @@ describe('MCP gateway: resumable streams across replicas', () => {
 
   beforeAll(async () => {
     nats = await RawClient.connect(testPrefix());
-    const opts = { prefix: testPrefix(), databaseUrl: testDatabaseUrl(), env: { GATEWAY_STREAM_HEARTBEAT_MS: '300', GATEWAY_SSE_RETRY_MS: '200' } };
+    const opts = {
+      prefix: testPrefix(),
+      databaseUrl: testDatabaseUrl(),
+      env: { GATEWAY_STREAM_HEARTBEAT_MS: '300', GATEWAY_SSE_RETRY_MS: '200' },
+    };
     gateways = await Promise.all([startApp('mcp-gateway', opts), startApp('mcp-gateway', opts)]);
     proxy = new RoundRobinProxy(gateways.map((g) => g.httpPort!));
     base = await proxy.start();
     const everything = await startEverythingHttp('streamableHttp');
     stops.push(everything.stop);
-    ok(await nats.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'everything', transport: 'streamable_http', url: everything.url } }, { timeoutMs: 30_000 }));
+    ok(
+      await nats.req(
+        'toolplane.v1.mcp.servers.add',
+        { org_id: org, server: { name: 'everything', transport: 'streamable_http', url: everything.url } },
+        { timeoutMs: 30_000 },
+      ),
+    );
     ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: [TOOL] }));
   }, 180_000);
   afterAll(async () => {
@@ -81,8 +94,17 @@ describe('MCP gateway: resumable streams across replicas', () => {
     const post = await fetch(url, {
       method: 'POST',
       signal: drop.signal,
-      headers: { ...headersOf(token, sessionId), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: TOOL, arguments: { duration: 3, steps: STEPS }, _meta: { progressToken: 'p-77' } } }),
+      headers: {
+        ...headersOf(token, sessionId),
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 77,
+        method: 'tools/call',
+        params: { name: TOOL, arguments: { duration: 3, steps: STEPS }, _meta: { progressToken: 'p-77' } },
+      }),
     });
     expect(post.status).toBe(200);
     const served = proxy.taken.slice(before).find((t) => t.rpc === 'tools/call')!.backend;
@@ -105,13 +127,21 @@ describe('MCP gateway: resumable streams across replicas', () => {
     // Another session of the same org does not find the stream.
     const stranger = await mcpClient(url, token);
     clients.push(stranger.client);
-    const foreign = await fetch(url, { headers: { ...headersOf(token, stranger.transport.sessionId!), accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id } });
+    const foreign = await fetch(url, {
+      headers: {
+        ...headersOf(token, stranger.transport.sessionId!),
+        accept: 'text/event-stream',
+        'last-event-id': first.at(-1)!.id,
+      },
+    });
     expect(foreign.status).toBe(404);
     await foreign.body?.cancel();
 
     // The same session resumes through the proxy, on the other replica.
     const resumedAt = proxy.taken.length;
-    const get = await fetch(url, { headers: { ...headersOf(token, sessionId), accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id } });
+    const get = await fetch(url, {
+      headers: { ...headersOf(token, sessionId), accept: 'text/event-stream', 'last-event-id': first.at(-1)!.id },
+    });
     expect(get.status).toBe(200);
     expect(proxy.taken[resumedAt]).toMatchObject({ method: 'GET', backend: 1 - served });
     const rest: Seen[] = [];
@@ -121,9 +151,15 @@ describe('MCP gateway: resumable streams across replicas', () => {
       if (done) break;
       if (value.id !== undefined) rest.push({ id: value.id, message: JSON.parse(value.data) });
     }
-    const progress = [...first, ...rest].filter((e) => e.message?.method === 'notifications/progress').map((e) => e.message.params.progress);
+    const progress = [...first, ...rest]
+      .filter((e) => e.message?.method === 'notifications/progress')
+      .map((e) => e.message.params.progress);
     expect(progress).toEqual(Array.from({ length: STEPS }, (_, i) => i + 1));
-    expect(rest.at(-1)!.message).toMatchObject({ jsonrpc: '2.0', id: 77, result: { content: [expect.objectContaining({ type: 'text' })] } });
+    expect(rest.at(-1)!.message).toMatchObject({
+      jsonrpc: '2.0',
+      id: 77,
+      result: { content: [expect.objectContaining({ type: 'text' })] },
+    });
     expect(rest.filter((e) => 'result' in e.message || 'error' in e.message)).toHaveLength(1);
     // Ids go on from where the client was: `<stream>_<n>`, n increasing.
     const numbers = [...first, ...rest].map((e) => Number(e.id.split('_').at(-1)));
@@ -131,7 +167,9 @@ describe('MCP gateway: resumable streams across replicas', () => {
     expect(new Set(numbers).size).toBe(numbers.length);
 
     // A resume from the last event finds the stream complete: no body, the client stops resuming.
-    const done = await fetch(url, { headers: { ...headersOf(token, sessionId), accept: 'text/event-stream', 'last-event-id': rest.at(-1)!.id } });
+    const done = await fetch(url, {
+      headers: { ...headersOf(token, sessionId), accept: 'text/event-stream', 'last-event-id': rest.at(-1)!.id },
+    });
     expect(done.status).toBe(204);
   });
 
@@ -162,11 +200,14 @@ describe('MCP gateway: resumable streams across replicas', () => {
     expect(seen[0]).toBe(1);
     await killed;
     // The execution was not lost with the replica: the executor ran it to its end and recorded it.
-    const rec = await expectEventually(async () => {
-      const list = ok(await nats.req('toolplane.v1.executions.list', { org_id: org, agent_id: agent }));
-      const calls = list.executions.filter((e: any) => e.tool_name === TOOL && e.created_at >= since);
-      return calls.length === 1 && calls[0].status !== 'running' && calls[0];
-    }, { timeoutMs: 30_000 });
+    const rec = await expectEventually(
+      async () => {
+        const list = ok(await nats.req('toolplane.v1.executions.list', { org_id: org, agent_id: agent }));
+        const calls = list.executions.filter((e: any) => e.tool_name === TOOL && e.created_at >= since);
+        return calls.length === 1 && calls[0].status !== 'running' && calls[0];
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(rec.status).toBe('succeeded');
   });
 });

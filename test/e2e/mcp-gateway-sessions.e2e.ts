@@ -35,9 +35,28 @@ describe('MCP gateway: sessions across replicas', () => {
     proxy = new RoundRobinProxy(gateways.map((g) => g.httpPort!));
     base = await proxy.start();
     ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }));
-    ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'), default_requires_approval: true } }));
-    ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('later', 'return "later"') } }));
-    ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: ['add', 'transfer'] }));
+    ok(
+      await nats.req('toolplane.v1.tools.upsert', {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'),
+          default_requires_approval: true,
+        },
+      }),
+    );
+    ok(
+      await nats.req('toolplane.v1.tools.upsert', {
+        org_id: org,
+        tool: { source_code: pythonTool('later', 'return "later"') },
+      }),
+    );
+    ok(
+      await nats.req('toolplane.v1.agents.tools.attach', {
+        org_id: org,
+        agent_id: agent,
+        tool_names: ['add', 'transfer'],
+      }),
+    );
   }, 180_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
@@ -55,7 +74,8 @@ describe('MCP gateway: sessions across replicas', () => {
       asked.push(request.params.message);
       return { action: 'accept', content: {} };
     });
-    for (let i = 0; i < 4; i++) expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['add', 'transfer']);
+    for (let i = 0; i < 4; i++)
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['add', 'transfer']);
     expect(proxy.hits.every((n) => n > 0)).toBe(true);
     // The call is held for approval on one replica; the client's answer is a new POST, on the other one.
     const sent = await client.callTool({ name: 'transfer', arguments: { amount: 5 } });
@@ -65,18 +85,26 @@ describe('MCP gateway: sessions across replicas', () => {
     expect(sent.content).toEqual([{ type: 'text', text: 'sent 5' }]);
     // The replica that took the initialize goes away; the session goes on on the other.
     await stopProcess(gateways[0]!.proc, 'SIGKILL');
-    for (let i = 0; i < 3; i++) expect((await client.callTool({ name: 'add', arguments: { a: i, b: 1 } })).content).toEqual([{ type: 'text', text: String(i + 1) }]);
+    for (let i = 0; i < 3; i++)
+      expect((await client.callTool({ name: 'add', arguments: { a: i, b: 1 } })).content).toEqual([
+        { type: 'text', text: String(i + 1) },
+      ]);
   });
 
   it('declining the approval denies the execution with the reason, as a tool error the model sees', async () => {
     const { client } = await mcpClient(agentEndpoint(agent, base), await nats.tokenFor(org), { elicitation: {} });
     clients.push(client);
-    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'decline', content: { reason: 'not today' } }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({
+      action: 'decline',
+      content: { reason: 'not today' },
+    }));
     const r = await client.callTool({ name: 'transfer', arguments: { amount: 9 } });
     expect(r.isError).toBe(true);
     expect(JSON.stringify(r.content)).toMatch(/denied.*not today/);
     const id = (r._meta as Record<string, string>)['toolplane/execution_id'];
-    expect(ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })).execution.status).toBe('denied');
+    expect(ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })).execution.status).toBe(
+      'denied',
+    );
   });
 
   it('without elicitation, a held call is a tool error naming its execution, which an approver can run', async () => {
@@ -118,7 +146,13 @@ describe('MCP gateway: sessions across replicas', () => {
     await transport.terminateSession();
     const res = await fetch(agentEndpoint(agent, base), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await nats.tokenFor(org)}`, 'mcp-session-id': old, 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${await nats.tokenFor(org)}`,
+        'mcp-session-id': old,
+        'mcp-protocol-version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(res.status).toBe(404);

@@ -22,13 +22,30 @@ describe('MCP gateway: calls as tasks', () => {
     return r;
   };
   const startTask = (name: string, args: Record<string, unknown>) =>
-    client.request({ method: 'tools/call', params: { name, arguments: args, task: { ttl: 60_000 } } }, CreateTaskResultSchema);
+    client.request(
+      { method: 'tools/call', params: { name, arguments: args, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
 
   beforeAll(async () => {
     nats = await RawClient.connect(testPrefix());
     ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }));
-    ok(await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'), default_requires_approval: true } }));
-    ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: agent, tool_names: ['add', 'transfer'] }));
+    ok(
+      await nats.req('toolplane.v1.tools.upsert', {
+        org_id: org,
+        tool: {
+          source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'),
+          default_requires_approval: true,
+        },
+      }),
+    );
+    ok(
+      await nats.req('toolplane.v1.agents.tools.attach', {
+        org_id: org,
+        agent_id: agent,
+        tool_names: ['add', 'transfer'],
+      }),
+    );
     ({ client } = await mcpClient(agentEndpoint(agent), await nats.tokenFor(org)));
   }, 120_000);
   afterAll(async () => {
@@ -37,7 +54,11 @@ describe('MCP gateway: calls as tasks', () => {
   });
 
   it('declares tasks and marks every tool as task-capable', async () => {
-    expect(client.getServerCapabilities()?.tasks).toMatchObject({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
+    expect(client.getServerCapabilities()?.tasks).toMatchObject({
+      list: {},
+      cancel: {},
+      requests: { tools: { call: {} } },
+    });
     const { tools } = await client.listTools();
     expect(tools.every((t) => t.execution?.taskSupport === 'optional')).toBe(true);
   });

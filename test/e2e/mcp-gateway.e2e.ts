@@ -22,8 +22,10 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const upsert = async (o: string, source: string, extra: Record<string, unknown> = {}) => ok(await nats.req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: source, ...extra } })).tool;
-  const attach = async (o: string, a: string, names: string[]) => ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: o, agent_id: a, tool_names: names }));
+  const upsert = async (o: string, source: string, extra: Record<string, unknown> = {}) =>
+    ok(await nats.req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: source, ...extra } })).tool;
+  const attach = async (o: string, a: string, names: string[]) =>
+    ok(await nats.req('toolplane.v1.agents.tools.attach', { org_id: o, agent_id: a, tool_names: names }));
   const connect = async (url: string, token: string, caps = {}) => {
     const c = await mcpClient(url, token, caps);
     clients.push(c.client);
@@ -47,7 +49,11 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['add', 'fails', 'shape']);
     const add = tools.find((t) => t.name === 'add')!;
-    expect(add.inputSchema).toMatchObject({ type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a'] });
+    expect(add.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'integer' }, b: { type: 'integer' } },
+      required: ['a'],
+    });
     expect(client.getServerVersion()?.name).toBe('toolplane');
   });
 
@@ -64,7 +70,10 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
     const bad = await client.callTool({ name: 'add', arguments: { a: 'two' } });
     expect(bad.isError).toBe(true);
     const id = (sum._meta as Record<string, string>)['toolplane/execution_id'];
-    const record = await expectEventually(async () => ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })), { timeoutMs: 15_000 });
+    const record = await expectEventually(
+      async () => ok(await nats.req('toolplane.v1.executions.get', { org_id: org, execution_id: id })),
+      { timeoutMs: 15_000 },
+    );
     expect(record.execution).toMatchObject({ status: 'succeeded', agent_id: agent, tool_name: 'add' });
   });
 
@@ -74,7 +83,11 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
   });
 
   it('refuses a request without a token (401 naming the resource metadata), and serves that metadata', async () => {
-    const res = await fetch(agentEndpoint(agent), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const res = await fetch(agentEndpoint(agent), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(res.status).toBe(401);
     const challenge = res.headers.get('www-authenticate') ?? '';
     expect(challenge).toMatch(/^Bearer /);
@@ -94,7 +107,13 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
     clients.push(mine.client);
     const res = await fetch(agentEndpoint(agent), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await nats.tokenFor(other)}`, 'mcp-session-id': mine.transport.sessionId!, 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${await nats.tokenFor(other)}`,
+        'mcp-session-id': mine.transport.sessionId!,
+        'mcp-protocol-version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     });
     expect(res.status).toBe(403);
@@ -110,7 +129,13 @@ describe('MCP gateway: an agent’s tools over Streamable HTTP', () => {
       async () => {
         const res = await fetch(agentEndpoint(agent), {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await nats.tokenFor(org)}`, 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-11-25' },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            authorization: `Bearer ${await nats.tokenFor(org)}`,
+            'mcp-session-id': transport.sessionId!,
+            'mcp-protocol-version': '2025-11-25',
+          },
           body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }),
         });
         expect(res.status).toBe(404);

@@ -17,7 +17,8 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     return r as T;
   };
   const req = (subject: string, body: unknown) => client.req(subject, body, { timeoutMs: 30_000 });
-  const add = (org: string, server: Record<string, unknown>) => req('toolplane.v1.mcp.servers.add', { org_id: org, server });
+  const add = (org: string, server: Record<string, unknown>) =>
+    req('toolplane.v1.mcp.servers.add', { org_id: org, server });
 
   async function authServer(opts: { expiresIn?: number } = {}): Promise<DiscoverableAuthServer> {
     const as = await startDiscoverableAuthServer(opts);
@@ -38,7 +39,11 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
   async function authorize(org: string, authorizationUrl: string): Promise<any> {
     const res = await fetch(authorizationUrl, { redirect: 'manual' });
     const back = new URL(res.headers.get('location')!);
-    return req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: back.searchParams.get('state'), code: back.searchParams.get('code') });
+    return req('toolplane.v1.mcp.oauth.complete', {
+      org_id: org,
+      state: back.searchParams.get('state'),
+      code: back.searchParams.get('code'),
+    });
   }
 
   beforeAll(async () => {
@@ -53,7 +58,9 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     const org = uniqueOrg('oauth-disc');
     const as = await authServer();
     const f = await protectedServer(as);
-    const begun = ok(await add(org, { name: 'disc', transport: 'streamable_http', url: f.url, auth: { type: 'oauth' } }));
+    const begun = ok(
+      await add(org, { name: 'disc', transport: 'streamable_http', url: f.url, auth: { type: 'oauth' } }),
+    );
     const url = new URL(begun.authorization.authorization_url);
     expect(`${url.origin}${url.pathname}`).toBe(`${as.issuer}/authorize`);
     expect(url.searchParams.get('resource')).toBe(f.url);
@@ -99,7 +106,12 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     // Tokens that are stale at once: every sync asks the token endpoint again.
     const as = await authServer({ expiresIn: 1 });
     const f = await protectedServer(as);
-    const auth = { type: 'oauth', grant_type: 'client_credentials', client_id: 'preregistered', client_secret: 'pre-secret' };
+    const auth = {
+      type: 'oauth',
+      grant_type: 'client_credentials',
+      client_id: 'preregistered',
+      client_secret: 'pre-secret',
+    };
     ok(await add(org, { name: 'moved', transport: 'streamable_http', url: f.url, auth }));
     expect(as.tokenRequests.map((t) => t.path)).toEqual(['/token']);
     // The token endpoint moves; the old one is gone.
@@ -118,16 +130,25 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     const as = await authServer();
     const a = await protectedServer(as);
     const b = await protectedServer(as);
-    const auth = { type: 'oauth', grant_type: 'client_credentials', client_id: 'preregistered', client_secret: 'pre-secret' };
+    const auth = {
+      type: 'oauth',
+      grant_type: 'client_credentials',
+      client_id: 'preregistered',
+      client_secret: 'pre-secret',
+    };
     ok(await add(org, { name: 'bound', transport: 'streamable_http', url: a.url, auth }));
     const tokensForA = new Set(a.observed.authorizations);
     expect(tokensForA.size).toBeGreaterThan(0);
-    const moved = ok(await req('toolplane.v1.mcp.servers.update', { org_id: org, name: 'bound', server: { url: b.url } }));
+    const moved = ok(
+      await req('toolplane.v1.mcp.servers.update', { org_id: org, name: 'bound', server: { url: b.url } }),
+    );
     expect(moved.sync).toMatchObject({ errors: [] });
     expect(b.observed.authorizations.length).toBeGreaterThan(0);
     for (const h of b.observed.authorizations) expect(tokensForA.has(h)).toBe(false);
     expect(b.observed.authorizations.every((h) => as.accepts(h, b.url))).toBe(true);
-    const grants = as.tokenRequests.filter((t) => t.form.grant_type === 'client_credentials').map((t) => t.form.resource);
+    const grants = as.tokenRequests
+      .filter((t) => t.form.grant_type === 'client_credentials')
+      .map((t) => t.form.resource);
     expect(grants).toEqual([a.url, b.url]);
   });
 
@@ -135,8 +156,21 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     const org = uniqueOrg('oauth-mismatch');
     const as = await authServer();
     const f = await protectedServer(as);
-    f.wellKnown['/.well-known/oauth-protected-resource/mcp'] = { resource: 'https://elsewhere.example/mcp', authorization_servers: [as.issuer] };
-    const r = await add(org, { name: 'mismatch', transport: 'streamable_http', url: f.url, auth: { type: 'oauth', grant_type: 'client_credentials', client_id: 'preregistered', client_secret: 'pre-secret' } });
+    f.wellKnown['/.well-known/oauth-protected-resource/mcp'] = {
+      resource: 'https://elsewhere.example/mcp',
+      authorization_servers: [as.issuer],
+    };
+    const r = await add(org, {
+      name: 'mismatch',
+      transport: 'streamable_http',
+      url: f.url,
+      auth: {
+        type: 'oauth',
+        grant_type: 'client_credentials',
+        client_id: 'preregistered',
+        client_secret: 'pre-secret',
+      },
+    });
     expect(r.error).toMatchObject({ code: 'MCP_OAUTH_FAILED' });
     expect(r.error.message).toContain('elsewhere.example');
     expect(as.tokenRequests).toHaveLength(0);
@@ -146,21 +180,41 @@ describe('MCP OAuth discovery, registration and resource binding', () => {
     const org = uniqueOrg('oauth-reauth');
     const as = await authServer({ expiresIn: 1 });
     const f = await protectedServer(as);
-    const begun = ok(await add(org, { name: 'reauth', transport: 'streamable_http', url: f.url, auth: { type: 'oauth' } }));
+    const begun = ok(
+      await add(org, { name: 'reauth', transport: 'streamable_http', url: f.url, auth: { type: 'oauth' } }),
+    );
     ok(await authorize(org, begun.authorization.authorization_url));
     as.failRefresh = true;
     await new Promise((r) => setTimeout(r, 1100));
-    const refused = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded', args: { text: 'again' } });
-    expect(refused.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', retryable: false, details: { reason: 'reauthorize' } });
+    const refused = await req('toolplane.v1.tools.execute', {
+      org_id: org,
+      tool_name: 'guarded',
+      args: { text: 'again' },
+    });
+    expect(refused.error).toMatchObject({
+      code: 'MCP_AUTHORIZATION_REQUIRED',
+      retryable: false,
+      details: { reason: 'reauthorize' },
+    });
     expect(refused.error.details.authorization_url).toContain(`${as.issuer}/authorize`);
     expect(as.tokenRequests.some((t) => t.form.grant_type === 'refresh_token')).toBe(true);
     // Calls meanwhile get the same authorization (no new one, no new refresh attempt each time).
     const refreshes = as.tokenRequests.filter((t) => t.form.grant_type === 'refresh_token').length;
-    const again = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'guarded', args: { text: 'again' } });
-    expect(again.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED', details: { authorization_url: refused.error.details.authorization_url } });
+    const again = await req('toolplane.v1.tools.execute', {
+      org_id: org,
+      tool_name: 'guarded',
+      args: { text: 'again' },
+    });
+    expect(again.error).toMatchObject({
+      code: 'MCP_AUTHORIZATION_REQUIRED',
+      details: { authorization_url: refused.error.details.authorization_url },
+    });
     expect(as.tokenRequests.filter((t) => t.form.grant_type === 'refresh_token')).toHaveLength(refreshes);
     const shown = ok(await req('toolplane.v1.mcp.servers.get', { org_id: org, name: 'reauth' }));
-    expect(shown.server.pending_authorization).toMatchObject({ reason: 'reauthorize', state: refused.error.details.state });
+    expect(shown.server.pending_authorization).toMatchObject({
+      reason: 'reauthorize',
+      state: refused.error.details.state,
+    });
     as.failRefresh = false;
     const done = ok(await authorize(org, refused.error.details.authorization_url));
     expect(done.server.pending_authorization).toBeNull();

@@ -29,12 +29,21 @@ describe('MCP tool calls across mcp-sync replicas', () => {
     return f;
   };
   const callMany = async (org: string, n: number) =>
-    Promise.all(Array.from({ length: n }, () => client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'who', args: {} }, { timeoutMs: 30_000 })));
+    Promise.all(
+      Array.from({ length: n }, () =>
+        client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'who', args: {} }, { timeoutMs: 30_000 }),
+      ),
+    );
 
   beforeAll(async () => {
     const prefix = `${testPrefix()}.replicas`;
     const env = { MCP_SERVER_CACHE_TTL_MS: '600000', MCP_RESYNC_INTERVAL_MS: '0' };
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['registry', 'credentials', 'executor', 'mcp-sync'], appEnv: { 'mcp-sync': env } });
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['registry', 'credentials', 'executor', 'mcp-sync'],
+      appEnv: { 'mcp-sync': env },
+    });
     second = await startApp('mcp-sync', { prefix, databaseUrl: testDatabaseUrl(), appEnv: { 'mcp-sync': env } });
     client = await RawClient.connect(prefix);
   });
@@ -49,13 +58,26 @@ describe('MCP tool calls across mcp-sync replicas', () => {
     const org = uniqueOrg('replicas');
     const one = await fake('one');
     const two = await fake('two');
-    ok(await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'moving', transport: 'streamable_http', url: one.url } }, { timeoutMs: 30_000 }));
+    ok(
+      await client.req(
+        'toolplane.v1.mcp.servers.add',
+        { org_id: org, server: { name: 'moving', transport: 'streamable_http', url: one.url } },
+        { timeoutMs: 30_000 },
+      ),
+    );
     // Enough calls that both replicas serve some (and cache the server): 2 × 0.5^40 odds otherwise.
     const before = await callMany(org, 40);
     expect(before.map((r) => r.func_return)).toEqual(Array(40).fill('one'));
-    for (const app of [stack.apps.get('mcp-sync')!, second]) expect(app.output()).toContain('connected to MCP server moving');
+    for (const app of [stack.apps.get('mcp-sync')!, second])
+      expect(app.output()).toContain('connected to MCP server moving');
 
-    ok(await client.req('toolplane.v1.mcp.servers.update', { org_id: org, name: 'moving', server: { url: two.url } }, { timeoutMs: 30_000 }));
+    ok(
+      await client.req(
+        'toolplane.v1.mcp.servers.update',
+        { org_id: org, name: 'moving', server: { url: two.url } },
+        { timeoutMs: 30_000 },
+      ),
+    );
     const after = await callMany(org, 40);
     expect(after.map((r) => r.func_return)).toEqual(Array(40).fill('two'));
     expect(one.observed.calls).toHaveLength(40);
@@ -65,7 +87,14 @@ describe('MCP tool calls across mcp-sync replicas', () => {
     ok(await client.req('toolplane.v1.mcp.servers.remove', { org_id: org, name: 'moving' }));
     const direct = await Promise.all(
       Array.from({ length: 40 }, () =>
-        client.req('toolplane.internal.v1.mcp-tools.call', { org_id: org, tool_id: tool.id, mcp: tool.metadata_.mcp, args: {}, timeout_ms: 5000, max_timeout_ms: 5000 }),
+        client.req('toolplane.internal.v1.mcp-tools.call', {
+          org_id: org,
+          tool_id: tool.id,
+          mcp: tool.metadata_.mcp,
+          args: {},
+          timeout_ms: 5000,
+          max_timeout_ms: 5000,
+        }),
       ),
     );
     expect(direct.map((r) => r.error?.code)).toEqual(Array(40).fill('MCP_SERVER_NOT_FOUND'));
@@ -76,12 +105,25 @@ describe('MCP tool calls across mcp-sync replicas', () => {
     for (let round = 0; round < 4; round++) {
       const org = uniqueOrg('mcp-rm-race');
       const f = await fake('racing');
-      ok(await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'racing', transport: 'streamable_http', url: f.url } }, { timeoutMs: 30_000 }));
+      ok(
+        await client.req(
+          'toolplane.v1.mcp.servers.add',
+          { org_id: org, server: { name: 'racing', transport: 'streamable_http', url: f.url } },
+          { timeoutMs: 30_000 },
+        ),
+      );
       f.tools.push({ ...who('x'), def: { ...who('x').def, name: 'who_else' } });
       f.listDelayMs = 800;
       const listed = f.observed.listCalls;
-      const syncing = client.req('toolplane.v1.mcp.servers.sync', { org_id: org, name: 'racing' }, { timeoutMs: 30_000 });
-      await expectEventually(() => expect(f.observed.listCalls).not.toBe(listed), { timeoutMs: 30_000, intervalMs: 20 });
+      const syncing = client.req(
+        'toolplane.v1.mcp.servers.sync',
+        { org_id: org, name: 'racing' },
+        { timeoutMs: 30_000 },
+      );
+      await expectEventually(() => expect(f.observed.listCalls).not.toBe(listed), {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      });
       ok(await client.req('toolplane.v1.mcp.servers.remove', { org_id: org, name: 'racing' }, { timeoutMs: 30_000 }));
       await syncing; // synced before the removal, or refused after it: either way, what it wrote is gone
       const left = ok(await client.req('toolplane.v1.tools.list', { org_id: org }));

@@ -34,24 +34,55 @@ describe("deleting an org stops every call with its users' credentials", () => {
     client.req(subject, { org_id: org, ...body }, { timeoutMs: 30_000, ...(token ? { token } : {}) });
   /** As the executor sends it (sealed, no token): the call of an MCP tool for an end user. */
   const mcpCall = (t: any, user: string) =>
-    client.req('toolplane.internal.v1.mcp-tools.call', { org_id: org, tool_id: t.id, mcp: t.metadata_.mcp, args: {}, user_id: user, timeout_ms: 10_000, max_timeout_ms: 10_000 }, { timeoutMs: 30_000 });
+    client.req(
+      'toolplane.internal.v1.mcp-tools.call',
+      {
+        org_id: org,
+        tool_id: t.id,
+        mcp: t.metadata_.mcp,
+        args: {},
+        user_id: user,
+        timeout_ms: 10_000,
+        max_timeout_ms: 10_000,
+      },
+      { timeoutMs: 30_000 },
+    );
   /** As mcp-sync asks credentials (sealed): the org's stored OAuth token records, and alice's API_KEY. */
   const stored = async () => ({
-    records: ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.list', { org_id: org })).records.map((r: any) => r.user_id ?? null),
-    secrets: ok(await client.req('toolplane.internal.v1.org-secrets.resolve', { org_id: org, names: ['API_KEY'], user_id: 'alice' })).values,
+    records: ok(await client.req('toolplane.internal.v1.mcp-oauth-tokens.list', { org_id: org })).records.map(
+      (r: any) => r.user_id ?? null,
+    ),
+    secrets: ok(
+      await client.req('toolplane.internal.v1.org-secrets.resolve', {
+        org_id: org,
+        names: ['API_KEY'],
+        user_id: 'alice',
+      }),
+    ).values,
   });
-  const run = (tool: string, body: Record<string, unknown>, token?: string) => req('toolplane.v1.tools.execute', { tool_name: tool, args: {}, ...body }, token);
+  const run = (tool: string, body: Record<string, unknown>, token?: string) =>
+    req('toolplane.v1.tools.execute', { tool_name: tool, args: {}, ...body }, token);
   /** The gateway's answer to an initialize with this token: its HTTP status. */
   const gatewayStatus = async (token: string): Promise<number> => {
     const res = await fetch(agentEndpoint('orgdel-agent'), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'orgdel', version: '1' } } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'orgdel', version: '1' } },
+      }),
     });
     await res.text();
     return res.status;
   };
-  const ownerOf = (authorization: string | undefined) => as.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
+  const ownerOf = (authorization: string | undefined) =>
+    as.issued.get((authorization ?? '').replace(/^Bearer /, ''))?.user;
 
   const tool = (name: string, record: (extra: Parameters<ToolHandler>[1]) => void): FakeTool => ({
     def: { name, description: 'Records its call', inputSchema: { type: 'object', properties: {} } },
@@ -63,7 +94,11 @@ describe("deleting an org stops every call with its users' credentials", () => {
     const url = new URL(authorizationUrl);
     url.searchParams.set('login', login);
     const back = new URL((await fetch(url, { redirect: 'manual' })).headers.get('location')!);
-    return req('toolplane.v1.mcp.oauth.complete', { state: back.searchParams.get('state'), code: back.searchParams.get('code'), ...(userId ? { user_id: userId } : {}) });
+    return req('toolplane.v1.mcp.oauth.complete', {
+      state: back.searchParams.get('state'),
+      code: back.searchParams.get('code'),
+      ...(userId ? { user_id: userId } : {}),
+    });
   }
 
   beforeAll(async () => {
@@ -76,7 +111,16 @@ describe("deleting an org stops every call with its users' credentials", () => {
     protect(accounts, as);
 
     // An account "user" server (authorized by the operator for the sync), and alice's own connection to it.
-    const begun = ok(await req('toolplane.v1.mcp.servers.add', { server: { name: 'accounts', transport: 'streamable_http', url: accounts.url, auth: { type: 'oauth', account: 'user' } } }));
+    const begun = ok(
+      await req('toolplane.v1.mcp.servers.add', {
+        server: {
+          name: 'accounts',
+          transport: 'streamable_http',
+          url: accounts.url,
+          auth: { type: 'oauth', account: 'user' },
+        },
+      }),
+    );
     ok(await authorize(begun.authorization.authorization_url, 'operator'));
     const asked = await run('whoami', { user_id: 'alice' });
     expect(asked.error).toMatchObject({ code: 'MCP_AUTHORIZATION_REQUIRED' });
@@ -84,7 +128,16 @@ describe("deleting an org stops every call with its users' credentials", () => {
     // A server whose header takes alice's secret (the org's for others).
     ok(await req('toolplane.v1.secrets.set', { scope: 'sandbox', key: 'API_KEY', value: 'org-key' }));
     ok(await req('toolplane.v1.secrets.set', { scope: 'user', user_id: 'alice', key: 'API_KEY', value: 'alice-key' }));
-    ok(await req('toolplane.v1.mcp.servers.add', { server: { name: 'keyed', transport: 'streamable_http', url: keyed.url, headers: { 'x-api-key': '{{API_KEY}}' } } }));
+    ok(
+      await req('toolplane.v1.mcp.servers.add', {
+        server: {
+          name: 'keyed',
+          transport: 'streamable_http',
+          url: keyed.url,
+          headers: { 'x-api-key': '{{API_KEY}}' },
+        },
+      }),
+    );
   }, 120_000);
   afterAll(async () => {
     await accounts.stop();
@@ -121,7 +174,9 @@ describe("deleting an org stops every call with its users' credentials", () => {
     // Both tokens refused everywhere within the refresh interval.
     await expectEventually(
       async () => {
-        const codes = await Promise.all([orgWide, bound.token].map(async (t) => (await run('whoami', {}, t)).error?.code));
+        const codes = await Promise.all(
+          [orgWide, bound.token].map(async (t) => (await run('whoami', {}, t)).error?.code),
+        );
         expect(codes).toEqual(['UNAUTHENTICATED', 'UNAUTHENTICATED']);
         expect([await gatewayStatus(orgWide), await gatewayStatus(bound.token)]).toEqual([401, 401]);
       },

@@ -17,11 +17,17 @@ describe('provider choice and fallback', () => {
     return r;
   };
   const register = (org: string, name: string, body: string, metadata_?: Record<string, unknown>) =>
-    ok('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body), ...(metadata_ ? { metadata_ } : {}) } });
-  const configure = (org: string, provider: string, config: Record<string, unknown>) => ok('toolplane.v1.sandbox-configs.upsert', { org_id: org, provider, config });
-  const execute = (org: string, tool_name: string) => client.req('toolplane.v1.tools.execute', { org_id: org, tool_name, args: {} }, { timeoutMs: 30_000 });
+    ok('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: pythonTool(name, body), ...(metadata_ ? { metadata_ } : {}) },
+    });
+  const configure = (org: string, provider: string, config: Record<string, unknown>) =>
+    ok('toolplane.v1.sandbox-configs.upsert', { org_id: org, provider, config });
+  const execute = (org: string, tool_name: string) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, tool_name, args: {} }, { timeoutMs: 30_000 });
   // Values come back reversed: secrets are masked in a tool's output, and this reads which ones it got.
-  const ENV_PROBE = 'import os\nreturn {k: os.environ[k][::-1] if k in os.environ else None for k in ("E2B_API_KEY", "SHARED", "ONLY_E2B", "ONLY_LOCAL")}';
+  const ENV_PROBE =
+    'import os\nreturn {k: os.environ[k][::-1] if k in os.environ else None for k in ("E2B_API_KEY", "SHARED", "ONLY_E2B", "ONLY_LOCAL")}';
 
   beforeAll(async () => {
     client = await RawClient.connect(testPrefix());
@@ -71,7 +77,14 @@ describe('provider choice and fallback', () => {
 
     await configure(org, 'local', { default: true });
     const { sandbox_configs } = await ok('toolplane.v1.sandbox-configs.list', { org_id: org });
-    expect(Object.fromEntries(sandbox_configs.map((c: { provider: string; config: { default?: boolean } }) => [c.provider, c.config.default ?? false]))).toEqual({ e2b: false, local: true });
+    expect(
+      Object.fromEntries(
+        sandbox_configs.map((c: { provider: string; config: { default?: boolean } }) => [
+          c.provider,
+          c.config.default ?? false,
+        ]),
+      ),
+    ).toEqual({ e2b: false, local: true });
     // CredentialsChanged ends every cached choice at once: the next call already sees the new default.
     const back = await execute(org, 'plain');
     expect(back).toMatchObject({ status: 'success', provider: 'local' });
@@ -82,7 +95,13 @@ describe('provider choice and fallback', () => {
     const a = uniqueOrg('prov-a');
     const b = uniqueOrg('prov-b');
     await configure(a, 'e2b', { default: true });
-    await ok('toolplane.v1.secrets.set', { org_id: a, scope: 'sandbox', provider: 'e2b', key: 'E2B_API_KEY', value: 'e2b_key_of_org_a_0123456789' });
+    await ok('toolplane.v1.secrets.set', {
+      org_id: a,
+      scope: 'sandbox',
+      provider: 'e2b',
+      key: 'E2B_API_KEY',
+      value: 'e2b_key_of_org_a_0123456789',
+    });
     await register(a, 'plain', 'return "a"');
     await register(b, 'plain', 'return "b"');
     expect((await execute(a, 'plain')).error).toMatchObject({ code: 'RUNNER_UNAVAILABLE' });
@@ -107,7 +126,11 @@ describe('provider choice and fallback', () => {
 
   it('a sandbox config refuses a fallback list naming a provider twice', async () => {
     const org = uniqueOrg('prov');
-    const r = await client.req('toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'e2b', config: { fallback_providers: ['local', 'local'] } });
+    const r = await client.req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: org,
+      provider: 'e2b',
+      config: { fallback_providers: ['local', 'local'] },
+    });
     expect(r.error).toMatchObject({ code: 'CONTRACT_VIOLATION' });
   });
 });

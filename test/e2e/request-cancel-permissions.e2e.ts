@@ -5,7 +5,14 @@
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { APP_NAMES, E2bRunnerRun, type RequestProgress } from '@toolplane/contracts';
-import { currentRequestSignal, EdgeAuth, MessagingClient, NatsJsonServer, reportProgress, TokenVerifier } from '@toolplane/messaging';
+import {
+  currentRequestSignal,
+  EdgeAuth,
+  MessagingClient,
+  NatsJsonServer,
+  reportProgress,
+  TokenVerifier,
+} from '@toolplane/messaging';
 import { deferred, expectEventually } from '@toolplane/testing';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -21,12 +28,20 @@ const NATS_SERVER = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
 describe('progress and cancel with the services’ own NATS users', () => {
   const prefix = `rcp${randomBytes(3).toString('hex')}`;
   const dir = mkdtempSync(join(tmpdir(), 'tp-nats-rc-'));
-  const passwords = Object.fromEntries([...APP_NAMES, agentUser('runtime')].map((u) => [u, randomBytes(12).toString('hex')]));
+  const passwords = Object.fromEntries(
+    [...APP_NAMES, agentUser('runtime')].map((u) => [u, randomBytes(12).toString('hex')]),
+  );
   let nats: ChildProcess;
   let url: string;
   const conns: NatsConnection[] = [];
   const as = async (user: string) => {
-    const nc = await connect({ servers: url, user, pass: passwords[user], inboxPrefix: `_INBOX.${user}`, noAsyncTraces: true });
+    const nc = await connect({
+      servers: url,
+      user,
+      pass: passwords[user],
+      inboxPrefix: `_INBOX.${user}`,
+      noAsyncTraces: true,
+    });
     conns.push(nc);
     return nc;
   };
@@ -48,8 +63,20 @@ describe('progress and cancel with the services’ own NATS users', () => {
   it('lets runner-e2b send progress and its reply to the executor, and the executor cancel a run', async () => {
     // runner-e2b served in process with its own user (a stand-in handler); the executor calls it with its own.
     const nc = await as('runner-e2b');
-    const tokens = new TokenVerifier(() => Promise.reject(new Error('no tenants')), { refreshMs: 60_000, maxStaleMs: 60_000, cacheMax: 1 });
-    const server = new NatsJsonServer({ nc, prefix, queue: 'runner-e2b', maxRequestBytes: 1 << 20, drainTimeoutMs: 100, auth: new EdgeAuth(sealerOf('runner-e2b'), tokens), progress: { intervalMs: 0 } });
+    const tokens = new TokenVerifier(() => Promise.reject(new Error('no tenants')), {
+      refreshMs: 60_000,
+      maxStaleMs: 60_000,
+      cacheMax: 1,
+    });
+    const server = new NatsJsonServer({
+      nc,
+      prefix,
+      queue: 'runner-e2b',
+      maxRequestBytes: 1 << 20,
+      drainTimeoutMs: 100,
+      auth: new EdgeAuth(sealerOf('runner-e2b'), tokens),
+      progress: { intervalMs: 0 },
+    });
     const stopped = deferred<unknown>();
     server.addHandler(E2bRunnerRun.subject, async (req: { function_name: string }) => {
       const signal = currentRequestSignal()!;
@@ -58,7 +85,15 @@ describe('progress and cancel with the services’ own NATS users', () => {
         stopped.resolve(signal.reason);
       }
       for (let i = 1; i <= 3; i++) reportProgress({ progress: i, total: 3 });
-      return { status: 'success', func_return: 'ok', stdout: [], stderr: [], duration_ms: 1, provider: 'e2b', sandbox_config_fingerprint: null };
+      return {
+        status: 'success',
+        func_return: 'ok',
+        stdout: [],
+        stderr: [],
+        duration_ms: 1,
+        provider: 'e2b',
+        sandbox_config_fingerprint: null,
+      };
     });
     await new Promise<void>((r) => server.listen(r));
     await nc.flush();
@@ -67,12 +102,24 @@ describe('progress and cancel with the services’ own NATS users', () => {
       const run = (fn: string, opts: { signal?: AbortSignal; onProgress?: (p: RequestProgress) => void }) =>
         executor.request(
           E2bRunnerRun,
-          { org_id: 'perm', tool_id: 'tool-00000000-0000-4000-8000-000000000abc', function_name: fn, source_code: 'def f():\n    pass\n', source_type: 'python', args: {}, env: {}, timeout_ms: 5000 },
+          {
+            org_id: 'perm',
+            tool_id: 'tool-00000000-0000-4000-8000-000000000abc',
+            function_name: fn,
+            source_code: 'def f():\n    pass\n',
+            source_type: 'python',
+            args: {},
+            env: {},
+            timeout_ms: 5000,
+          },
           { timeoutMs: 15_000, ...opts },
         );
       // Three progress messages and the reply on one reply subject: more than allow_responses' default max of 1.
       const seen: number[] = [];
-      expect(await run('f', { onProgress: (p) => seen.push(p.progress) })).toMatchObject({ status: 'success', func_return: 'ok' });
+      expect(await run('f', { onProgress: (p) => seen.push(p.progress) })).toMatchObject({
+        status: 'success',
+        func_return: 'ok',
+      });
       expect(seen).toEqual([1, 2, 3]);
       const ctrl = new AbortController();
       const held = run('hold', { signal: ctrl.signal }).catch((e: unknown) => e);

@@ -4,8 +4,23 @@
  * forgers on the same open bus.
  */
 import { connect, headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { Headers, PROGRESS_BURST, REQUEST_CANCELS, SealedValuesSeal, ToolplaneError, type RequestProgress } from '@toolplane/contracts';
-import { currentProgressReporter, currentRequestSignal, EdgeAuth, MessagingClient, NatsJsonServer, reportProgress, TokenVerifier } from '@toolplane/messaging';
+import {
+  Headers,
+  PROGRESS_BURST,
+  REQUEST_CANCELS,
+  SealedValuesSeal,
+  ToolplaneError,
+  type RequestProgress,
+} from '@toolplane/contracts';
+import {
+  currentProgressReporter,
+  currentRequestSignal,
+  EdgeAuth,
+  MessagingClient,
+  NatsJsonServer,
+  reportProgress,
+  TokenVerifier,
+} from '@toolplane/messaging';
 import { deferred, expectEventually } from '@toolplane/testing';
 import { randomBytes } from 'node:crypto';
 import { natsUrl } from '../support/env';
@@ -28,7 +43,11 @@ const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 describe('request cancellation and progress over the bus (libs/messaging, real NATS)', () => {
   const conns: NatsConnection[] = [];
   const servers: NatsJsonServer[] = [];
-  const tokens = new TokenVerifier(() => Promise.reject(new Error('no tenants here')), { refreshMs: 60_000, maxStaleMs: 60_000, cacheMax: 1 });
+  const tokens = new TokenVerifier(() => Promise.reject(new Error('no tenants here')), {
+    refreshMs: 60_000,
+    maxStaleMs: 60_000,
+    cacheMax: 1,
+  });
 
   const conn = async (name: string) => {
     const nc = await connect({ servers: natsUrl(), name, noAsyncTraces: true });
@@ -36,9 +55,22 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     return nc;
   };
   /** A credentials replica serving SealedValuesSeal with `behaviour` (the test's stand-in handler). */
-  const replica = async (prefix: string, name: string, behaviour: Behaviour, progress?: { intervalMs?: number; max?: number }) => {
+  const replica = async (
+    prefix: string,
+    name: string,
+    behaviour: Behaviour,
+    progress?: { intervalMs?: number; max?: number },
+  ) => {
     const nc = await conn(name);
-    const server = new NatsJsonServer({ nc, prefix, queue: 'credentials', maxRequestBytes: 1 << 20, drainTimeoutMs: 100, auth: new EdgeAuth(sealerOf('credentials'), tokens), ...(progress ? { progress } : {}) });
+    const server = new NatsJsonServer({
+      nc,
+      prefix,
+      queue: 'credentials',
+      maxRequestBytes: 1 << 20,
+      drainTimeoutMs: 100,
+      auth: new EdgeAuth(sealerOf('credentials'), tokens),
+      ...(progress ? { progress } : {}),
+    });
     server.addHandler(SealedValuesSeal.subject, async (req: Req) => {
       await behaviour(req, name);
       return { key_id: name, blob: currentRequestSignal()!.aborted ? 'aborted' : 'done' };
@@ -47,19 +79,34 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     await nc.flush();
     servers.push(server);
   };
-  const caller = async (prefix: string, app: 'executor' | 'mcp-sync' = 'executor') => new MessagingClient(await conn(`caller-${app}`), prefix, sealerOf(app), eventsOf(app));
-  const seal = (m: MessagingClient, ref: string, opts: { signal?: AbortSignal; onProgress?: (p: RequestProgress) => void } = {}) =>
-    m.request(SealedValuesSeal, { org_id: 'rc', purpose: 'execution', ref, plaintext: '' }, { timeoutMs: 30_000, ...opts });
-  const failure = (p: Promise<unknown>) => p.then(() => new Error('did not fail'), (e: unknown) => e);
+  const caller = async (prefix: string, app: 'executor' | 'mcp-sync' = 'executor') =>
+    new MessagingClient(await conn(`caller-${app}`), prefix, sealerOf(app), eventsOf(app));
+  const seal = (
+    m: MessagingClient,
+    ref: string,
+    opts: { signal?: AbortSignal; onProgress?: (p: RequestProgress) => void } = {},
+  ) =>
+    m.request(
+      SealedValuesSeal,
+      { org_id: 'rc', purpose: 'execution', ref, plaintext: '' },
+      { timeoutMs: 30_000, ...opts },
+    );
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => new Error('did not fail'),
+      (e: unknown) => e,
+    );
   const newPrefix = () => `rc${randomBytes(4).toString('hex')}`;
 
   /** A behaviour that holds each request until the test releases it or its signal aborts. */
-  const holding = (held: Held[]): Behaviour => async (req, replica) => {
-    const signal = currentRequestSignal()!;
-    const gate = deferred<void>();
-    held.push({ ref: req.ref, replica, signal, release: () => gate.resolve() });
-    await Promise.race([gate.promise, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
-  };
+  const holding =
+    (held: Held[]): Behaviour =>
+    async (req, replica) => {
+      const signal = currentRequestSignal()!;
+      const gate = deferred<void>();
+      held.push({ ref: req.ref, replica, signal, release: () => gate.resolve() });
+      await Promise.race([gate.promise, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
+    };
 
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.close()));
@@ -106,7 +153,9 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     // An eavesdropper on the open bus sees each request's cancel token (it cannot seal a cancel).
     const spy = await conn('spy');
     const seen = new Map<string, string>();
-    spy.subscribe(`${prefix}.${SealedValuesSeal.subject}`, { callback: (_e, m) => void seen.set(String(seen.size), m.headers?.get(Headers.CANCEL_TOKEN) ?? '') });
+    spy.subscribe(`${prefix}.${SealedValuesSeal.subject}`, {
+      callback: (_e, m) => void seen.set(String(seen.size), m.headers?.get(Headers.CANCEL_TOKEN) ?? ''),
+    });
     await spy.flush();
     const victimCtrl = new AbortController();
     const victim = seal(executor, 'victim', { signal: victimCtrl.signal }).catch((e: unknown) => e);
@@ -154,7 +203,10 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     expect(await seal(executor, 'plain')).toEqual({ key_id: 'replica-plain', blob: 'done' });
     expect(reporter).toBeUndefined();
     await expectEventually(() => expect(requests).toHaveLength(1));
-    expect([requests[0]!.headers?.has(Headers.CANCEL_TOKEN), requests[0]!.headers?.has(Headers.PROGRESS)]).toEqual([false, false]);
+    expect([requests[0]!.headers?.has(Headers.CANCEL_TOKEN), requests[0]!.headers?.has(Headers.PROGRESS)]).toEqual([
+      false,
+      false,
+    ]);
     // The one message on the caller's inbox was the reply (the spy's flush comes after it).
     await spy.flush();
     expect(inbox.filter((m) => m.subject.startsWith('_INBOX.') && m.headers?.has(Headers.PROGRESS))).toEqual([]);
@@ -200,9 +252,14 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     expect(burst).toEqual([...Array.from({ length: PROGRESS_BURST }, (_, i) => i + 1), 100]);
 
     const capped = newPrefix();
-    await replica(capped, 'replica-cap', async () => {
-      for (let i = 1; i <= 10; i++) reportProgress({ progress: i });
-    }, { intervalMs: 0, max: 3 });
+    await replica(
+      capped,
+      'replica-cap',
+      async () => {
+        for (let i = 1; i <= 10; i++) reportProgress({ progress: i });
+      },
+      { intervalMs: 0, max: 3 },
+    );
     const events: string[] = [];
     const r = await seal(await caller(capped), 'cap', { onProgress: (p) => events.push(`p${p.progress}`) });
     events.push(`reply ${r.blob}`);
@@ -251,13 +308,21 @@ describe('request cancellation and progress over the bus (libs/messaging, real N
     // Unsealed, low and high sequence numbers; then sealed by mcp-sync (not the serving app).
     send(1, enc({ progress: 666 }));
     send(99, enc({ progress: 667 }));
-    const bySync = sealerOf('mcp-sync').sealProgress(`${prefix}.${SealedValuesSeal.subject}`, 'executor', nonce, 1, enc({ progress: 668 }));
+    const bySync = sealerOf('mcp-sync').sealProgress(
+      `${prefix}.${SealedValuesSeal.subject}`,
+      'executor',
+      nonce,
+      1,
+      enc({ progress: 668 }),
+    );
     send(1, bySync.data, bySync.header);
     await spy.flush();
     forged.resolve();
     await first.promise;
     // The genuine first report, replayed.
-    const genuine = await expectEventually(() => progress.find((m) => m.headers?.get(Headers.SERVICE_SEAL).startsWith('v1 credentials ')) ?? false);
+    const genuine = await expectEventually(
+      () => progress.find((m) => m.headers?.get(Headers.SERVICE_SEAL).startsWith('v1 credentials ')) ?? false,
+    );
     send(1, genuine.data, genuine.headers!.get(Headers.SERVICE_SEAL));
     await spy.flush();
     replayed.resolve();

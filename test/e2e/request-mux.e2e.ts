@@ -44,7 +44,9 @@ describe('RequestMux (one inbox subscription per connection, real NATS)', () => 
     });
     await server.flush();
     const mux = new RequestMux(caller);
-    const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => mux.request(subject, enc(`n${i}`), { timeoutMs: 10_000 })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => mux.request(subject, enc(`n${i}`), { timeoutMs: 10_000 })),
+    );
     expect(replies.map((r) => dec(r.data))).toEqual(Array.from({ length: 50 }, (_, i) => `re:n${i}`));
     expect(mux.size).toBe(0);
   });
@@ -90,7 +92,9 @@ describe('RequestMux (one inbox subscription per connection, real NATS)', () => 
     expect(e.abortReason).toBe(why);
     expect(mux.size).toBe(0);
     // Already aborted: refused before anything is sent.
-    expect((await failure(mux.request(subject, enc('x'), { timeoutMs: 60_000, signal: ctrl.signal }))).reason).toBe('aborted');
+    expect((await failure(mux.request(subject, enc('x'), { timeoutMs: 60_000, signal: ctrl.signal }))).reason).toBe(
+      'aborted',
+    );
   });
 
   it('fails every request in flight when the connection closes', async () => {

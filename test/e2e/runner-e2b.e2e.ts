@@ -26,9 +26,19 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
   let client: RawClient;
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 120_000);
-  const setKey = (o: string, value: string) => req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'e2b', key: 'E2B_API_KEY', value });
-  const register = (o: string, source_code: string, extra: Record<string, unknown> = { metadata_: { sandbox: 'e2b' } }) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, ...extra } });
-  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) => client.req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {}, ...extra }, { timeoutMs: 120_000 });
+  const setKey = (o: string, value: string) =>
+    req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'e2b', key: 'E2B_API_KEY', value });
+  const register = (
+    o: string,
+    source_code: string,
+    extra: Record<string, unknown> = { metadata_: { sandbox: 'e2b' } },
+  ) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, ...extra } });
+  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) =>
+    client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: o, tool_name: name, args: {}, ...extra },
+      { timeoutMs: 120_000 },
+    );
   /** Executes, retrying while the environment is being built (ENVIRONMENT_BUILDING is retryable by contract). */
   const executeReady = async (o: string, name: string, extra: Record<string, unknown> = {}) => {
     for (let i = 0; ; i++) {
@@ -39,7 +49,8 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
   };
   const until = (check: () => void | Promise<void>) => expectEventually(check, { timeoutMs: 60_000, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.metadata['toolplane-org'] === o);
-  const metrics = async () => (await fetch(`http://127.0.0.1:${stack.apps.get('runner-e2b')!.healthPort}/metrics`)).text();
+  const metrics = async () =>
+    (await fetch(`http://127.0.0.1:${stack.apps.get('runner-e2b')!.healthPort}/metrics`)).text();
 
   beforeAll(async () => {
     fake = await startE2bFake({ readable: [house.dir] });
@@ -51,13 +62,25 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
       appEnv: {
         // Room for an environment's build within a call (the runner waits at most until the tool's own timeout no longer fits).
         executor: { RUNNER_REPLY_MARGIN_MS: '20000' },
-        'runner-e2b': { E2B_API_URL: fake.apiUrl, E2B_SANDBOX_URL: fake.sandboxUrl, E2B_PIP_FIND_LINKS: house.dir, E2B_PIP_NO_INDEX: 'true', E2B_STDOUT_LIMIT_BYTES: '4096' },
+        'runner-e2b': {
+          E2B_API_URL: fake.apiUrl,
+          E2B_SANDBOX_URL: fake.sandboxUrl,
+          E2B_PIP_FIND_LINKS: house.dir,
+          E2B_PIP_NO_INDEX: 'true',
+          E2B_STDOUT_LIMIT_BYTES: '4096',
+        },
       },
     };
     stack = await startStack(stackOpts);
     client = await RawClient.connect(prefix);
     await setKey(org, KEY);
-    await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'GREETING', value: 'hello-from-a-sandbox-secret', mask: false });
+    await req('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      key: 'GREETING',
+      value: 'hello-from-a-sandbox-secret',
+      mask: false,
+    });
   });
   afterAll(async () => {
     await client?.close();
@@ -70,17 +93,27 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
   it("runs a tool on E2B with its pip requirements and the org's sandbox secret, never the org's E2B key", async () => {
     await register(
       org,
-      pythonTool('uses_wheel', `import os, tpe2b\nreturn {"wheel": tpe2b.VALUE, "greeting": os.environ.get("GREETING"), "key_in_env": any("${KEY}" in v for v in os.environ.values()) or "E2B_API_KEY" in os.environ}`),
+      pythonTool(
+        'uses_wheel',
+        `import os, tpe2b\nreturn {"wheel": tpe2b.VALUE, "greeting": os.environ.get("GREETING"), "key_in_env": any("${KEY}" in v for v in os.environ.values()) or "E2B_API_KEY" in os.environ}`,
+      ),
       { metadata_: { sandbox: 'e2b' }, pip_requirements: [{ name: 'tpe2b', version: '1.0' }] },
     );
     const r = await executeReady(org, 'uses_wheel');
-    expect(r).toMatchObject({ status: 'success', provider: 'e2b', func_return: { wheel: 'from-e2b-wheel', greeting: 'hello-from-a-sandbox-secret', key_in_env: false } });
+    expect(r).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: { wheel: 'from-e2b-wheel', greeting: 'hello-from-a-sandbox-secret', key_in_env: false },
+    });
     expect(r.fallback_from).toBeUndefined();
     expect(sandboxesOf(org).filter((s) => s.metadata['toolplane-requirements'] !== 'none')).toHaveLength(1);
   });
 
   it('a requirement that does not install is DEPENDENCY_INSTALL_FAILED naming the package, and the next call gets the same answer', async () => {
-    await register(org, pythonTool('wants_missing', 'return 1'), { metadata_: { sandbox: 'e2b' }, pip_requirements: [{ name: 'not-in-wheelhouse', version: '9.9' }] });
+    await register(org, pythonTool('wants_missing', 'return 1'), {
+      metadata_: { sandbox: 'e2b' },
+      pip_requirements: [{ name: 'not-in-wheelhouse', version: '9.9' }],
+    });
     for (let i = 0; i < 2; i++) {
       const r = await executeReady(org, 'wants_missing');
       expect(r).toMatchObject({ status: 'error', provider: 'e2b', error: { code: 'DEPENDENCY_INSTALL_FAILED' } });
@@ -101,33 +134,68 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
         sandbox_config_fingerprint: first.sandbox_config_fingerprint,
         prepare,
       });
-    expect(await ask(false)).toMatchObject({ provider: 'e2b', status: 'none', requirements_hash: expect.stringMatching(/^[0-9a-f]{20}$/) });
+    expect(await ask(false)).toMatchObject({
+      provider: 'e2b',
+      status: 'none',
+      requirements_hash: expect.stringMatching(/^[0-9a-f]{20}$/),
+    });
     expect((await ask(true)).status).toBe('building');
     await until(async () => expect((await ask(false)).status).toBe('ready'));
     const created = fake.stats().creates;
-    await register(org, pythonTool('prepared', 'import tpe2b\nreturn tpe2b.VALUE'), { metadata_: { sandbox: 'e2b' }, pip_requirements: pip });
-    expect(await execute(org, 'prepared')).toMatchObject({ status: 'success', provider: 'e2b', func_return: 'from-e2b-wheel' });
+    await register(org, pythonTool('prepared', 'import tpe2b\nreturn tpe2b.VALUE'), {
+      metadata_: { sandbox: 'e2b' },
+      pip_requirements: pip,
+    });
+    expect(await execute(org, 'prepared')).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: 'from-e2b-wheel',
+    });
     expect(fake.stats().creates).toBe(created);
   });
 
   it('runs async, raising, timed-out, loud and TypeScript tools like runner-local, all in one reused sandbox', async () => {
-    await register(org, 'async def waits():\n    """Waits a little."""\n    import asyncio\n    await asyncio.sleep(0.01)\n    return "awaited"\n');
+    await register(
+      org,
+      'async def waits():\n    """Waits a little."""\n    import asyncio\n    await asyncio.sleep(0.01)\n    return "awaited"\n',
+    );
     await register(org, pythonTool('boom', 'raise ValueError("bad input")'));
     await register(org, pythonTool('sleepy', 'import time\ntime.sleep(30)\nreturn 1'));
     await register(org, pythonTool('loud', 'print("x" * 20000)\nreturn "done"'));
-    await register(org, '/**\n * Add.\n * @param a first\n * @param b second\n */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n', { source_type: 'typescript', metadata_: { sandbox: 'e2b' } });
-    expect(await executeReady(org, 'waits')).toMatchObject({ status: 'success', provider: 'e2b', func_return: 'awaited' });
+    await register(
+      org,
+      '/**\n * Add.\n * @param a first\n * @param b second\n */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n',
+      { source_type: 'typescript', metadata_: { sandbox: 'e2b' } },
+    );
+    expect(await executeReady(org, 'waits')).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: 'awaited',
+    });
     const created = fake.stats().creates;
     const boom = await execute(org, 'boom');
-    expect(boom).toMatchObject({ status: 'error', provider: 'e2b', func_return: 'Error executing function boom: ValueError: bad input', error: { code: 'TOOL_EXCEPTION', message: 'bad input' } });
+    expect(boom).toMatchObject({
+      status: 'error',
+      provider: 'e2b',
+      func_return: 'Error executing function boom: ValueError: bad input',
+      error: { code: 'TOOL_EXCEPTION', message: 'bad input' },
+    });
     expect(boom.stderr.join('')).toMatch(/Traceback[\s\S]*ValueError: bad input/);
     const slow = await execute(org, 'sleepy', { timeout_ms: 1500 });
-    expect(slow).toMatchObject({ status: 'error', provider: 'e2b', error: { code: 'EXECUTION_TIMEOUT', message: 'Function sleepy timed out after 1500 ms' } });
+    expect(slow).toMatchObject({
+      status: 'error',
+      provider: 'e2b',
+      error: { code: 'EXECUTION_TIMEOUT', message: 'Function sleepy timed out after 1500 ms' },
+    });
     const loud = await execute(org, 'loud');
     expect(loud).toMatchObject({ status: 'success', func_return: 'done' });
     expect(loud.stdout.join('')).toContain('[... output truncated: only the first 4096 bytes are kept]');
     expect(loud.stdout.join('').length).toBeLessThan(5000);
-    expect(await execute(org, 'add', { args: { a: 2, b: 3 } })).toMatchObject({ status: 'success', provider: 'e2b', func_return: 5 });
+    expect(await execute(org, 'add', { args: { a: 2, b: 3 } })).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: 5,
+    });
     // Five calls after the first, no new sandbox: the timed-out call left nothing behind either.
     expect(fake.stats().creates).toBe(created);
     expect(sandboxesOf(org).filter((s) => s.metadata['toolplane-requirements'] === 'none')).toHaveLength(1);
@@ -194,7 +262,11 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     await until(() => expect(sandboxesOf(o)).toEqual([]));
     expect(await metrics()).toMatch(/^toolplane_e2b_sandbox_kills_total\{reason="dirty"\} [1-9]/m);
     const v = await executeReady(o, 'victim');
-    expect(v).toMatchObject({ status: 'success', provider: 'e2b', func_return: { files: [], sleepers: [], evil_env: false, pwned: false } });
+    expect(v).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: { files: [], sleepers: [], evil_env: false, pwned: false },
+    });
     expect(v.stdout.join('')).not.toContain('PWNED');
     expect(fake.stats().creates).toBe(created + 2);
   });
@@ -258,18 +330,28 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     expect(fake.stats().creates).toBe(created + 2);
   });
 
-  it("falls back to local when the org lists it, and only then; names the provider that failed", async () => {
+  it('falls back to local when the org lists it, and only then; names the provider that failed', async () => {
     const withFallback = uniqueOrg('fb');
     const without = uniqueOrg('nofb');
     for (const o of [withFallback, without]) {
       await setKey(o, keyOf());
       await register(o, pythonTool('where', 'return "ran"'), {});
     }
-    await req('toolplane.v1.sandbox-configs.upsert', { org_id: withFallback, provider: 'e2b', config: { default: true, fallback_providers: ['local'] } });
+    await req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: withFallback,
+      provider: 'e2b',
+      config: { default: true, fallback_providers: ['local'] },
+    });
     await req('toolplane.v1.sandbox-configs.upsert', { org_id: without, provider: 'e2b', config: { default: true } });
     fake.failNext('create', 503);
     const moved = await execute(withFallback, 'where');
-    expect(moved).toMatchObject({ status: 'success', provider: 'local', func_return: 'ran', fallback_from: 'e2b', fallback_error: { code: 'PROVIDER_UNAVAILABLE' } });
+    expect(moved).toMatchObject({
+      status: 'success',
+      provider: 'local',
+      func_return: 'ran',
+      fallback_from: 'e2b',
+      fallback_error: { code: 'PROVIDER_UNAVAILABLE' },
+    });
     fake.failNext('create', 503);
     expect((await execute(without, 'where')).error).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', retryable: true });
     expect(await executeReady(without, 'where')).toMatchObject({ status: 'success', provider: 'e2b' });
@@ -295,8 +377,15 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     const created = fake.stats().creates;
     await stack.stopApp('runner-e2b');
     const env = { ...stackOpts.appEnv!['runner-e2b']!, E2B_BUILD_WAIT_MS: '1' };
-    stack.apps.set('runner-e2b', await startApp('runner-e2b', { ...stackOpts, appEnv: { ...stackOpts.appEnv, 'runner-e2b': env } }));
-    expect(await executeReady(org, 'waits')).toMatchObject({ status: 'success', provider: 'e2b', func_return: 'awaited' });
+    stack.apps.set(
+      'runner-e2b',
+      await startApp('runner-e2b', { ...stackOpts, appEnv: { ...stackOpts.appEnv, 'runner-e2b': env } }),
+    );
+    expect(await executeReady(org, 'waits')).toMatchObject({
+      status: 'success',
+      provider: 'e2b',
+      func_return: 'awaited',
+    });
     expect(fake.stats().creates).toBe(created);
     expect(fake.stats().connects).toBeGreaterThan(0);
     expect(await metrics()).toMatch(/^toolplane_e2b_sandbox_adopted_total [1-9]/m);
@@ -307,7 +396,11 @@ return {"files": [p for p in ("/home/user/evil.txt", "/tmp/evil.txt") if os.path
     fake.setCreateLatencyMs(1500);
     try {
       const building = await execute(o, 'ping');
-      expect(building.error).toMatchObject({ code: 'ENVIRONMENT_BUILDING', retryable: true, details: { provider: 'e2b', status: 'building' } });
+      expect(building.error).toMatchObject({
+        code: 'ENVIRONMENT_BUILDING',
+        retryable: true,
+        details: { provider: 'e2b', status: 'building' },
+      });
       expect(await executeReady(o, 'ping')).toMatchObject({ status: 'success', provider: 'e2b', func_return: 'pong' });
     } finally {
       fake.setCreateLatencyMs(0);

@@ -16,7 +16,10 @@ import { pythonTool } from '../support/tools';
  */
 describe('runner-modal: the warm pool', () => {
   const prefix = `mdp${Math.random().toString(36).slice(2, 8)}`;
-  const TOKEN = { id: `ak-${Math.random().toString(36).slice(2, 12)}`, secret: `as-${Math.random().toString(36).slice(2, 14)}` };
+  const TOKEN = {
+    id: `ak-${Math.random().toString(36).slice(2, 12)}`,
+    secret: `as-${Math.random().toString(36).slice(2, 14)}`,
+  };
   /** A host dir the sandboxes read: a tool blocks until the test writes `open` in it. */
   const gate = mkdtempSync(path.join(tmpdir(), 'tp-modal-gate-'));
   const MAX_TOTAL = 3;
@@ -27,16 +30,34 @@ describe('runner-modal: the warm pool', () => {
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 120_000);
   const setToken = async (o: string) => {
-    await req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_ID', value: TOKEN.id });
-    await req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_SECRET', value: TOKEN.secret });
+    await req('toolplane.v1.secrets.set', {
+      org_id: o,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_ID',
+      value: TOKEN.id,
+    });
+    await req('toolplane.v1.secrets.set', {
+      org_id: o,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_SECRET',
+      value: TOKEN.secret,
+    });
   };
   const newOrg = async (name: string) => {
     const o = uniqueOrg(name);
     await setToken(o);
     return o;
   };
-  const register = (o: string, source_code: string, extra: Record<string, unknown> = {}) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, metadata_: { sandbox: 'modal' }, ...extra } });
-  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) => client.req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {}, ...extra }, { timeoutMs: 180_000 });
+  const register = (o: string, source_code: string, extra: Record<string, unknown> = {}) =>
+    req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, metadata_: { sandbox: 'modal' }, ...extra } });
+  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) =>
+    client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: o, tool_name: name, args: {}, ...extra },
+      { timeoutMs: 180_000 },
+    );
   /** Retries while the answer is ENVIRONMENT_BUILDING (retryable by contract: a sandbox is on its way). */
   const executeReady = async (o: string, name: string, extra: Record<string, unknown> = {}) => {
     const deadline = Date.now() + 180_000;
@@ -46,13 +67,18 @@ describe('runner-modal: the warm pool', () => {
       await new Promise((res) => setTimeout(res, 100));
     }
   };
-  const until = (check: () => void | Promise<void>, ms = 120_000) => expectEventually(check, { timeoutMs: ms, intervalMs: 50 });
+  const until = (check: () => void | Promise<void>, ms = 120_000) =>
+    expectEventually(check, { timeoutMs: ms, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.tags['toolplane-org'] === o);
-  const running = (o?: string) => fake.stats().sandboxes.filter((s) => s.running && (o === undefined || s.tags['toolplane-org'] === o));
+  const running = (o?: string) =>
+    fake.stats().sandboxes.filter((s) => s.running && (o === undefined || s.tags['toolplane-org'] === o));
   /** Sandboxes of the org running a call now (the launcher's `run` exec started, not ended). */
-  const busy = (o: string) => running(o).filter((s) => s.execLog.some((e) => / run /.test(e.command) && e.endedAt === undefined));
-  const metrics = async () => (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text();
-  const metric = async (name: string) => Number((await metrics()).match(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)`, 'm'))?.[1] ?? 0);
+  const busy = (o: string) =>
+    running(o).filter((s) => s.execLog.some((e) => / run /.test(e.command) && e.endedAt === undefined));
+  const metrics = async () =>
+    (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text();
+  const metric = async (name: string) =>
+    Number((await metrics()).match(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)`, 'm'))?.[1] ?? 0);
 
   beforeAll(async () => {
     chmodSync(gate, 0o755); // the sandboxes' unprivileged uid reads it
@@ -91,7 +117,11 @@ describe('runner-modal: the warm pool', () => {
 
   it('runs up to calls_per_sandbox calls at once in one sandbox, and proves it clean before it takes more', async () => {
     const o = await newOrg('mlanes');
-    await req('toolplane.v1.sandbox-configs.upsert', { org_id: o, provider: 'modal', config: { calls_per_sandbox: 2 } });
+    await req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: o,
+      provider: 'modal',
+      config: { calls_per_sandbox: 2 },
+    });
     await register(o, pythonTool('nap', 'import time\ntime.sleep(1.5)\nreturn "rested"'));
     expect(await executeReady(o, 'nap')).toMatchObject({ status: 'success', provider: 'modal', func_return: 'rested' });
     const both = await Promise.all([executeReady(o, 'nap'), executeReady(o, 'nap')]);
@@ -106,7 +136,10 @@ describe('runner-modal: the warm pool', () => {
 
   it('bounds sandboxes across orgs: one org takes at most its share, another still gets a place, a third is told PROVIDER_RATE_LIMITED', async () => {
     const [a, b, c] = [await newOrg('mbounda'), await newOrg('mboundb'), await newOrg('mboundc')];
-    const waits = pythonTool('waits', `import os, time\nfor _ in range(2400):\n    if os.path.exists(${JSON.stringify(path.join(gate, 'open'))}):\n        break\n    time.sleep(0.05)\nreturn "released"`);
+    const waits = pythonTool(
+      'waits',
+      `import os, time\nfor _ in range(2400):\n    if os.path.exists(${JSON.stringify(path.join(gate, 'open'))}):\n        break\n    time.sleep(0.05)\nreturn "released"`,
+    );
     for (const o of [a, b, c]) await register(o, waits);
     let most = 0;
     let mostOfA = 0;
@@ -126,13 +159,18 @@ describe('runner-modal: the warm pool', () => {
       const done = await Promise.all(calls);
       // Two of org a's three calls had its two sandboxes; the third (whichever lost the race) waited
       // for one of them, or was told to come back.
-      const ofA = done.slice(0, 3).map((r) => (r.status === 'success' && r.func_return === 'released' ? 'released' : (r.error?.code ?? r.status)));
+      const ofA = done
+        .slice(0, 3)
+        .map((r) =>
+          r.status === 'success' && r.func_return === 'released' ? 'released' : (r.error?.code ?? r.status),
+        );
       expect(ofA.filter((x) => x === 'released').length).toBeGreaterThanOrEqual(2);
       expect(ofA.filter((x) => x !== 'released')).toEqual(ofA.filter((x) => x === 'PROVIDER_RATE_LIMITED'));
       expect(done[3]).toMatchObject({ status: 'success', func_return: 'released' });
       // Now idle sandboxes of other orgs make room for org c.
       let late = await executeReady(c, 'waits');
-      for (let i = 0; late.error?.code === 'PROVIDER_RATE_LIMITED' && i < 100; i++) late = await executeReady(c, 'waits');
+      for (let i = 0; late.error?.code === 'PROVIDER_RATE_LIMITED' && i < 100; i++)
+        late = await executeReady(c, 'waits');
       expect(late).toMatchObject({ status: 'success', provider: 'modal', func_return: 'released' });
     } finally {
       clearInterval(sampler);
@@ -169,8 +207,16 @@ describe('runner-modal: the warm pool', () => {
     await until(() => expect(running(o).filter((r) => old.some((s) => s.id === r.id))).toEqual([]));
     const fresh = sandboxesOf(o).filter((s) => !old.some((x) => x.id === s.id));
     expect(fresh.length).toBeGreaterThanOrEqual(1);
-    expect(fresh.every((s) => s.milliCpu === 500 && s.tags['toolplane-key'] !== old[0]!.tags['toolplane-key'])).toBe(true);
-    for (const s of old) expect(fake.stats().sandboxes.find((x) => x.id === s.id)!.execLog.filter((e) => / run /.test(e.command))).toHaveLength(s.execLog.filter((e) => / run /.test(e.command)).length);
+    expect(fresh.every((s) => s.milliCpu === 500 && s.tags['toolplane-key'] !== old[0]!.tags['toolplane-key'])).toBe(
+      true,
+    );
+    for (const s of old)
+      expect(
+        fake
+          .stats()
+          .sandboxes.find((x) => x.id === s.id)!
+          .execLog.filter((e) => / run /.test(e.command)),
+      ).toHaveLength(s.execLog.filter((e) => / run /.test(e.command)).length);
   });
 
   it('never sends a call to a sandbox before its readiness probe answered, however late Modal schedules it', async () => {
@@ -192,11 +238,18 @@ describe('runner-modal: the warm pool', () => {
 
   it('runs TypeScript tools (Node in the image)', async () => {
     const o = await newOrg('mts');
-    await register(o, '/**\n * Add.\n * @param a first\n * @param b second\n */\nexport function add(a: number, b: number): number {\n  console.log("adding");\n  return a + b;\n}\n', { source_type: 'typescript' });
+    await register(
+      o,
+      '/**\n * Add.\n * @param a first\n * @param b second\n */\nexport function add(a: number, b: number): number {\n  console.log("adding");\n  return a + b;\n}\n',
+      { source_type: 'typescript' },
+    );
     const r = await executeReady(o, 'add', { args: { a: 2, b: 40 } });
     expect(r).toMatchObject({ status: 'success', provider: 'modal', func_return: 42 });
     expect(r.stdout.join('')).toContain('adding');
-    await register(o, '/**\n * Uses a package.\n */\nexport function dep(): string {\n  return "x";\n}\n', { source_type: 'typescript', npm_requirements: [{ name: 'left-pad', version: '1.3.0' }] });
+    await register(o, '/**\n * Uses a package.\n */\nexport function dep(): string {\n  return "x";\n}\n', {
+      source_type: 'typescript',
+      npm_requirements: [{ name: 'left-pad', version: '1.3.0' }],
+    });
     const refused = await executeReady(o, 'dep');
     expect(refused.error).toMatchObject({ code: 'UNSUPPORTED_TOOL' });
     expect(refused.error.message).toContain('npm requirements');

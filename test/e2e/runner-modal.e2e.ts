@@ -16,7 +16,10 @@ import { localWheelhouse } from '../support/wheels';
 describe('runner-modal: tools in warm Modal sandboxes', () => {
   const prefix = `mdl${Math.random().toString(36).slice(2, 8)}`;
   const org = uniqueOrg('modal');
-  const TOKEN = { id: `ak-${Math.random().toString(36).slice(2, 12)}`, secret: `as-${Math.random().toString(36).slice(2, 14)}` };
+  const TOKEN = {
+    id: `ak-${Math.random().toString(36).slice(2, 12)}`,
+    secret: `as-${Math.random().toString(36).slice(2, 14)}`,
+  };
   const house = localWheelhouse([['tpmodal', '1.0', 'from-modal-wheel']]);
   let fake: ModalFake;
   let stack: Stack;
@@ -25,14 +28,37 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 120_000);
   const setToken = async (o: string, t: { id: string; secret: string }) => {
-    await req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_ID', value: t.id });
-    await req('toolplane.v1.secrets.set', { org_id: o, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_SECRET', value: t.secret });
+    await req('toolplane.v1.secrets.set', {
+      org_id: o,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_ID',
+      value: t.id,
+    });
+    await req('toolplane.v1.secrets.set', {
+      org_id: o,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_SECRET',
+      value: t.secret,
+    });
   };
-  const register = (o: string, source_code: string, extra: Record<string, unknown> = { metadata_: { sandbox: 'modal' } }) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, ...extra } });
-  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) => client.req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {}, ...extra }, { timeoutMs: 120_000 });
+  const register = (
+    o: string,
+    source_code: string,
+    extra: Record<string, unknown> = { metadata_: { sandbox: 'modal' } },
+  ) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, ...extra } });
+  const execute = (o: string, name: string, extra: Record<string, unknown> = {}) =>
+    client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: o, tool_name: name, args: {}, ...extra },
+      { timeoutMs: 120_000 },
+    );
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.tags['toolplane-org'] === o);
-  const metrics = async () => (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text();
-  const metric = async (name: string) => Number((await metrics()).match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1] ?? NaN);
+  const metrics = async () =>
+    (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text();
+  const metric = async (name: string) =>
+    Number((await metrics()).match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1] ?? NaN);
 
   beforeAll(async () => {
     fake = await startModalFake({ readable: [house.dir], tokens: [TOKEN] });
@@ -43,13 +69,26 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         executor: { RUNNER_REPLY_MARGIN_MS: '20000' },
-        'runner-modal': { MODAL_SERVER_URL: fake.serverUrl, MODAL_PYTHON: '/usr/bin/python3', MODAL_PIP_FIND_LINKS: house.dir, MODAL_PIP_NO_INDEX: 'true', MODAL_STDOUT_LIMIT_BYTES: '4096', MODAL_WARM_SANDBOXES: '1' },
+        'runner-modal': {
+          MODAL_SERVER_URL: fake.serverUrl,
+          MODAL_PYTHON: '/usr/bin/python3',
+          MODAL_PIP_FIND_LINKS: house.dir,
+          MODAL_PIP_NO_INDEX: 'true',
+          MODAL_STDOUT_LIMIT_BYTES: '4096',
+          MODAL_WARM_SANDBOXES: '1',
+        },
       },
     };
     stack = await startStack(stackOpts);
     client = await RawClient.connect(prefix);
     await setToken(org, TOKEN);
-    await req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'GREETING', value: 'hello-from-a-sandbox-secret', mask: false });
+    await req('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      key: 'GREETING',
+      value: 'hello-from-a-sandbox-secret',
+      mask: false,
+    });
   });
   afterAll(async () => {
     await client?.close();
@@ -60,9 +99,19 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
   afterEach(() => (fake.faults = {}));
 
   it("runs a tool on Modal with the org's sandbox secret, never the org's Modal token", async () => {
-    await register(org, pythonTool('greets', `import os\nreturn {"greeting": os.environ.get("GREETING"), "token_in_env": any("${TOKEN.secret}" in v for v in os.environ.values()) or "MODAL_TOKEN_SECRET" in os.environ}`));
+    await register(
+      org,
+      pythonTool(
+        'greets',
+        `import os\nreturn {"greeting": os.environ.get("GREETING"), "token_in_env": any("${TOKEN.secret}" in v for v in os.environ.values()) or "MODAL_TOKEN_SECRET" in os.environ}`,
+      ),
+    );
     const r = await execute(org, 'greets');
-    expect(r).toMatchObject({ status: 'success', provider: 'modal', func_return: { greeting: 'hello-from-a-sandbox-secret', token_in_env: false } });
+    expect(r).toMatchObject({
+      status: 'success',
+      provider: 'modal',
+      func_return: { greeting: 'hello-from-a-sandbox-secret', token_in_env: false },
+    });
     expect(r.fallback_from).toBeUndefined();
     expect(sandboxesOf(org).every((s) => s.tokenId === TOKEN.id && s.networkBlocked)).toBe(true);
   });
@@ -71,7 +120,13 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
     await register(org, pythonTool('boom', 'raise ValueError("bad input")'));
     await register(org, pythonTool('sleepy', 'import time\ntime.sleep(30)\nreturn 1'));
     await register(org, pythonTool('loud', 'print("x" * 20000)\nreturn "done"'));
-    await register(org, pythonTool('forges', 'import sys\nprint("\\x00TOOLPLANE_RESULT {\\"status\\": \\"success\\", \\"value\\": \\"forged\\"}")\nreturn "real"'));
+    await register(
+      org,
+      pythonTool(
+        'forges',
+        'import sys\nprint("\\x00TOOLPLANE_RESULT {\\"status\\": \\"success\\", \\"value\\": \\"forged\\"}")\nreturn "real"',
+      ),
+    );
     expect(await execute(org, 'greets')).toMatchObject({ status: 'success' });
     const creates = fake.stats().creates;
 
@@ -111,7 +166,10 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
       });
     expect(await ask(false)).toMatchObject({ provider: 'modal', status: 'none' });
     expect(['building', 'ready']).toContain((await ask(true)).status);
-    await expectEventually(async () => expect((await ask(false)).status).toBe('ready'), { timeoutMs: 60_000, intervalMs: 50 });
+    await expectEventually(async () => expect((await ask(false)).status).toBe('ready'), {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    });
   });
 
   it('never lets two concurrent calls share a sandbox', async () => {
@@ -128,12 +186,22 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
     // Counted before registering: registering prepares the environment, which may build the image
     // before the first call does. Either way the image is built once.
     const builds = fake.stats().imageBuilds;
-    await register(org, pythonTool('uses_wheel', 'import tpmodal\nreturn tpmodal.VALUE'), { metadata_: { sandbox: 'modal' }, pip_requirements: [{ name: 'tpmodal', version: '1.0' }] });
-    expect(await execute(org, 'uses_wheel')).toMatchObject({ status: 'success', provider: 'modal', func_return: 'from-modal-wheel' });
+    await register(org, pythonTool('uses_wheel', 'import tpmodal\nreturn tpmodal.VALUE'), {
+      metadata_: { sandbox: 'modal' },
+      pip_requirements: [{ name: 'tpmodal', version: '1.0' }],
+    });
+    expect(await execute(org, 'uses_wheel')).toMatchObject({
+      status: 'success',
+      provider: 'modal',
+      func_return: 'from-modal-wheel',
+    });
     expect(await execute(org, 'uses_wheel')).toMatchObject({ status: 'success', func_return: 'from-modal-wheel' });
     expect(fake.stats().imageBuilds).toBe(builds + 1);
 
-    await register(org, pythonTool('wants_missing', 'return 1'), { metadata_: { sandbox: 'modal' }, pip_requirements: [{ name: 'not-in-wheelhouse', version: '9.9' }] });
+    await register(org, pythonTool('wants_missing', 'return 1'), {
+      metadata_: { sandbox: 'modal' },
+      pip_requirements: [{ name: 'not-in-wheelhouse', version: '9.9' }],
+    });
     const missing = await execute(org, 'wants_missing');
     expect(missing).toMatchObject({ status: 'error', provider: 'modal', error: { code: 'DEPENDENCY_INSTALL_FAILED' } });
     expect(missing.error.message).toContain('not-in-wheelhouse');
@@ -153,7 +221,11 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
     fake.faults = { resourceExhausted: true };
     expect((await execute(fresh, 'full')).error).toMatchObject({ code: 'PROVIDER_RATE_LIMITED', retryable: true });
     // The org's own fallback list: the call moves on (modal → e2b, not served here → local) and says where it failed.
-    await req('toolplane.v1.sandbox-configs.upsert', { org_id: fresh, provider: 'modal', config: { fallback_providers: ['e2b', 'local'] } });
+    await req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: fresh,
+      provider: 'modal',
+      config: { fallback_providers: ['e2b', 'local'] },
+    });
     const moved = await execute(fresh, 'full');
     expect(moved).toMatchObject({ status: 'success', func_return: 1, provider: 'local', fallback_from: 'modal' });
     expect(moved.fallback_error).toMatchObject({ code: 'PROVIDER_RATE_LIMITED' });

@@ -50,14 +50,28 @@ describe('sandbox: package builds are sandboxed like tools', () => {
   let opts: StackOptions;
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 120_000);
-  const execute = (o: string, name: string) => req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
+  const execute = (o: string, name: string) =>
+    req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
   const python = (o: string, name: string, pkg: string) =>
-    req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, `import json, ${pkg}\nreturn json.loads(${pkg}.VALUE)`), pip_requirements: [{ name: pkg, version: '1.0' }] } });
+    req('toolplane.v1.tools.upsert', {
+      org_id: o,
+      tool: {
+        source_code: pythonTool(name, `import json, ${pkg}\nreturn json.loads(${pkg}.VALUE)`),
+        pip_requirements: [{ name: pkg, version: '1.0' }],
+      },
+    });
   const restartRunner = async (env: Record<string, string>) => {
     await stack.stopApp('runner-local');
-    stack.apps.set('runner-local', await startApp('runner-local', { ...opts, appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], ...env } } }));
+    stack.apps.set(
+      'runner-local',
+      await startApp('runner-local', {
+        ...opts,
+        appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], ...env } },
+      }),
+    );
   };
-  const envDirs = (kind: 'venvs' | 'node_modules') => readdirSync(join(workRoot, kind)).filter((d) => /^(py|npm)-[0-9a-f]+$/.test(d));
+  const envDirs = (kind: 'venvs' | 'node_modules') =>
+    readdirSync(join(workRoot, kind)).filter((d) => /^(py|npm)-[0-9a-f]+$/.test(d));
   const confined = { seccomp: '2', no_new_privs: '1', cap_eff: '0000000000000000' };
 
   beforeAll(async () => {
@@ -92,7 +106,11 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     };
     stack = await startStack(opts);
     client = await RawClient.connect(prefix);
-    await req('toolplane.v1.sandbox-configs.upsert', { org_id: scripted, provider: 'local', config: { build_scripts: true } });
+    await req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: scripted,
+      provider: 'local',
+      config: { build_scripts: true },
+    });
     for (const o of [org, scripted]) {
       await python(o, 'uses_evil', 'tpevil');
       await python(o, 'uses_evil2', 'tpevil2');
@@ -100,7 +118,8 @@ describe('sandbox: package builds are sandboxed like tools', () => {
         org_id: o,
         tool: {
           source_type: 'typescript',
-          source_code: "import { result } from 'tp-evil-npm';\n\n/** What the package's build script saw. */\nexport function evil_npm(): unknown {\n  return result();\n}\n",
+          source_code:
+            "import { result } from 'tp-evil-npm';\n\n/** What the package's build script saw. */\nexport function evil_npm(): unknown {\n  return result();\n}\n",
           npm_requirements: [{ name: 'tp-evil-npm', version: '1.0.0' }],
         },
       });
@@ -127,7 +146,8 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     expect(readFileSync(victim, 'utf8')).toBe('original\n');
     expect(knocks).toBe(0);
     // Its venv (other tools' venvs are built too: each upsert starts its tool's build).
-    const venv = (await req('toolplane.v1.tools.environment', { org_id: org, tool_name: 'uses_evil' })).environment.requirements_hash;
+    const venv = (await req('toolplane.v1.tools.environment', { org_id: org, tool_name: 'uses_evil' })).environment
+      .requirements_hash;
     expect(envDirs('venvs')).toContain(venv);
     expect(lstatSync(join(workRoot, 'venvs', `${venv}.ready`)).isFile()).toBe(true); // the marker sits beside the venv, not inside
     expect(lockedDown(join(workRoot, 'venvs', venv!))).toEqual([]);
@@ -138,7 +158,12 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     expect(off).toMatchObject({ status: 'success', func_return: 'the build script did not run' });
     const on = await execute(scripted, 'evil_npm');
     expect(on.status).toBe('success');
-    expect(on.func_return).toMatchObject({ ...confined, [`127.0.0.1 ${canaryPort}`]: 'ECONNREFUSED', [`${host} ${canaryPort}`]: 'ENETUNREACH', 'plant /opt/npm/.toolplane-ready': 'planted' });
+    expect(on.func_return).toMatchObject({
+      ...confined,
+      [`127.0.0.1 ${canaryPort}`]: 'ECONNREFUSED',
+      [`${host} ${canaryPort}`]: 'ENETUNREACH',
+      'plant /opt/npm/.toolplane-ready': 'planted',
+    });
     expect(on.func_return.dns).toMatch(/^(ENOTFOUND|EAI_AGAIN)$/);
     expect(readFileSync(victim, 'utf8')).toBe('original\n');
     expect(knocks).toBe(0);
@@ -159,9 +184,20 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     const idx = await startSimpleIndex(index, host);
     const port = new URL(idx.url).port;
     try {
-      writeProbingSdist(index, 'tpindexed', '1.0', [`${host} ${port}`, `10.0.2.2 ${port}`, '10.0.2.3 53', `127.0.0.1 ${canaryPort}`, '192.0.2.77 80'], {});
+      writeProbingSdist(
+        index,
+        'tpindexed',
+        '1.0',
+        [`${host} ${port}`, `10.0.2.2 ${port}`, '10.0.2.3 53', `127.0.0.1 ${canaryPort}`, '192.0.2.77 80'],
+        {},
+      );
       await python(org, 'uses_indexed', 'tpindexed');
-      const pipFromIndex = { PIP_INDEX_URL: idx.url, RUNNER_PIP_NO_INDEX: 'false', RUNNER_PIP_FIND_LINKS: '', RUNNER_PIP_ONLY_BINARY: 'false' };
+      const pipFromIndex = {
+        PIP_INDEX_URL: idx.url,
+        RUNNER_PIP_NO_INDEX: 'false',
+        RUNNER_PIP_FIND_LINKS: '',
+        RUNNER_PIP_ONLY_BINARY: 'false',
+      };
       await restartRunner(pipFromIndex);
       const refused = await execute(org, 'uses_indexed');
       expect(refused).toMatchObject({ status: 'error', error: { code: 'DEPENDENCY_INSTALL_FAILED' } });

@@ -26,11 +26,20 @@ describe('sandbox configs applied to execution', () => {
     if (r.error && r.status === undefined) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
     return r;
   };
-  const configure = (config: Record<string, unknown>, o = org) => req('toolplane.v1.sandbox-configs.upsert', { org_id: o, provider: 'local', config });
+  const configure = (config: Record<string, unknown>, o = org) =>
+    req('toolplane.v1.sandbox-configs.upsert', { org_id: o, provider: 'local', config });
   const execute = (tool_name: string, extra: Record<string, unknown> = {}, o = org) =>
     req('toolplane.v1.tools.execute', { org_id: o, tool_name, args: {}, ...extra });
-  const register = async (o: string, name: string, body: string, pip_requirements?: Array<{ name: string; version?: string }>) => {
-    await req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body), ...(pip_requirements ? { pip_requirements } : {}) } });
+  const register = async (
+    o: string,
+    name: string,
+    body: string,
+    pip_requirements?: Array<{ name: string; version?: string }>,
+  ) => {
+    await req('toolplane.v1.tools.upsert', {
+      org_id: o,
+      tool: { source_code: pythonTool(name, body), ...(pip_requirements ? { pip_requirements } : {}) },
+    });
   };
 
   beforeAll(async () => {
@@ -58,7 +67,11 @@ describe('sandbox configs applied to execution', () => {
   });
 
   it('without a config: default limits, no network, no extra packages', async () => {
-    expect(await execute('nap')).toMatchObject({ status: 'success', func_return: 'rested', sandbox_config_fingerprint: null });
+    expect(await execute('nap')).toMatchObject({
+      status: 'success',
+      func_return: 'rested',
+      sandbox_config_fingerprint: null,
+    });
     expect(await execute('hog')).toMatchObject({ status: 'success', func_return: 200 * 1024 * 1024 });
     expect((await execute('nics')).func_return).toEqual(['lo']);
     const missing = await execute('cfg_value');
@@ -69,7 +82,11 @@ describe('sandbox configs applied to execution', () => {
   it('timeout_ms is the default timeout of the org’s calls; a request’s own timeout_ms wins', async () => {
     const { sandbox_config } = await configure({ timeout_ms: 500 });
     const timedOut = await execute('nap');
-    expect(timedOut).toMatchObject({ status: 'error', error: { code: 'EXECUTION_TIMEOUT' }, sandbox_config_fingerprint: sandbox_config.fingerprint });
+    expect(timedOut).toMatchObject({
+      status: 'error',
+      error: { code: 'EXECUTION_TIMEOUT' },
+      sandbox_config_fingerprint: sandbox_config.fingerprint,
+    });
     expect(await execute('nap', { timeout_ms: 10_000 })).toMatchObject({ status: 'success', func_return: 'rested' });
     // Another org's config is not this one's.
     expect(await execute('nap', {}, other)).toMatchObject({ status: 'success', sandbox_config_fingerprint: null });
@@ -99,7 +116,10 @@ describe('sandbox configs applied to execution', () => {
 
   it('a runner with RUNNER_ALLOW_NETWORK=false runs an "egress" org without network and says so', async () => {
     await stack.stopApp('runner-local');
-    const runner = await startApp('runner-local', { ...opts, appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], RUNNER_ALLOW_NETWORK: 'false' } } });
+    const runner = await startApp('runner-local', {
+      ...opts,
+      appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], RUNNER_ALLOW_NETWORK: 'false' } },
+    });
     stack.apps.set('runner-local', runner);
     await configure({ network: 'egress' });
     const r = await execute('nics');

@@ -4,7 +4,8 @@ import { metricOf, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 /** A tool body naming the sandbox it ran in: its pid namespace and the start time of its slot process (pid 1 in it). */
-const IDENTITY = 'import os\nwith open("/proc/1/stat") as f:\n    start = f.read().rsplit(")", 1)[1].split()[19]\nreturn os.readlink("/proc/self/ns/pid") + "@" + start';
+const IDENTITY =
+  'import os\nwith open("/proc/1/stat") as f:\n    start = f.read().rsplit(")", 1)[1].split()[19]\nreturn os.readlink("/proc/self/ns/pid") + "@" + start';
 
 /**
  * Nothing one call leaves reaches the next, of any org: two orgs take turns on a runner with a
@@ -24,7 +25,8 @@ describe('sandbox: nothing crosses from one call (or org) to the next', () => {
   let client: RawClient;
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 30_000);
-  const register = (org: string, name: string, body: string) => req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body) } });
+  const register = (org: string, name: string, body: string) =>
+    req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body) } });
   const execute = async (org: string, name: string, extra: Record<string, unknown> = {}) => {
     const r = await req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args: {}, ...extra });
     if (r.status !== 'success') throw new Error(`${name}: ${JSON.stringify(r)}`);
@@ -101,11 +103,21 @@ subprocess.run("echo token=$API_KEY >&2", shell=True)
 print("token=" + os.environ["API_KEY"])
 return out`,
     );
-    await register(attacker, 'collect', 'import os\nreturn {"pidns": os.readlink("/proc/self/ns/pid"), "shm": {n: open("/dev/shm/" + n).read() for n in os.listdir("/dev/shm")}, "tmp": os.listdir("/tmp")}');
+    await register(
+      attacker,
+      'collect',
+      'import os\nreturn {"pidns": os.readlink("/proc/self/ns/pid"), "shm": {n: open("/dev/shm/" + n).read() for n in os.listdir("/dev/shm")}, "tmp": os.listdir("/tmp")}',
+    );
     // A slot's identity: its pid namespace and the start time of its process (pid 1 in it): the kernel
     // hands a freed namespace's inode number out again, never with the same start time.
     await register(victim, 'whoami', IDENTITY);
-    await req('toolplane.v1.secrets.set', { org_id: victim, scope: 'agent', agent_id: 'victim-agent', key: 'API_KEY', value: SECRET });
+    await req('toolplane.v1.secrets.set', {
+      org_id: victim,
+      scope: 'agent',
+      agent_id: 'victim-agent',
+      key: 'API_KEY',
+      value: SECRET,
+    });
   });
   afterAll(async () => {
     await client?.close();
@@ -126,7 +138,14 @@ return out`,
     const v = seen.func_return;
     expect(v.pidns).toBe(planted.pidns); // the same sandbox, reused: the proof below is about reuse
     expect(await metric('toolplane_runner_pool_slots_started_total')).toBe(started);
-    expect(v).toMatchObject({ shm: [], tmp: [], stdout: '/proc/self/fd/1', stderr: '/proc/self/fd/2', abstract: 'ConnectionRefusedError', sysv_shm: 0 });
+    expect(v).toMatchObject({
+      shm: [],
+      tmp: [],
+      stdout: '/proc/self/fd/1',
+      stderr: '/proc/self/fd/2',
+      abstract: 'ConnectionRefusedError',
+      sysv_shm: 0,
+    });
     expect(v.pids).toEqual([1, v.me]); // the background listener died with its call
     expect(seen.stderr.join('')).toContain('token=***');
     expect(seen.stdout.join('')).toContain('token=***');
@@ -137,25 +156,38 @@ return out`,
   });
 
   it.each([
-    ['a socket in flight (sent over a socket, both ends closed)', 'import socket\na, b = socket.socketpair()\nsocket.send_fds(a, [b"x"], [a.fileno(), b.fileno()])\na.close()\nb.close()'],
-    ['a TCP connection in TIME_WAIT on its loopback', 'import socket, time\ns = socket.socket()\ns.bind(("127.0.0.1", 0))\ns.listen()\nc = socket.create_connection(s.getsockname())\nx, _ = s.accept()\nc.close()\ntime.sleep(0.05)\nx.close()\ns.close()'],
-  ])('a sandbox that cannot prove itself clean after a call that leaves %s is destroyed, not reused', async (_what, body) => {
-    const name = `dirty_${Math.random().toString(36).slice(2, 8)}`;
-    await register(attacker, name, `${body}\n${IDENTITY}`);
-    const dirty = await metric('toolplane_runner_pool_slots_dirty_total');
-    const started = await metric('toolplane_runner_pool_slots_started_total');
-    const used = (await execute(attacker, name)).func_return;
-    expect(used).toMatch(/^pid:\[\d+\]@\d+$/);
-    const next = (await execute(victim, 'whoami')).func_return;
-    expect(next).toMatch(/^pid:\[\d+\]@\d+$/);
-    // The next call ran in another sandbox than the dirty one, which was counted dirty and replaced.
-    expect(next).not.toBe(used);
-    expect(await metric('toolplane_runner_pool_slots_dirty_total')).toBe(dirty + 1);
-    expect(await metric('toolplane_runner_pool_slots_started_total')).toBeGreaterThanOrEqual(started);
-  });
+    [
+      'a socket in flight (sent over a socket, both ends closed)',
+      'import socket\na, b = socket.socketpair()\nsocket.send_fds(a, [b"x"], [a.fileno(), b.fileno()])\na.close()\nb.close()',
+    ],
+    [
+      'a TCP connection in TIME_WAIT on its loopback',
+      'import socket, time\ns = socket.socket()\ns.bind(("127.0.0.1", 0))\ns.listen()\nc = socket.create_connection(s.getsockname())\nx, _ = s.accept()\nc.close()\ntime.sleep(0.05)\nx.close()\ns.close()',
+    ],
+  ])(
+    'a sandbox that cannot prove itself clean after a call that leaves %s is destroyed, not reused',
+    async (_what, body) => {
+      const name = `dirty_${Math.random().toString(36).slice(2, 8)}`;
+      await register(attacker, name, `${body}\n${IDENTITY}`);
+      const dirty = await metric('toolplane_runner_pool_slots_dirty_total');
+      const started = await metric('toolplane_runner_pool_slots_started_total');
+      const used = (await execute(attacker, name)).func_return;
+      expect(used).toMatch(/^pid:\[\d+\]@\d+$/);
+      const next = (await execute(victim, 'whoami')).func_return;
+      expect(next).toMatch(/^pid:\[\d+\]@\d+$/);
+      // The next call ran in another sandbox than the dirty one, which was counted dirty and replaced.
+      expect(next).not.toBe(used);
+      expect(await metric('toolplane_runner_pool_slots_dirty_total')).toBe(dirty + 1);
+      expect(await metric('toolplane_runner_pool_slots_started_total')).toBeGreaterThanOrEqual(started);
+    },
+  );
 
   it('masks a secret before the output is cut: one that straddles the 256 KiB cut leaks no part of itself', async () => {
-    await register(victim, 'straddle', `import os, sys\nsys.stdout.write("x" * (262144 - 10) + os.environ["API_KEY"] + "y" * 100)\nreturn len(os.environ["API_KEY"])`);
+    await register(
+      victim,
+      'straddle',
+      `import os, sys\nsys.stdout.write("x" * (262144 - 10) + os.environ["API_KEY"] + "y" * 100)\nreturn len(os.environ["API_KEY"])`,
+    );
     const r = await execute(victim, 'straddle', { agent_id: 'victim-agent' });
     expect(r.func_return).toBe(SECRET.length);
     const out = r.stdout.join('');

@@ -29,8 +29,10 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
   let client: RawClient;
 
   const req = (subject: string, body: Record<string, unknown>) => client.call(subject, body, 60_000);
-  const register = (o: string, name: string, body: string, extra: Record<string, unknown> = {}) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body), ...extra } });
-  const execute = (o: string, name: string) => req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
+  const register = (o: string, name: string, body: string, extra: Record<string, unknown> = {}) =>
+    req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code: pythonTool(name, body), ...extra } });
+  const execute = (o: string, name: string) =>
+    req('toolplane.v1.tools.execute', { org_id: o, tool_name: name, args: {} });
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
   const until = (check: () => Promise<void>) => expectEventually(check, { timeoutMs: 30_000, intervalMs: 50 });
 
@@ -60,7 +62,11 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
   });
 
   it('limits the memory of a call, not of each process: 8 processes cannot together hold more than memory_mb', async () => {
-    expect((await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-local')!.healthPort}/metrics`)).text()).match(/toolplane_runner_cgroups_info\{mode="(v1|v2)"\} 1/)).not.toBeNull();
+    expect(
+      (await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-local')!.healthPort}/metrics`)).text()).match(
+        /toolplane_runner_cgroups_info\{mode="(v1|v2)"\} 1/,
+      ),
+    ).not.toBeNull();
     await req('toolplane.v1.sandbox-configs.upsert', { org_id: org, provider: 'local', config: { memory_mb: 128 } });
     await register(
       org,
@@ -102,7 +108,10 @@ return {"exited": sum(1 for s in statuses if os.WIFEXITED(s) and os.WEXITSTATUS(
 
   it('evicts the least recently used virtualenv when the environments outgrow RUNNER_ENV_STORE_MAX_MB, and rebuilds it when needed again', async () => {
     // Each tool is registered just before its first call: an upsert starts building its environment.
-    const use = (n: string) => register(org, `use_${n}`, `import tplru_${n}\nreturn tplru_${n}.VALUE`, { pip_requirements: [{ name: `tplru_${n}`, version: '1.0' }] });
+    const use = (n: string) =>
+      register(org, `use_${n}`, `import tplru_${n}\nreturn tplru_${n}.VALUE`, {
+        pip_requirements: [{ name: `tplru_${n}`, version: '1.0' }],
+      });
     const venvs = () => readdirSync(join(house.workRoot, 'venvs')).filter((d) => /^py-[0-9a-f]+$/.test(d));
     await use('a');
     expect(await execute(org, 'use_a')).toMatchObject({ status: 'success', func_return: 'lru-a' });
@@ -115,7 +124,9 @@ return {"exited": sum(1 for s in statuses if os.WIFEXITED(s) and os.WEXITSTATUS(
     const builds = await metric('toolplane_runner_venv_builds_total');
     await use('c');
     expect(await execute(org, 'use_c')).toMatchObject({ status: 'success', func_return: 'lru-c' });
-    await until(async () => expect(await metric('toolplane_runner_environments_evicted_total')).toBeGreaterThanOrEqual(1));
+    await until(async () =>
+      expect(await metric('toolplane_runner_environments_evicted_total')).toBeGreaterThanOrEqual(1),
+    );
     expect(await metric('toolplane_runner_environments_evicted_total')).toBe(1);
     expect(venvs()).not.toContain(a);
     expect(venvs()).toContain(b);

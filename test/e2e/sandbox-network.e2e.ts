@@ -8,7 +8,8 @@ import { pythonTool } from '../support/tools';
 
 /** This machine's own non-loopback IPv4 address (traffic to it stays on the machine). */
 function hostAddress(): string {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   throw new Error('no non-loopback IPv4 address on this machine');
 }
 
@@ -161,7 +162,9 @@ return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/se
     const killed = await metric('toolplane_runner_pool_slots_killed_total');
     const listening = execute('listen_abstract', { wait: 4 });
     // The listener's call holds a sandbox before the other call starts.
-    await expectEventually(async () => expect(await metric('toolplane_runner_pool_busy_slots')).toBeGreaterThanOrEqual(1));
+    await expectEventually(async () =>
+      expect(await metric('toolplane_runner_pool_busy_slots')).toBeGreaterThanOrEqual(1),
+    );
     const dialer = await execute('dial_abstract', { tries: 1.5 });
     const listener = await listening;
     expect(dialer.result).toBe('ConnectionRefusedError');
@@ -177,15 +180,23 @@ return {"netns": os.readlink("/proc/self/ns/net"), "slot": os.readlink("/proc/se
     // identity is its pid namespace plus the start time of its slot process; the kill count is a
     // lower bound (an idle warm sandbox may be reaped or evicted meanwhile).
     expect(new Set([listener.slot, dialer.slot, next.slot]).size).toBe(3);
-    await expectEventually(async () => expect(await metric('toolplane_runner_pool_slots_killed_total')).toBeGreaterThanOrEqual(killed + 3));
+    await expectEventually(async () =>
+      expect(await metric('toolplane_runner_pool_slots_killed_total')).toBeGreaterThanOrEqual(killed + 3),
+    );
   });
 
   it('reaches an address the operator allowlists (RUNNER_EGRESS_ALLOW), and only that one', async () => {
     await stack.stopApp('runner-local');
-    const runner = await startApp('runner-local', { ...opts, appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], RUNNER_EGRESS_ALLOW: `${host}/32` } } });
+    const runner = await startApp('runner-local', {
+      ...opts,
+      appEnv: { 'runner-local': { ...opts.appEnv!['runner-local'], RUNNER_EGRESS_ALLOW: `${host}/32` } },
+    });
     stack.apps.set('runner-local', runner);
     const r = await execute('probe', { targets: [`${host} ${port}`, `10.0.2.2 ${port}`] });
-    expect(r).toEqual({ [`${host} ${port}`]: 'connected: hello from the host', [`10.0.2.2 ${port}`]: 'PermissionError' });
+    expect(r).toEqual({
+      [`${host} ${port}`]: 'connected: hello from the host',
+      [`10.0.2.2 ${port}`]: 'PermissionError',
+    });
     expect(accepted).toBe(1);
   });
 });

@@ -27,7 +27,10 @@ describe('sandbox: TypeScript tools on Node', () => {
   let stack: Stack;
   let client: RawClient;
   const register = async (source_code: string, npm_requirements?: Array<{ name: string; version?: string }>) => {
-    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code, source_type: 'typescript', ...(npm_requirements ? { npm_requirements } : {}) } });
+    const r = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code, source_type: 'typescript', ...(npm_requirements ? { npm_requirements } : {}) },
+    });
     if (r.error) throw new Error(JSON.stringify(r.error));
     return r.tool as { id: string; name: string };
   };
@@ -43,7 +46,14 @@ describe('sandbox: TypeScript tools on Node', () => {
       prefix,
       databaseUrl: testDatabaseUrl(),
       env: { LOG_LEVEL: 'warn' },
-      appEnv: { 'runner-local': { RUNNER_NPM_LOCAL_DIRS: tarballs, RUNNER_NPM_OFFLINE: 'true', RUNNER_WORK_ROOT: workRoot, RUNNER_POOL_WARM: '1' } },
+      appEnv: {
+        'runner-local': {
+          RUNNER_NPM_LOCAL_DIRS: tarballs,
+          RUNNER_NPM_OFFLINE: 'true',
+          RUNNER_WORK_ROOT: workRoot,
+          RUNNER_POOL_WARM: '1',
+        },
+      },
     });
     client = await RawClient.connect(prefix);
   });
@@ -66,7 +76,12 @@ export function convertTemp(value: number, unit: string): { value: number; unit:
   return unit === 'F' ? { value: (value * 9) / 5 + 32, unit: Unit.F } : { value, unit: Unit.C };
 }`);
     const r = await execute('convertTemp', { unit: 'F', value: 100 });
-    expect(r).toMatchObject({ status: 'success', func_return: { value: 212, unit: 'F' }, stdout: ['converting 100\n'], provider: 'local' });
+    expect(r).toMatchObject({
+      status: 'success',
+      func_return: { value: 212, unit: 'F' },
+      stdout: ['converting 100\n'],
+      provider: 'local',
+    });
   });
 
   it('awaits async tools and serializes non-JSON values with String()', async () => {
@@ -79,7 +94,10 @@ export async function later(ms: number): Promise<unknown> {
   return { big: 12345678901234567890n, when: new Date(0), nan: NaN };
 }`);
     const r = await execute('later', { ms: 20 });
-    expect(r).toMatchObject({ status: 'success', func_return: { big: '12345678901234567890', when: '1970-01-01T00:00:00.000Z', nan: 'NaN' } });
+    expect(r).toMatchObject({
+      status: 'success',
+      func_return: { big: '12345678901234567890', when: '1970-01-01T00:00:00.000Z', nan: 'NaN' },
+    });
   });
 
   it('an exception is an error with name and message; the stack goes to stderr', async () => {
@@ -91,7 +109,11 @@ export function explode(reason: string): never {
   throw new RangeError('no good: ' + reason);
 }`);
     const r = await execute('explode', { reason: 'why' });
-    expect(r).toMatchObject({ status: 'error', func_return: 'Error executing function explode: RangeError: no good: why', error: { code: 'TOOL_EXCEPTION' } });
+    expect(r).toMatchObject({
+      status: 'error',
+      func_return: 'Error executing function explode: RangeError: no good: why',
+      error: { code: 'TOOL_EXCEPTION' },
+    });
     expect(r.stderr.join('')).toContain('at explode (');
   });
 
@@ -99,7 +121,10 @@ export function explode(reason: string): never {
     await register('/** Never returns. */\nexport function forever(): void { for (;;) {} }');
     const r = await execute('forever', {}, { timeout_ms: 1000 });
     expect(r).toMatchObject({ status: 'error', error: { code: 'EXECUTION_TIMEOUT' } });
-    expect(await execute('convertTemp', { unit: 'C', value: 1 })).toMatchObject({ status: 'success', func_return: { value: 1, unit: 'C' } });
+    expect(await execute('convertTemp', { unit: 'C', value: 1 })).toMatchObject({
+      status: 'success',
+      func_return: { value: 1, unit: 'C' },
+    });
   });
 
   it('sees only the declared env, not the runner’s', async () => {

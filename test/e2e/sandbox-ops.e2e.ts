@@ -19,11 +19,22 @@ describe('runner-local operations', () => {
   const run = (source: string, fn: string, extra: Record<string, unknown> = {}, args: Record<string, unknown> = {}) =>
     client.req(
       RUN,
-      { org_id: 'ops', tool_id: `tool-${randomUUID()}`, function_name: fn, source_code: source, source_type: 'python', args, env: {}, timeout_ms: 10_000, ...extra },
+      {
+        org_id: 'ops',
+        tool_id: `tool-${randomUUID()}`,
+        function_name: fn,
+        source_code: source,
+        source_type: 'python',
+        args,
+        env: {},
+        timeout_ms: 10_000,
+        ...extra,
+      },
       { timeoutMs: 20_000 },
     );
   const metricsOf = async (app: RunningApp) => (await fetch(`http://127.0.0.1:${app.healthPort}/metrics`)).text();
-  const runsServed = (text: string) => [...text.matchAll(/^toolplane_runner_runs_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  const runsServed = (text: string) =>
+    [...text.matchAll(/^toolplane_runner_runs_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
 
   beforeAll(async () => {
     stack = await startStack({ ...opts(), apps: ['runner-local'] });
@@ -38,7 +49,11 @@ describe('runner-local operations', () => {
 
   it('runs the tool with exactly the env it is given: the credentials service owns it, nothing here re-layers or drops a name', async () => {
     const env = { A: 'config', TOOLPLANE_REGION: 'eu-west', TOOLPLANE_ORG_ID: 'ops', TOOLPLANE_TOOL_ID: 'tool-x' };
-    const r = await run('import os\ndef show():\n    return {k: v for k, v in os.environ.items() if k in ("A", "B") or k.startswith("TOOLPLANE_")}\n', 'show', { env });
+    const r = await run(
+      'import os\ndef show():\n    return {k: v for k, v in os.environ.items() if k in ("A", "B") or k.startswith("TOOLPLANE_")}\n',
+      'show',
+      { env },
+    );
     expect(r.status).toBe('success');
     expect(r.func_return).toEqual(env);
   });
@@ -50,7 +65,9 @@ describe('runner-local operations', () => {
       { sandbox: { memory_mb: 256, processes: 8 } },
     );
     expect(r.func_return).toEqual([256 * 1024 * 1024, 9]); // NPROC counts the slot process too
-    const w = await run('def fill():\n    open("/tmp/big", "wb").write(b"x" * 3 * 1024 * 1024)\n', 'fill', { sandbox: { work_dir_mb: 2 } });
+    const w = await run('def fill():\n    open("/tmp/big", "wb").write(b"x" * 3 * 1024 * 1024)\n', 'fill', {
+      sandbox: { work_dir_mb: 2 },
+    });
     expect(w.status).toBe('error');
     expect(w.func_return).toMatch(/OSError: \[Errno 28\] No space left on device/);
   });
@@ -58,7 +75,9 @@ describe('runner-local operations', () => {
   it('shares calls between replicas through the queue group', async () => {
     const [a, b] = [stack.apps.get('runner-local')!, second];
     const before = [runsServed(await metricsOf(a)), runsServed(await metricsOf(b))];
-    const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => run(`def f(i):\n    return i * 2\n`, 'f', {}, { i })));
+    const replies = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => run(`def f(i):\n    return i * 2\n`, 'f', {}, { i })),
+    );
     expect(replies.map((r) => r.func_return)).toEqual(Array.from({ length: 24 }, (_, i) => i * 2));
     const served = [runsServed(await metricsOf(a)) - before[0]!, runsServed(await metricsOf(b)) - before[1]!];
     expect(served[0]! + served[1]!).toBe(24);
@@ -82,7 +101,10 @@ describe('runner-local operations', () => {
     const slow = 'import time\ndef slow():\n    time.sleep(3)\n    return "finished"\n';
     const inFlight = Promise.all(Array.from({ length: 12 }, () => run(slow, 'slow')));
     // Wait until the replica being stopped holds some of them (not a fixed sleep).
-    await expectEventually(async () => expect(await metricsOf(second)).toMatch(/^toolplane_runner_in_flight [1-9]/m), { timeoutMs: 60_000, intervalMs: 20 });
+    await expectEventually(async () => expect(await metricsOf(second)).toMatch(/^toolplane_runner_in_flight [1-9]/m), {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    });
     const exit = stopProcess(second.proc, 'SIGTERM');
     const replies = await inFlight;
     expect(replies.map((r) => r.func_return)).toEqual(Array(12).fill('finished'));
@@ -91,14 +113,27 @@ describe('runner-local operations', () => {
   });
 
   it('refuses to start without isolation unless RUNNER_ISOLATION=unsafe, which every result announces', async () => {
-    await expect(startApp('runner-local', { ...opts(), prefix: `${prefix}x`, env: { RUNNER_BWRAP: '/nonexistent/bwrap' } })).rejects.toThrow(
-      /sandbox isolation is not available: bubblewrap is not installed[\s\S]*RUNNER_ISOLATION=unsafe/,
-    );
-    const unsafe = await startApp('runner-local', { ...opts(), prefix: `${prefix}u`, env: { RUNNER_ISOLATION: 'unsafe', LOG_LEVEL: 'warn' } });
+    await expect(
+      startApp('runner-local', { ...opts(), prefix: `${prefix}x`, env: { RUNNER_BWRAP: '/nonexistent/bwrap' } }),
+    ).rejects.toThrow(/sandbox isolation is not available: bubblewrap is not installed[\s\S]*RUNNER_ISOLATION=unsafe/);
+    const unsafe = await startApp('runner-local', {
+      ...opts(),
+      prefix: `${prefix}u`,
+      env: { RUNNER_ISOLATION: 'unsafe', LOG_LEVEL: 'warn' },
+    });
     const other = await RawClient.connect(`${prefix}u`);
     try {
       expect(unsafe.output()).toMatch(/RUNNER_ISOLATION=unsafe: tools run WITHOUT/);
-      const r = await other.req(RUN, { org_id: 'ops', tool_id: `tool-${randomUUID()}`, function_name: 'f', source_code: 'def f():\n    return 1\n', source_type: 'python', args: {}, env: {}, timeout_ms: 5000 });
+      const r = await other.req(RUN, {
+        org_id: 'ops',
+        tool_id: `tool-${randomUUID()}`,
+        function_name: 'f',
+        source_code: 'def f():\n    return 1\n',
+        source_type: 'python',
+        args: {},
+        env: {},
+        timeout_ms: 5000,
+      });
       expect(r.func_return).toBe(1);
       expect(r.stderr[0]).toMatch(/RUNNER_ISOLATION=unsafe: the tool ran without sandbox isolation/);
       expect(await metricsOf(unsafe)).toMatch(/toolplane_runner_info\{driver="process",isolated="false"\} 1/);

@@ -21,15 +21,24 @@ describe('sandbox pip requirements (local wheelhouse)', () => {
   let stack: Stack;
   let client: RawClient;
   const register = async (name: string, body: string, pip_requirements?: Array<{ name: string; version?: string }>) => {
-    const r = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool(name, body), ...(pip_requirements ? { pip_requirements } : {}) } });
+    const r = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: pythonTool(name, body), ...(pip_requirements ? { pip_requirements } : {}) },
+    });
     if (r.error) throw new Error(JSON.stringify(r.error));
   };
-  const execute = (tool_name: string) => client.req('toolplane.v1.tools.execute', { org_id: org, tool_name, args: {} }, { timeoutMs: 60_000 });
+  const execute = (tool_name: string) =>
+    client.req('toolplane.v1.tools.execute', { org_id: org, tool_name, args: {} }, { timeoutMs: 60_000 });
   const venvs = () => readdirSync(join(house.workRoot, 'venvs')).filter((d) => /^py-[0-9a-f]+$/.test(d));
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
 
   beforeAll(async () => {
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), env: { LOG_LEVEL: 'warn' }, appEnv: { 'runner-local': house.runnerEnv } });
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      env: { LOG_LEVEL: 'warn' },
+      appEnv: { 'runner-local': house.runnerEnv },
+    });
     client = await RawClient.connect(prefix);
   });
   afterAll(async () => {
@@ -40,7 +49,9 @@ describe('sandbox pip requirements (local wheelhouse)', () => {
 
   it('builds the virtualenv once for two concurrent first calls and reuses it', async () => {
     await register('uses_demo', 'import tpdemo\nreturn tpdemo.VALUE', [{ name: 'tpdemo', version: '1.0.0' }]);
-    await register('uses_demo_too', 'import tpdemo, sys\nreturn [tpdemo.VALUE, sys.prefix]', [{ name: 'TPDemo', version: '1.0.0' }]);
+    await register('uses_demo_too', 'import tpdemo, sys\nreturn [tpdemo.VALUE, sys.prefix]', [
+      { name: 'TPDemo', version: '1.0.0' },
+    ]);
     const [a, b] = await Promise.all([execute('uses_demo'), execute('uses_demo_too')]);
     expect(a).toMatchObject({ status: 'success', func_return: 'from-wheel-1' });
     expect(b.status).toBe('success');
@@ -109,17 +120,36 @@ describe('sandbox warm environments (RUNNER_POOL_WARM_ENVS)', () => {
 
   it('builds the environment and keeps its slots warm before any call; a broken one is logged, the runner serves', async () => {
     // 1 default slot + 2 of the configured environment, without a single call.
-    await expectEventually(async () => expect(await metric('toolplane_runner_pool_slots')).toBe(3), { timeoutMs: 45_000, intervalMs: 200 });
+    await expectEventually(async () => expect(await metric('toolplane_runner_pool_slots')).toBe(3), {
+      timeoutMs: 45_000,
+      intervalMs: 200,
+    });
     expect(await metric('toolplane_runner_venv_builds_total')).toBe(1);
-    await expectEventually(() => expect(stack.apps.get('runner-local')!.output()).toMatch(/RUNNER_POOL_WARM_ENVS\) could not be built: not-in-wheelhouse==1\.0: .*not-in-wheelhouse/), { timeoutMs: 45_000, intervalMs: 200 });
+    await expectEventually(
+      () =>
+        expect(stack.apps.get('runner-local')!.output()).toMatch(
+          /RUNNER_POOL_WARM_ENVS\) could not be built: not-in-wheelhouse==1\.0: .*not-in-wheelhouse/,
+        ),
+      { timeoutMs: 45_000, intervalMs: 200 },
+    );
 
     const r = await client.req('toolplane.v1.tools.upsert', {
       org_id: org,
-      tool: { source_code: pythonTool('uses_warm', 'import tpwarm\nreturn tpwarm.VALUE'), pip_requirements: [{ name: 'tpwarm', version: '1.0.0' }] },
+      tool: {
+        source_code: pythonTool('uses_warm', 'import tpwarm\nreturn tpwarm.VALUE'),
+        pip_requirements: [{ name: 'tpwarm', version: '1.0.0' }],
+      },
     });
     expect(r.error).toBeUndefined();
-    const [hits, misses] = [await metric('toolplane_runner_pool_warm_hits_total'), await metric('toolplane_runner_pool_warm_misses_total')];
-    const result = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'uses_warm', args: {} }, { timeoutMs: 60_000 });
+    const [hits, misses] = [
+      await metric('toolplane_runner_pool_warm_hits_total'),
+      await metric('toolplane_runner_pool_warm_misses_total'),
+    ];
+    const result = await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'uses_warm', args: {} },
+      { timeoutMs: 60_000 },
+    );
     expect(result).toMatchObject({ status: 'success', func_return: 'warm-1' });
     expect(await metric('toolplane_runner_pool_warm_hits_total')).toBe(hits + 1);
     expect(await metric('toolplane_runner_pool_warm_misses_total')).toBe(misses);

@@ -30,7 +30,16 @@ describe('runner-local work dir between calls of one slot', () => {
   const run = async (source: string, fn: string) => {
     const r = await client.req(
       RUN,
-      { org_id: 'wd', tool_id: `tool-${randomUUID()}`, function_name: fn, source_code: source, source_type: 'python', args: {}, env: {}, timeout_ms: 10_000 },
+      {
+        org_id: 'wd',
+        tool_id: `tool-${randomUUID()}`,
+        function_name: fn,
+        source_code: source,
+        source_type: 'python',
+        args: {},
+        env: {},
+        timeout_ms: 10_000,
+      },
       { timeoutMs: 20_000 },
     );
     if (r.status !== 'success') throw new Error(JSON.stringify(r));
@@ -57,7 +66,11 @@ describe('runner-local work dir between calls of one slot', () => {
   const slots = async () => {
     const app = stack.apps.get('runner-local')!;
     const [started, killed, dirty] = await Promise.all(
-      ['toolplane_runner_pool_slots_started_total', 'toolplane_runner_pool_slots_killed_total', 'toolplane_runner_pool_slots_dirty_total'].map((m) => metricOf(app, m)),
+      [
+        'toolplane_runner_pool_slots_started_total',
+        'toolplane_runner_pool_slots_killed_total',
+        'toolplane_runner_pool_slots_dirty_total',
+      ].map((m) => metricOf(app, m)),
     );
     return { started, killed, dirty };
   };
@@ -79,10 +92,20 @@ describe('runner-local work dir between calls of one slot', () => {
     };
     await sameAsFirst();
     // An entry made and removed again leaves nothing: still the same tmpfs, as it was.
-    expect(await run('import os\ndef churn():\n    os.mkdir("/tmp/d")\n    open("/tmp/d/f", "w").write("x")\n    os.remove("/tmp/d/f")\n    os.rmdir("/tmp/d")\n', 'churn')).toBeNull();
+    expect(
+      await run(
+        'import os\ndef churn():\n    os.mkdir("/tmp/d")\n    open("/tmp/d/f", "w").write("x")\n    os.remove("/tmp/d/f")\n    os.rmdir("/tmp/d")\n',
+        'churn',
+      ),
+    ).toBeNull();
     await sameAsFirst();
     // Times set by the tool are put back (they would otherwise carry 2 x 64 bits to the next call).
-    expect(await run('import os\ndef touch():\n    os.utime("/tmp", ns=(123456789, 987654321))\n    return os.lstat("/tmp").st_mtime_ns\n', 'touch')).toBe(987654321);
+    expect(
+      await run(
+        'import os\ndef touch():\n    os.utime("/tmp", ns=(123456789, 987654321))\n    return os.lstat("/tmp").st_mtime_ns\n',
+        'touch',
+      ),
+    ).toBe(987654321);
     await sameAsFirst();
   });
 
@@ -96,7 +119,12 @@ describe('runner-local work dir between calls of one slot', () => {
   ])('gives the next call a new tmpfs after a call that leaves %s', async (_what, statement) => {
     const before = await probe();
     expect(before).toMatchObject(pristine);
-    expect(await run(`import os\ndef dirty():\n    ${statement}\n    return sorted(os.listdir("/tmp")) if os.access("/tmp", os.R_OK) else "unreadable"\n`, 'dirty')).toBeDefined();
+    expect(
+      await run(
+        `import os\ndef dirty():\n    ${statement}\n    return sorted(os.listdir("/tmp")) if os.access("/tmp", os.R_OK) else "unreadable"\n`,
+        'dirty',
+      ),
+    ).toBeDefined();
     const after = await probe();
     expect(after).toMatchObject(pristine);
     expect(after.mtime_ns).not.toBe(before.mtime_ns);

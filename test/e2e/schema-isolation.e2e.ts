@@ -17,11 +17,14 @@ import { ADD } from '../support/tools';
  * check inside the parser can stop it. Only ending its worker does.
  */
 const NEVER_ENDS = `/**\n * F.\n * @param x X.\n */\nexport function f(x: string) { return ${'async (a) => async ('.repeat(40)} }\n`;
-const args = (entry: string): string => `def f(x: int):\n    """F.\n\n    Args:\n        ${entry}\n        x: X.\n    """\n`;
+const args = (entry: string): string =>
+  `def f(x: int):\n    """F.\n\n    Args:\n        ${entry}\n        x: X.\n    """\n`;
 const SCHEMA = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] };
 
 /** Sends every request at once and resolves with the labels in the order their replies came. */
-async function replyOrder(requests: Record<string, Promise<unknown>>): Promise<{ order: string[]; replies: Record<string, any> }> {
+async function replyOrder(
+  requests: Record<string, Promise<unknown>>,
+): Promise<{ order: string[]; replies: Record<string, any> }> {
   const order: string[] = [];
   const replies: Record<string, any> = {};
   await Promise.all(
@@ -44,7 +47,11 @@ describe('schema service: a pathological request costs only itself', () => {
 
   it('answers validate, generate and a registry upsert sent after a never-ending generate before it, and that one at its limit', async () => {
     const org = uniqueOrg();
-    const never = client.req('toolplane.v1.schemas.generate', { source_code: NEVER_ENDS, source_type: 'typescript' }, { timeoutMs: 60_000 });
+    const never = client.req(
+      'toolplane.v1.schemas.generate',
+      { source_code: NEVER_ENDS, source_type: 'typescript' },
+      { timeoutMs: 60_000 },
+    );
     const { order, replies } = await replyOrder({
       never,
       // Another org's requests (an org's own wait their turn behind its own: see the next test).
@@ -67,7 +74,12 @@ describe('schema service: a pathological request costs only itself', () => {
   it('keeps a worker for other orgs while one org sends several never-ending sources at once', async () => {
     const attacker = uniqueOrg('schema-attacker');
     const victim = uniqueOrg('schema-victim');
-    const never = (n: number) => client.req('toolplane.v1.schemas.generate', { org_id: attacker, source_code: NEVER_ENDS.replace('F.', `F${n}.`), source_type: 'typescript' }, { timeoutMs: 60_000 });
+    const never = (n: number) =>
+      client.req(
+        'toolplane.v1.schemas.generate',
+        { org_id: attacker, source_code: NEVER_ENDS.replace('F.', `F${n}.`), source_type: 'typescript' },
+        { timeoutMs: 60_000 },
+      );
     const first = never(1);
     const second = never(2);
     const { order, replies } = await replyOrder({
@@ -85,7 +97,9 @@ describe('schema service: a pathological request costs only itself', () => {
     expect(replies.victim_upsert.tool.json_schema.name).toBe('add');
     // One of them ran into its limit; the other waited behind it: it got the worker when that one
     // ended (its own limit), or gave up waiting at the limit.
-    const reasons = [replies.first, replies.second].map((r) => r.error?.details?.reason ?? r.error?.code ?? JSON.stringify(r));
+    const reasons = [replies.first, replies.second].map(
+      (r) => r.error?.details?.reason ?? r.error?.code ?? JSON.stringify(r),
+    );
     expect(reasons).toContain('TIME_LIMIT_EXCEEDED');
     for (const reason of reasons) expect(reason).toMatch(/^(TIME_LIMIT_EXCEEDED|SERVICE_UNAVAILABLE)$/);
   });
@@ -93,7 +107,11 @@ describe('schema service: a pathological request costs only itself', () => {
   it("answers the fuzz run's pathological Args entries with a typed error, and their in-limit versions with a schema", async () => {
     for (const entry of [`x${' '.repeat(100_000)}: y`, `${'a ('.repeat(40_000)}: y`]) {
       const r = await client.req('toolplane.v1.schemas.generate', { source_code: args(entry) });
-      expect(r.error).toMatchObject({ code: 'SCHEMA_GENERATION_FAILED', retryable: false, details: { reason: 'SOURCE_TOO_LARGE', function: 'f', line: 1 } });
+      expect(r.error).toMatchObject({
+        code: 'SCHEMA_GENERATION_FAILED',
+        retryable: false,
+        details: { reason: 'SOURCE_TOO_LARGE', function: 'f', line: 1 },
+      });
     }
     for (const entry of [`y${' '.repeat(65_000)}: Y.`, `${'a ('.repeat(21_000)}: y`]) {
       const r = await client.req('toolplane.v1.schemas.generate', { source_code: args(entry) });
@@ -108,7 +126,12 @@ describe('schema service: the time limit ends the work, not the service', () => 
   const prefix = `${testPrefix()}s`;
 
   beforeAll(async () => {
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'credentials'], appEnv: { schema: { SCHEMA_TIME_LIMIT_MS: '200', SCHEMA_WORKERS: '2' } } });
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['schema', 'credentials'],
+      appEnv: { schema: { SCHEMA_TIME_LIMIT_MS: '200', SCHEMA_WORKERS: '2' } },
+    });
     client = await RawClient.connect(prefix);
   });
   afterAll(async () => {
@@ -133,7 +156,10 @@ describe('schema service: the time limit ends the work, not the service', () => 
 
   it('answers a request past the limit with TIME_LIMIT_EXCEEDED, terminating and replacing its worker', async () => {
     for (let round = 1; round <= 3; round += 1) {
-      const r = await client.req('toolplane.v1.schemas.generate', { source_code: NEVER_ENDS, source_type: 'typescript' });
+      const r = await client.req('toolplane.v1.schemas.generate', {
+        source_code: NEVER_ENDS,
+        source_type: 'typescript',
+      });
       expect(r.error).toMatchObject({
         code: 'SCHEMA_GENERATION_FAILED',
         message: 'Schema generation exceeded its time limit of 200 ms',
@@ -141,7 +167,12 @@ describe('schema service: the time limit ends the work, not the service', () => 
         details: { reason: 'TIME_LIMIT_EXCEEDED' },
       });
       const text = await untilMetric('toolplane_schema_workers{state="ready"} 2');
-      expect(text.split('\n')).toEqual(expect.arrayContaining(['toolplane_schema_workers{state="ready"} 2', `toolplane_schema_worker_replacements_total{cause="timeout"} ${round}`]));
+      expect(text.split('\n')).toEqual(
+        expect.arrayContaining([
+          'toolplane_schema_workers{state="ready"} 2',
+          `toolplane_schema_worker_replacements_total{cause="timeout"} ${round}`,
+        ]),
+      );
     }
   });
 });

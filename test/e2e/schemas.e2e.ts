@@ -45,7 +45,10 @@ describe('schema service over the public NATS API', () => {
             type: 'array',
             items: {
               type: 'object',
-              properties: { city: { type: 'string', description: 'City name.' }, nights: { type: 'number', description: 'Nights to stay.' } },
+              properties: {
+                city: { type: 'string', description: 'City name.' },
+                nights: { type: 'number', description: 'Nights to stay.' },
+              },
               required: ['city'],
               description: 'A stop on a trip.',
             },
@@ -64,14 +67,25 @@ describe('schema service over the public NATS API', () => {
       source_code: '/**\n * F.\n */\nexport function f(when: Date) {}\n',
       source_type: 'typescript',
     });
-    expect(r.error).toMatchObject({ code: 'SCHEMA_GENERATION_FAILED', retryable: false, details: { reason: 'UNSUPPORTED_ANNOTATION', parameter: 'when', line: 4 } });
+    expect(r.error).toMatchObject({
+      code: 'SCHEMA_GENERATION_FAILED',
+      retryable: false,
+      details: { reason: 'UNSUPPORTED_ANNOTATION', parameter: 'when', line: 4 },
+    });
     expect(r.error.message).not.toMatch(/\n\s+at /);
   });
 
   it('registers a TypeScript tool on upsert with its derived schema', async () => {
     const org = uniqueOrg();
-    const { tool } = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: TS_TOOL, source_type: 'typescript' } });
-    expect(tool).toMatchObject({ name: 'planTrip', source_type: 'typescript', description: 'Plan a trip.\n\nReturns an itinerary.' });
+    const { tool } = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: TS_TOOL, source_type: 'typescript' },
+    });
+    expect(tool).toMatchObject({
+      name: 'planTrip',
+      source_type: 'typescript',
+      description: 'Plan a trip.\n\nReturns an itinerary.',
+    });
     expect(tool.json_schema.parameters.required).toEqual(['stops']);
     const got = await client.req('toolplane.v1.tools.get', { org_id: org, name: 'planTrip' });
     expect(got.tool.json_schema).toEqual(tool.json_schema);
@@ -86,9 +100,19 @@ describe('schema service over the public NATS API', () => {
         days: { type: 'integer', minimum: 1, maximum: 14, default: 3, title: 'Days', description: 'Days ahead.' },
       },
       required: ['location'],
-      $defs: { Place: { type: 'object', title: 'Place', properties: { city: { type: 'string', description: 'City.' } }, required: ['city'] } },
+      $defs: {
+        Place: {
+          type: 'object',
+          title: 'Place',
+          properties: { city: { type: 'string', description: 'City.' } },
+          required: ['city'],
+        },
+      },
     };
-    const { tool } = await client.req('toolplane.v1.tools.upsert', { org_id: uniqueOrg(), tool: { source_code: PY_NEEDS_ARGS, args_json_schema: args } });
+    const { tool } = await client.req('toolplane.v1.tools.upsert', {
+      org_id: uniqueOrg(),
+      tool: { source_code: PY_NEEDS_ARGS, args_json_schema: args },
+    });
     expect(tool.args_json_schema).toEqual(args);
     expect(tool.json_schema).toEqual({
       name: 'forecast',
@@ -96,7 +120,12 @@ describe('schema service over the public NATS API', () => {
       parameters: {
         type: 'object',
         properties: {
-          location: { type: 'object', properties: { city: { type: 'string', description: 'City.' } }, required: ['city'], description: 'Where.' },
+          location: {
+            type: 'object',
+            properties: { city: { type: 'string', description: 'City.' } },
+            required: ['city'],
+            description: 'Where.',
+          },
           days: { type: 'integer', minimum: 1, maximum: 14, default: 3, description: 'Days ahead.' },
         },
         required: ['location'],
@@ -111,9 +140,17 @@ describe('schema service over the public NATS API', () => {
     expect(strict.json_schema.strict).toBe(true);
     expect(strict.json_schema.parameters.required).toEqual(['stops', 'budget']);
     // `default: 'low'` is dropped: strict mode does not take `default`.
-    expect(strict.json_schema.parameters.properties.budget).toEqual({ type: ['string', 'null'], enum: ['low', 'high', null], description: 'Budget class.' });
+    expect(strict.json_schema.parameters.properties.budget).toEqual({
+      type: ['string', 'null'],
+      enum: ['low', 'high', null],
+      description: 'Budget class.',
+    });
 
-    const loose = { type: 'object', properties: { meta: { type: 'object', additionalProperties: { type: 'string' } } }, required: ['meta'] };
+    const loose = {
+      type: 'object',
+      properties: { meta: { type: 'object', additionalProperties: { type: 'string' } } },
+      required: ['meta'],
+    };
     const refused = await client.req('toolplane.v1.schemas.strictify', { json_schema: loose });
     expect(refused).toMatchObject({ strict: false, health: 'NON_STRICT_ONLY', json_schema: loose });
     expect(refused.reasons[0]).toMatch(/^not converted/);
@@ -132,7 +169,12 @@ describe('schema service over the public NATS API', () => {
     expect(r.json_schema).toEqual({
       type: 'object',
       properties: {
-        repo: { type: 'object', properties: { owner: { type: 'string' } }, required: ['owner'], additionalProperties: false },
+        repo: {
+          type: 'object',
+          properties: { owner: { type: 'string' } },
+          required: ['owner'],
+          additionalProperties: false,
+        },
         opts: { type: 'object', properties: {}, additionalProperties: false },
       },
       required: ['repo'],

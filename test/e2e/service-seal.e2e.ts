@@ -35,10 +35,23 @@ describe('service-only internal subjects and sealed service traffic', () => {
   });
 
   beforeAll(async () => {
-    stack = await startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'], env: { LOG_LEVEL: 'warn' } });
+    stack = await startStack({
+      prefix,
+      databaseUrl: testDatabaseUrl(),
+      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      env: { LOG_LEVEL: 'warn' },
+    });
     client = await RawClient.connect(prefix);
     await client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: SECRET });
-    const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: pythonTool('leak_key', 'import os\nprint("key", os.environ["API_KEY"])\nreturn os.environ["API_KEY"]') } });
+    const up = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: {
+        source_code: pythonTool(
+          'leak_key',
+          'import os\nprint("key", os.environ["API_KEY"])\nreturn os.environ["API_KEY"]',
+        ),
+      },
+    });
     expect(up.tool.name).toBe('leak_key');
   });
   afterAll(async () => {
@@ -49,10 +62,18 @@ describe('service-only internal subjects and sealed service traffic', () => {
   it('refuses an internal request without a service seal, org token or not, and does no work', async () => {
     const before = await runsServed();
     const plain = await client.req(RUN, runRequest('ran-unsealed'), { as: null, token: null });
-    expect(plain.error).toMatchObject({ code: 'UNAUTHENTICATED', message: expect.stringMatching(/internal: only Toolplane services/), retryable: false });
+    expect(plain.error).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: expect.stringMatching(/internal: only Toolplane services/),
+      retryable: false,
+    });
     const withToken = await client.req(RUN, runRequest('ran-with-token'), { as: null });
     expect(withToken.error.code).toBe('UNAUTHENTICATED');
-    const env = await client.req(RESOLVE, { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' }, { as: null });
+    const env = await client.req(
+      RESOLVE,
+      { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' },
+      { as: null },
+    );
     expect(env.error.code).toBe('UNAUTHENTICATED');
     expect(JSON.stringify(env)).not.toContain(SECRET);
     // The sealed request of the allowed caller does run: the counter moves only for it.
@@ -62,13 +83,24 @@ describe('service-only internal subjects and sealed service traffic', () => {
   });
 
   it('admits only the services a subject names as its callers', async () => {
-    const asRunner = await client.req(RESOLVE, { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' }, { as: 'runner-local' });
-    expect(asRunner.error).toMatchObject({ code: 'FORBIDDEN', message: 'Service runner-local may not call toolplane.internal.v1.execution-env.resolve' });
+    const asRunner = await client.req(
+      RESOLVE,
+      { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' },
+      { as: 'runner-local' },
+    );
+    expect(asRunner.error).toMatchObject({
+      code: 'FORBIDDEN',
+      message: 'Service runner-local may not call toolplane.internal.v1.execution-env.resolve',
+    });
     expect(JSON.stringify(asRunner)).not.toContain(SECRET);
     const asMcp = await client.req(RUN, runRequest('ran-as-mcp'), { as: 'mcp-sync' });
     expect(asMcp.error.code).toBe('FORBIDDEN');
     // The same request from the executor is served.
-    const asExecutor = await client.req(RESOLVE, { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' }, { as: 'executor' });
+    const asExecutor = await client.req(
+      RESOLVE,
+      { org_id: org, tool_id: runRequest('').tool_id, tool_name: 't', project_id: null, provider: 'local' },
+      { as: 'executor' },
+    );
     expect(asExecutor.env.API_KEY).toBe(SECRET);
   });
 
@@ -97,13 +129,21 @@ describe('service-only internal subjects and sealed service traffic', () => {
       return JSON.parse(new TextDecoder().decode(reply.data));
     };
     const before = await runsServed();
-    expect((await send(RUN, header, m.data)).error).toMatchObject({ code: 'UNAUTHENTICATED', message: 'Service credential refused: replayed message' });
+    expect((await send(RUN, header, m.data)).error).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: 'Service credential refused: replayed message',
+    });
     expect((await send(RESOLVE, header, m.data)).error.message).toMatch(/does not open/);
     const flipped = Buffer.from(m.data);
     flipped[flipped.length - 1]! ^= 1;
     const [v, app, , nonce] = header.split(' ');
-    expect((await send(RUN, `${v} ${app} ${Date.now()} ${nonce!.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'))}`, flipped)).error.message).toMatch(/does not open/);
-    expect((await send(RUN, `${v} ${app} ${Date.now() - 10 * 60_000} ${nonce}`, m.data)).error.message).toMatch(/clock-skew window/);
+    expect(
+      (await send(RUN, `${v} ${app} ${Date.now()} ${nonce!.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'))}`, flipped))
+        .error.message,
+    ).toMatch(/does not open/);
+    expect((await send(RUN, `${v} ${app} ${Date.now() - 10 * 60_000} ${nonce}`, m.data)).error.message).toMatch(
+      /clock-skew window/,
+    );
     expect((await send(RUN, `${v} registry ${Date.now()} ${nonce}`, m.data)).error.message).toMatch(/does not open/);
     expect(await runsServed()).toBe(before);
     // Nor in another deployment on the same NATS (another prefix), even one sharing the keys as these tests do.
@@ -120,7 +160,10 @@ describe('service-only internal subjects and sealed service traffic', () => {
     const sniff = (subject: string) =>
       client.nc.subscribe(subject, {
         callback: (_e, m) => {
-          seen.push({ subject: m.subject, text: `${Buffer.from(m.data).toString('latin1')}\n${m.headers?.toString() ?? ''}` });
+          seen.push({
+            subject: m.subject,
+            text: `${Buffer.from(m.data).toString('latin1')}\n${m.headers?.toString() ?? ''}`,
+          });
         },
       });
     const subs = [sniff(`${client.prefix}.>`), sniff('_INBOX.>')];
@@ -131,9 +174,13 @@ describe('service-only internal subjects and sealed service traffic', () => {
     for (const s of subs) s.unsubscribe();
 
     const internal = seen.filter((m) => m.subject.includes('.toolplane.internal.'));
-    expect(internal.map((m) => m.subject.slice(client.prefix.length + 1)).sort()).toEqual(expect.arrayContaining([RESOLVE, RUN]));
+    expect(internal.map((m) => m.subject.slice(client.prefix.length + 1)).sort()).toEqual(
+      expect.arrayContaining([RESOLVE, RUN]),
+    );
     // Replies to services go to their own inboxes (_INBOX.<app>.…): sealed like the requests.
-    const serviceReplies = seen.filter((m) => /^_INBOX\.(executor|registry|credentials|runner-local|mcp-sync|schema)\./.test(m.subject));
+    const serviceReplies = seen.filter((m) =>
+      /^_INBOX\.(executor|registry|credentials|runner-local|mcp-sync|schema)\./.test(m.subject),
+    );
     expect(serviceReplies.length).toBeGreaterThan(0);
     for (const m of seen) expect([m.subject, m.text.includes(SECRET)]).toEqual([m.subject, false]);
     for (const m of [...internal, ...serviceReplies]) {

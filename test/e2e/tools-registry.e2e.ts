@@ -19,16 +19,28 @@ describe('registry over the public NATS API', () => {
 
   it('registers a Python tool with a schema derived from its source', async () => {
     const org = uniqueOrg();
-    const { tool } = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, tags: ['math'] } });
+    const { tool } = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: ADD, tags: ['math'] },
+    });
     expect(validateTool(tool)).toBe(true);
     expect(tool.id).toMatch(/^tool-[0-9a-f-]{36}$/);
-    expect(tool).toMatchObject({ name: 'add', tool_type: 'custom', source_type: 'python', tags: ['math'], return_char_limit: 50000 });
+    expect(tool).toMatchObject({
+      name: 'add',
+      tool_type: 'custom',
+      source_type: 'python',
+      tags: ['math'],
+      return_char_limit: 50000,
+    });
     expect(tool.json_schema).toEqual({
       name: 'add',
       description: 'Add two integers.',
       parameters: {
         type: 'object',
-        properties: { a: { type: 'integer', description: 'The first number.' }, b: { type: 'integer', description: 'The second number.', default: 2 } },
+        properties: {
+          a: { type: 'integer', description: 'The first number.' },
+          b: { type: 'integer', description: 'The second number.', default: 2 },
+        },
         required: ['a'],
       },
     });
@@ -47,9 +59,16 @@ describe('registry over the public NATS API', () => {
 
   it('updates in place when the same name is upserted again (same id)', async () => {
     const org = uniqueOrg();
-    const first = (await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, tags: ['a'] } })).tool;
+    const first = (
+      await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD, tags: ['a'] } })
+    ).tool;
     const changed = ADD.replace('Add two integers.', 'Sum two integers.');
-    const second = (await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: changed, return_char_limit: 10 } })).tool;
+    const second = (
+      await client.req('toolplane.v1.tools.upsert', {
+        org_id: org,
+        tool: { source_code: changed, return_char_limit: 10 },
+      })
+    ).tool;
     expect(second.id).toBe(first.id);
     expect(second.description).toBe('Sum two integers.');
     expect(second.return_char_limit).toBe(10);
@@ -71,11 +90,14 @@ describe('registry over the public NATS API', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: { tools: Array<{ name: string }>; next_cursor: string | null } = await client.req('toolplane.v1.tools.list', {
-        org_id: org,
-        limit: 3,
-        ...(cursor ? { cursor } : {}),
-      });
+      const page: { tools: Array<{ name: string }>; next_cursor: string | null } = await client.req(
+        'toolplane.v1.tools.list',
+        {
+          org_id: org,
+          limit: 3,
+          ...(cursor ? { cursor } : {}),
+        },
+      );
       seen.push(...page.tools.map((t) => t.name));
       cursor = page.next_cursor;
       pages++;
@@ -84,8 +106,12 @@ describe('registry over the public NATS API', () => {
     expect(seen).toEqual(names);
     const odd = await client.req('toolplane.v1.tools.list', { org_id: org, tags: ['odd'] });
     expect(odd.tools.map((t: { name: string }) => t.name)).toEqual(['tool_1', 'tool_3', 'tool_5']);
-    expect((await client.req('toolplane.v1.tools.list', { org_id: org, tool_types: ['external_mcp'] })).tools).toEqual([]);
-    expect((await client.req('toolplane.v1.tools.list', { org_id: org, tool_types: ['custom'], limit: 200 })).tools).toHaveLength(7);
+    expect((await client.req('toolplane.v1.tools.list', { org_id: org, tool_types: ['external_mcp'] })).tools).toEqual(
+      [],
+    );
+    expect(
+      (await client.req('toolplane.v1.tools.list', { org_id: org, tool_types: ['custom'], limit: 200 })).tools,
+    ).toHaveLength(7);
     const bad = await client.req('toolplane.v1.tools.list', { org_id: org, cursor: 'bm9wZQ' });
     expect(bad.error.code).toBe('CONTRACT_VIOLATION');
   });
@@ -93,10 +119,16 @@ describe('registry over the public NATS API', () => {
   it('deletes a tool; deleting again or from another org is TOOL_NOT_FOUND', async () => {
     const org = uniqueOrg();
     const { tool } = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
-    expect((await client.req('toolplane.v1.tools.delete', { org_id: uniqueOrg(), id: tool.id })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await client.req('toolplane.v1.tools.delete', { org_id: uniqueOrg(), id: tool.id })).error.code).toBe(
+      'TOOL_NOT_FOUND',
+    );
     expect(await client.req('toolplane.v1.tools.delete', { org_id: org, id: tool.id })).toEqual({ deleted: true });
-    expect((await client.req('toolplane.v1.tools.delete', { org_id: org, id: tool.id })).error.code).toBe('TOOL_NOT_FOUND');
-    expect((await client.req('toolplane.v1.tools.get', { org_id: org, id: tool.id })).error.code).toBe('TOOL_NOT_FOUND');
+    expect((await client.req('toolplane.v1.tools.delete', { org_id: org, id: tool.id })).error.code).toBe(
+      'TOOL_NOT_FOUND',
+    );
+    expect((await client.req('toolplane.v1.tools.get', { org_id: org, id: tool.id })).error.code).toBe(
+      'TOOL_NOT_FOUND',
+    );
   });
 
   it('publishes created, updated and deleted events on the TOOLPLANE_EVENTS stream', async () => {
@@ -119,7 +151,10 @@ describe('registry over the public NATS API', () => {
 
   it('stores nothing when the source cannot be turned into a schema', async () => {
     const org = uniqueOrg();
-    const reply = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: 'def broken(:\n  pass' } });
+    const reply = await client.req('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: 'def broken(:\n  pass' },
+    });
     expect(reply.error).toMatchObject({ code: 'SCHEMA_GENERATION_FAILED', retryable: false });
     expect(reply.error.details.reason).toBe('SYNTAX_ERROR');
     expect(reply.error.details.line).toBe(1);
@@ -134,7 +169,11 @@ describe('registry over the public NATS API', () => {
 
   it('accepts an explicit json_schema and keeps it as given', async () => {
     const org = uniqueOrg();
-    const json_schema = { name: 'echo', description: 'Echo.', parameters: { type: 'object', properties: { s: { type: 'string' } }, required: ['s'] } };
+    const json_schema = {
+      name: 'echo',
+      description: 'Echo.',
+      parameters: { type: 'object', properties: { s: { type: 'string' } }, required: ['s'] },
+    };
     const { tool } = await client.req('toolplane.v1.tools.upsert', {
       org_id: org,
       tool: { source_code: 'def echo(s):\n    return s\n', json_schema },

@@ -27,14 +27,23 @@ describe('calls through a tool set', () => {
     if (r?.error) throw new Error(JSON.stringify(r.error));
     return r;
   };
-  const exec = (body: Record<string, unknown>) => nats.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
-  const req = async (verb: string, body: Record<string, unknown>) => ok(await nats.req(`toolplane.v1.${verb}`, { org_id: org, ...body }, { timeoutMs: 30_000 }));
+  const exec = (body: Record<string, unknown>) =>
+    nats.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 30_000 });
+  const req = async (verb: string, body: Record<string, unknown>) =>
+    ok(await nats.req(`toolplane.v1.${verb}`, { org_id: org, ...body }, { timeoutMs: 30_000 }));
   const upsertSet = (toolset: Record<string, unknown>) => req('toolsets.upsert', { toolset });
 
   beforeAll(async () => {
     nats = await RawClient.connect(testPrefix());
     tools.add = (await req('tools.upsert', { tool: { source_code: ADD } })).tool;
-    tools.transfer = (await req('tools.upsert', { tool: { source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'), default_requires_approval: true } })).tool;
+    tools.transfer = (
+      await req('tools.upsert', {
+        tool: {
+          source_code: pythonTool('transfer', 'return f"sent {amount}"', 'amount: int'),
+          default_requires_approval: true,
+        },
+      })
+    ).tool;
     tools.secret = (await req('tools.upsert', { tool: { source_code: pythonTool('secret', 'return "leaked"') } })).tool;
     tools.later = (await req('tools.upsert', { tool: { source_code: pythonTool('later', 'return "later"') } })).tool;
     await upsertSet({ name: 'guarded', tool_names: ['add'], requires_approval: true });
@@ -46,14 +55,22 @@ describe('calls through a tool set', () => {
     await nats?.close();
   });
 
-  it("holds a member through a set that requires approval (its default does not), and runs it once approved; record and events name the set", async () => {
+  it('holds a member through a set that requires approval (its default does not), and runs it once approved; record and events name the set', async () => {
     const held = await exec({ toolset: 'guarded', tool_name: 'add', args: { a: 1, b: 2 } });
-    expect(held).toMatchObject({ status: 'pending_approval', tool_id: tools.add.id, tool_name: 'add', args: { a: 1, b: 2 } });
+    expect(held).toMatchObject({
+      status: 'pending_approval',
+      tool_id: tools.add.id,
+      tool_name: 'add',
+      args: { a: 1, b: 2 },
+    });
     const pending = await recordOf(nats, org, held.execution_id);
     expect(pending.execution).toMatchObject({ status: 'pending_approval', toolset: 'guarded', agent_id: null });
     const approved = await req('executions.approve', { execution_id: held.execution_id });
     expect(approved).toMatchObject({ status: 'success', func_return: 3 });
-    expect((await recordOf(nats, org, held.execution_id)).execution).toMatchObject({ status: 'succeeded', toolset: 'guarded' });
+    expect((await recordOf(nats, org, held.execution_id)).execution).toMatchObject({
+      status: 'succeeded',
+      toolset: 'guarded',
+    });
     const events = await eventually(
       () => executionEvents(nats, testPrefix(), [held.execution_id]),
       (evs) => ['held', 'approved', 'completed'].every((k) => evs.some((e) => e.kind === k)),
@@ -73,34 +90,60 @@ describe('calls through a tool set', () => {
     const runs = await exec({ toolset: 'defaults', tool_name: 'add', args: { a: 5 } });
     expect(runs).toMatchObject({ status: 'success', func_return: 7 });
     expect((await recordOf(nats, org, runs.execution_id)).execution.toolset).toBe('defaults');
-    expect(await exec({ toolset: 'defaults', tool_name: 'transfer', args: { amount: 1 } })).toMatchObject({ status: 'pending_approval' });
+    expect(await exec({ toolset: 'defaults', tool_name: 'transfer', args: { amount: 1 } })).toMatchObject({
+      status: 'pending_approval',
+    });
     const relaxed = await exec({ toolset: 'relaxed', tool_id: tools.transfer.id, args: { amount: 2 } });
     expect(relaxed).toMatchObject({ status: 'success', func_return: 'sent 2' });
-    expect((await recordOf(nats, org, relaxed.execution_id)).execution).toMatchObject({ status: 'succeeded', toolset: 'relaxed', tool_name: 'transfer' });
+    expect((await recordOf(nats, org, relaxed.execution_id)).execution).toMatchObject({
+      status: 'succeeded',
+      toolset: 'relaxed',
+      tool_name: 'transfer',
+    });
     // An async call through the set: queued, run from the work queue, its outcome event names the set.
     const queued = await exec({ toolset: 'defaults', tool_name: 'add', args: { a: 6 }, mode: 'async' });
     expect(queued).toMatchObject({ status: 'queued' });
-    const [completed] = await eventsFor(nats, testPrefix(), [queued.execution_id], ['completed']).then((evs) => evs.filter((e) => e.kind === 'completed'));
-    expect(completed!.payload).toMatchObject({ execution_id: queued.execution_id, toolset: 'defaults', status: 'succeeded' });
+    const [completed] = await eventsFor(nats, testPrefix(), [queued.execution_id], ['completed']).then((evs) =>
+      evs.filter((e) => e.kind === 'completed'),
+    );
+    expect(completed!.payload).toMatchObject({
+      execution_id: queued.execution_id,
+      toolset: 'defaults',
+      status: 'succeeded',
+    });
   });
 
   it('refuses a tool outside the set as TOOL_NOT_FOUND naming the set (the same for one the org does not have), and runs nothing', async () => {
     const outside = await exec({ toolset: 'guarded', tool_name: 'secret' });
     const byId = await exec({ toolset: 'guarded', tool_id: tools.secret.id });
     const missing = await exec({ toolset: 'guarded', tool_name: 'nowhere' });
-    expect(outside.error).toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set guarded has no tool secret', details: { toolset: 'guarded', tool: 'secret' } });
-    expect(byId.error).toMatchObject({ code: 'TOOL_NOT_FOUND', details: { toolset: 'guarded', tool: tools.secret.id } });
-    expect(missing.error).toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set guarded has no tool nowhere' });
+    expect(outside.error).toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      message: 'The tool set guarded has no tool secret',
+      details: { toolset: 'guarded', tool: 'secret' },
+    });
+    expect(byId.error).toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      details: { toolset: 'guarded', tool: tools.secret.id },
+    });
+    expect(missing.error).toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      message: 'The tool set guarded has no tool nowhere',
+    });
     expect(outside.error.details.execution_id).toBeUndefined();
     expect((await exec({ toolset: 'no-such-set', tool_name: 'add' })).error?.code).toBe('TOOLSET_NOT_FOUND');
-    expect((await exec({ toolset: 'guarded', agent_id: 'agent-1', tool_name: 'add' })).error?.code).toBe('CONTRACT_VIOLATION');
+    expect((await exec({ toolset: 'guarded', agent_id: 'agent-1', tool_name: 'add' })).error?.code).toBe(
+      'CONTRACT_VIOLATION',
+    );
     // Nothing of secret ran or was recorded (a run would be recorded just after it answered: read after a call that is).
     const marker = await exec({ tool_name: 'secret' });
     await recordOf(nats, org, marker.execution_id);
-    expect((await req('executions.list', { tool_id: tools.secret.id })).executions.map((e: any) => e.execution_id)).toEqual([marker.execution_id]);
+    expect(
+      (await req('executions.list', { tool_id: tools.secret.id })).executions.map((e: any) => e.execution_id),
+    ).toEqual([marker.execution_id]);
   });
 
-  it("lists the executions made through one set only, newest first", async () => {
+  it('lists the executions made through one set only, newest first', async () => {
     await upsertSet({ name: 'listed', tool_names: ['add'], requires_approval: false });
     const ids: string[] = [];
     for (const a of [1, 2]) ids.push((await exec({ toolset: 'listed', tool_name: 'add', args: { a } })).execution_id);
@@ -109,18 +152,32 @@ describe('calls through a tool set', () => {
     const listed = await req('executions.list', { toolset: 'listed' });
     expect(listed.executions.map((e: any) => e.execution_id)).toEqual([...ids].reverse());
     expect(listed.executions.every((e: any) => e.toolset === 'listed')).toBe(true);
-    expect((await req('executions.list', { toolset: 'listed', limit: 1 })).executions.map((e: any) => e.execution_id)).toEqual([ids[1]]);
-    expect((await req('executions.list', { toolset: 'defaults' })).executions.map((e: any) => e.execution_id)).toContain(other);
+    expect(
+      (await req('executions.list', { toolset: 'listed', limit: 1 })).executions.map((e: any) => e.execution_id),
+    ).toEqual([ids[1]]);
+    expect(
+      (await req('executions.list', { toolset: 'defaults' })).executions.map((e: any) => e.execution_id),
+    ).toContain(other);
   });
 
-  it("follows the set as it changes: a tool tagged later joins it, and a new policy applies", async () => {
+  it('follows the set as it changes: a tool tagged later joins it, and a new policy applies', async () => {
     await req('tools.upsert', { tool: { source_code: pythonTool('tagged', 'return "tagged"') } });
     await upsertSet({ name: 'by-tag', tags: ['ops'], tool_names: ['add'], requires_approval: true });
     expect((await exec({ toolset: 'by-tag', tool_name: 'tagged' })).error?.code).toBe('TOOL_NOT_FOUND');
     await req('tools.upsert', { tool: { source_code: pythonTool('tagged', 'return "tagged"'), tags: ['ops'] } });
-    await expectEventually(async () => expect((await exec({ toolset: 'by-tag', tool_name: 'tagged' })).status).toBe('pending_approval'), { timeoutMs: 30_000, intervalMs: 200 });
+    await expectEventually(
+      async () => expect((await exec({ toolset: 'by-tag', tool_name: 'tagged' })).status).toBe('pending_approval'),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
     await upsertSet({ name: 'by-tag', tags: ['ops'], tool_names: ['add'], requires_approval: false });
-    await expectEventually(async () => expect(await exec({ toolset: 'by-tag', tool_name: 'tagged' })).toMatchObject({ status: 'success', func_return: 'tagged' }), { timeoutMs: 30_000, intervalMs: 200 });
+    await expectEventually(
+      async () =>
+        expect(await exec({ toolset: 'by-tag', tool_name: 'tagged' })).toMatchObject({
+          status: 'success',
+          func_return: 'tagged',
+        }),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
   });
 
   describe('through the MCP gateway', () => {
@@ -131,7 +188,13 @@ describe('calls through a tool set', () => {
     };
 
     beforeAll(async () => {
-      await upsertSet({ name: 'mcp-guarded', description: 'Adding, carefully.', instructions: 'Ask before adding.', tool_names: ['add'], requires_approval: true });
+      await upsertSet({
+        name: 'mcp-guarded',
+        description: 'Adding, carefully.',
+        instructions: 'Ask before adding.',
+        tool_names: ['add'],
+        requires_approval: true,
+      });
     });
 
     it("gives the set's description and instructions as the server's instructions; an unknown set is 404 at initialize", async () => {
@@ -140,13 +203,22 @@ describe('calls through a tool set', () => {
       expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['add']);
       const res = await fetch(toolsetEndpoint('no-such-set'), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${await nats.tokenFor(org)}` },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${await nats.tokenFor(org)}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+        }),
       });
       expect(res.status).toBe(404);
     });
 
-    it("asks approval by elicitation for a member the set holds, and runs it when accepted (recorded through the set)", async () => {
+    it('asks approval by elicitation for a member the set holds, and runs it when accepted (recorded through the set)', async () => {
       const client = await open('mcp-guarded', { elicitation: {} });
       const asked: string[] = [];
       client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -168,8 +240,14 @@ describe('calls through a tool set', () => {
       expect(r.isError).toBe(true);
       const id = (r._meta as Record<string, string>)['toolplane/execution_id'];
       expect(JSON.stringify(r.content)).toContain(id);
-      expect((await recordOf(nats, org, id)).execution).toMatchObject({ status: 'pending_approval', toolset: 'mcp-guarded' });
-      expect(await req('executions.approve', { execution_id: id })).toMatchObject({ status: 'success', func_return: 2 });
+      expect((await recordOf(nats, org, id)).execution).toMatchObject({
+        status: 'pending_approval',
+        toolset: 'mcp-guarded',
+      });
+      expect(await req('executions.approve', { execution_id: id })).toMatchObject({
+        status: 'success',
+        func_return: 2,
+      });
     });
 
     it('tells a connected session that its tool list changed when an upsert adds a tool to the set', async () => {

@@ -20,7 +20,11 @@ describe('one execution is one trace across the services', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
     });
     client = await RawClient.connect(prefix);
   });
@@ -38,15 +42,26 @@ describe('one execution is one trace across the services', () => {
     const callerSpan = randomBytes(8).toString('hex');
     const h = client.headers();
     h.set('traceparent', `00-${traceId}-${callerSpan}-01`);
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {} }, { headers: h });
+    const r = await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'roll_d20', args: {} },
+      { headers: h },
+    );
     expect(r.status).toBe('success');
     expect(r.trace_id).toBe(traceId);
 
     const want = ['lookup tool', 'validate args', 'resolve env', 'dispatch', 'run sandbox', 'serialize result'];
-    const ends = ['process toolplane.v1.tools.execute', 'process toolplane.internal.v1.runners.local.run', 'send toolplane.internal.v1.runners.local.run'];
+    const ends = [
+      'process toolplane.v1.tools.execute',
+      'process toolplane.internal.v1.runners.local.run',
+      'send toolplane.internal.v1.runners.local.run',
+    ];
     const spans = await receiver.waitFor(
       traceId,
-      (s) => [...want, ...ends].every((n) => s.some((x) => x.name === n)) && ['registry', 'credentials'].every((svc) => s.some((x) => x.service === svc)) && linked(s, callerSpan),
+      (s) =>
+        [...want, ...ends].every((n) => s.some((x) => x.name === n)) &&
+        ['registry', 'credentials'].every((svc) => s.some((x) => x.service === svc)) &&
+        linked(s, callerSpan),
     );
     const services = new Set(spans.map((s) => s.service));
     expect([...services].sort()).toEqual(['credentials', 'executor', 'registry', 'runner-local']);
@@ -67,10 +82,17 @@ describe('one execution is one trace across the services', () => {
     const traceId = randomBytes(16).toString('hex');
     const h = client.headers();
     h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
-    await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ROLL_D20.replace('roll_d20', 'roll_again') } }, { headers: h });
+    await client.req(
+      'toolplane.v1.tools.upsert',
+      { org_id: org, tool: { source_code: ROLL_D20.replace('roll_d20', 'roll_again') } },
+      { headers: h },
+    );
     // Wait for both spans: they are exported by different processes, in no fixed order.
     const published = 'publish toolplane.v1.events.tool.created';
-    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.service === 'schema') && s.some((x) => x.name === published));
+    const spans = await receiver.waitFor(
+      traceId,
+      (s) => s.some((x) => x.service === 'schema') && s.some((x) => x.name === published),
+    );
     expect(spans.find((s) => s.service === 'schema')?.name).toBe('process toolplane.v1.schemas.generate');
     expect(spans.find((s) => s.name === published)?.service).toBe('registry');
   });
@@ -79,20 +101,39 @@ describe('one execution is one trace across the services', () => {
     const mcp = await new FakeMcpServer().start();
     try {
       mcp.tools = [echoTool('traced_echo')];
-      const added = await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'traced', transport: 'streamable_http', url: mcp.url } }, { timeoutMs: 30_000 });
+      const added = await client.req(
+        'toolplane.v1.mcp.servers.add',
+        { org_id: org, server: { name: 'traced', transport: 'streamable_http', url: mcp.url } },
+        { timeoutMs: 30_000 },
+      );
       expect(added.sync).toMatchObject({ added: 1 });
       const traceId = randomBytes(16).toString('hex');
       const callerSpan = randomBytes(8).toString('hex');
       const h = client.headers();
       h.set('traceparent', `00-${traceId}-${callerSpan}-01`);
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'traced_echo', args: { text: 'hop' } }, { headers: h, timeoutMs: 30_000 });
+      const r = await client.req(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'traced_echo', args: { text: 'hop' } },
+        { headers: h, timeoutMs: 30_000 },
+      );
       expect(r).toMatchObject({ status: 'success', func_return: 'hop', trace_id: traceId });
       // The HTTP request to the MCP server carries the same trace.
       expect(String(mcp.observed.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[01]$`));
 
       const callIn = 'process toolplane.internal.v1.mcp-tools.call';
-      const ends = [callIn, 'serialize result', 'process toolplane.v1.tools.execute', 'send toolplane.internal.v1.mcp-tools.call'];
-      const spans = await receiver.waitFor(traceId, (s) => ends.every((n) => s.some((x) => x.name === n)) && s.some((x) => x.service === 'registry') && linked(s, callerSpan));
+      const ends = [
+        callIn,
+        'serialize result',
+        'process toolplane.v1.tools.execute',
+        'send toolplane.internal.v1.mcp-tools.call',
+      ];
+      const spans = await receiver.waitFor(
+        traceId,
+        (s) =>
+          ends.every((n) => s.some((x) => x.name === n)) &&
+          s.some((x) => x.service === 'registry') &&
+          linked(s, callerSpan),
+      );
       expect(new Set(spans.map((s) => s.service))).toEqual(new Set(['executor', 'registry', 'mcp-sync']));
       const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
       expect(root).toMatchObject({ service: 'executor', parentSpanId: callerSpan });
@@ -111,24 +152,48 @@ describe('one execution is one trace across the services', () => {
   it('continues an MCP client’s traceparent through the gateway, executor and runner, with MCP-convention spans', async () => {
     const gateway = stack.apps.get('mcp-gateway')!;
     const base = `http://127.0.0.1:${gateway.httpPort}`;
-    await client.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: 'traced-agent', tool_names: ['roll_d20'] });
+    await client.req('toolplane.v1.agents.tools.attach', {
+      org_id: org,
+      agent_id: 'traced-agent',
+      tool_names: ['roll_d20'],
+    });
     const traceId = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
     // The SDK client sends the header on every HTTP request of its session.
     const token = await client.tokenFor(org);
     const mcp = new Client({ name: 'traced', version: '1' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp/agents/traced-agent`), { requestInit: { headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-${callerSpan}-01` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${base}/mcp/agents/traced-agent`), {
+        requestInit: { headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-${callerSpan}-01` } },
+      }),
+    );
     try {
       const r = await mcp.callTool({ name: 'roll_d20', arguments: {} });
       expect(r.isError).toBeFalsy();
       expect((r._meta as Record<string, string>)['toolplane/trace_id']).toBe(traceId);
-      const want = ['tools/call roll_d20', 'send toolplane.v1.tools.execute', 'process toolplane.v1.tools.execute', 'run sandbox'];
-      const spans = await receiver.waitFor(traceId, (s) => want.every((n) => s.some((x) => x.name === n)) && s.some((x) => x.name === 'POST /mcp/agents/{agent_id}' && x.attributes['mcp.method.name'] === 'tools/call'));
-      const http = spans.find((s) => s.name === 'POST /mcp/agents/{agent_id}' && s.attributes['mcp.method.name'] === 'tools/call')!;
+      const want = [
+        'tools/call roll_d20',
+        'send toolplane.v1.tools.execute',
+        'process toolplane.v1.tools.execute',
+        'run sandbox',
+      ];
+      const spans = await receiver.waitFor(
+        traceId,
+        (s) =>
+          want.every((n) => s.some((x) => x.name === n)) &&
+          s.some((x) => x.name === 'POST /mcp/agents/{agent_id}' && x.attributes['mcp.method.name'] === 'tools/call'),
+      );
+      const http = spans.find(
+        (s) => s.name === 'POST /mcp/agents/{agent_id}' && s.attributes['mcp.method.name'] === 'tools/call',
+      )!;
       expect(http).toMatchObject({ service: 'mcp-gateway', parentSpanId: callerSpan });
       const call = spans.find((s) => s.name === 'tools/call roll_d20')!;
       expect(call).toMatchObject({ service: 'mcp-gateway', parentSpanId: http.spanId });
-      expect(call.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'roll_d20', 'gen_ai.operation.name': 'execute_tool' });
+      expect(call.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': 'roll_d20',
+        'gen_ai.operation.name': 'execute_tool',
+      });
       const out = spans.find((s) => s.name === 'send toolplane.v1.tools.execute' && s.service === 'mcp-gateway')!;
       expect(out.parentSpanId).toBe(call.spanId);
       const executorIn = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
@@ -145,9 +210,15 @@ describe('one execution is one trace across the services', () => {
     const traceId = randomBytes(16).toString('hex');
     const h = client.headers();
     h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {}, user_id: user }, { headers: h });
+    const r = await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'roll_d20', args: {}, user_id: user },
+      { headers: h },
+    );
     expect(r.status).toBe('success');
-    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.name === 'process toolplane.v1.tools.execute'));
+    const spans = await receiver.waitFor(traceId, (s) =>
+      s.some((x) => x.name === 'process toolplane.v1.tools.execute'),
+    );
     const root = spans.find((s) => s.name === 'process toolplane.v1.tools.execute')!;
     expect(root.attributes).toMatchObject({ 'enduser.id': user, 'toolplane.execution.id': r.execution_id });
     for (const app of stack.apps.values()) expect([app.name, app.output().includes(user)]).toEqual([app.name, false]);
@@ -157,9 +228,16 @@ describe('one execution is one trace across the services', () => {
     const traceId = randomBytes(16).toString('hex');
     const h = client.headers();
     h.set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
-    await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'roll_d20', args: {}, env: { API_KEY: 'sekret-value-123' } }, { headers: h });
+    await client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: org, tool_name: 'roll_d20', args: {}, env: { API_KEY: 'sekret-value-123' } },
+      { headers: h },
+    );
     // The runner's and the executor's spans come in separate batches: wait for both.
-    const spans = await receiver.waitFor(traceId, (s) => s.some((x) => x.name === 'run sandbox') && s.some((x) => x.name === 'serialize result'));
+    const spans = await receiver.waitFor(
+      traceId,
+      (s) => s.some((x) => x.name === 'run sandbox') && s.some((x) => x.name === 'serialize result'),
+    );
     expect(spans.length).toBeGreaterThan(3);
     expect(JSON.stringify(spans)).not.toContain('sekret-value-123');
   });

@@ -50,14 +50,19 @@ describe('TransactionalOutbox', () => {
     };
     return { descriptor: ToolCreated, eventId, orgId: org, payload };
   };
-  const rows = async (org: string) => (await ds.query(`SELECT event_id FROM ${schema}.event_outbox WHERE org_id = $1`, [org])) as unknown[];
+  const rows = async (org: string) =>
+    (await ds.query(`SELECT event_id FROM ${schema}.event_outbox WHERE org_id = $1`, [org])) as unknown[];
   /** The tool names of the org's tool.created events in the stream, in order. */
   const published = async (org: string) => {
     const jsm = await jetstreamManager(svc.nc);
     const stream = `${prefix}_TOOLPLANE_EVENTS`;
     const out: string[] = [];
     for (let seq = 1; ; ) {
-      const m = await jsm.streams.getMessage(stream, { seq, next_by_subj: `${prefix}.toolplane.v1.events.tool.created` } as unknown as { seq: number }).catch(() => null);
+      const m = await jsm.streams
+        .getMessage(stream, { seq, next_by_subj: `${prefix}.toolplane.v1.events.tool.created` } as unknown as {
+          seq: number;
+        })
+        .catch(() => null);
       if (!m) return out;
       const p = m.json<{ org_id: string; tool_name: string }>();
       if (p.org_id === org) out.push(p.tool_name);
@@ -74,7 +79,14 @@ describe('TransactionalOutbox', () => {
       payload jsonb NOT NULL, trace jsonb NOT NULL DEFAULT '{}'::jsonb, attempts integer NOT NULL DEFAULT 0, created_at timestamptz NOT NULL DEFAULT now())`);
     svc = await serviceClient('registry', prefix);
     await ensureEventsStream(svc.nc, prefix);
-    sut = new TransactionalOutbox(ds, svc.messaging, { table: `${schema}.event_outbox`, lockPrefix: `${schema}.outbox`, descriptors: [ToolCreated], relayEveryMs: 60_000, relayAfterMs: 0, what: 'test events' });
+    sut = new TransactionalOutbox(ds, svc.messaging, {
+      table: `${schema}.event_outbox`,
+      lockPrefix: `${schema}.outbox`,
+      descriptors: [ToolCreated],
+      relayEveryMs: 60_000,
+      relayAfterMs: 0,
+      what: 'test events',
+    });
   });
   afterAll(async () => {
     await ds?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -31,12 +31,25 @@ describe('web-tools: fetch_webpage and web_search', () => {
   /** Bytes of the 50 MB body the site wrote before the reader went away. */
   let hugeSent: Promise<number>;
 
-  const fetchPage = (url: string, exa_api_key?: string) => client.req('toolplane.internal.v1.web.fetch-webpage', { org_id: org, url, ...(exa_api_key ? { exa_api_key } : {}) }, { timeoutMs: 60_000 });
+  const fetchPage = (url: string, exa_api_key?: string) =>
+    client.req(
+      'toolplane.internal.v1.web.fetch-webpage',
+      { org_id: org, url, ...(exa_api_key ? { exa_api_key } : {}) },
+      { timeoutMs: 60_000 },
+    );
   const search = (args: Record<string, unknown>, exa_api_key: string | null = EXA_KEY) =>
-    client.req('toolplane.internal.v1.web.web-search', { org_id: org, args, ...(exa_api_key ? { exa_api_key } : {}) }, { timeoutMs: 60_000 });
+    client.req(
+      'toolplane.internal.v1.web.web-search',
+      { org_id: org, args, ...(exa_api_key ? { exa_api_key } : {}) },
+      { timeoutMs: 60_000 },
+    );
   const searchesFor = (query: string) => exa.requests.filter((r) => r.path === '/search' && r.body.query === query);
 
-  const paragraphs = Array.from({ length: 20 }, (_, i) => `<p>Paragraph ${i}: red foxes are small omnivores that live on every continent but Antarctica, and adapt well to towns.</p>`).join('\n');
+  const paragraphs = Array.from(
+    { length: 20 },
+    (_, i) =>
+      `<p>Paragraph ${i}: red foxes are small omnivores that live on every continent but Antarctica, and adapt well to towns.</p>`,
+  ).join('\n');
   const ARTICLE = `<!doctype html><html><head><title>Foxes | Field notes</title>
 <meta name="author" content="Vera Fox"><meta property="article:published_time" content="2026-03-04T05:06:07Z"></head>
 <body><nav><a href="/">Home</a><a href="/contact">Contact us</a></nav>
@@ -173,7 +186,10 @@ describe('web-tools: fetch_webpage and web_search', () => {
       expect((await fetchPage(`${base}/to-article`)).text).toContain('**red fox**');
       expect((await fetchPage(`${base}/plain`)).text).toBe('just some text');
       expect((await fetchPage(`${base}/data.json`)).text).toBe('{"fox": true}');
-      expect((await fetchPage(`${base}/image.png`)).error).toMatchObject({ code: 'CONTENT_TYPE_UNSUPPORTED', details: { content_type: 'image/png' } });
+      expect((await fetchPage(`${base}/image.png`)).error).toMatchObject({
+        code: 'CONTENT_TYPE_UNSUPPORTED',
+        details: { content_type: 'image/png' },
+      });
       // A PDF: its text, under the title and author its info dictionary gives.
       const pdf = await fetchPage(`${base}/paper.pdf`);
       expect(pdf.error).toBeUndefined();
@@ -183,16 +199,24 @@ describe('web-tools: fetch_webpage and web_search', () => {
       // One pdf.js cannot read is a typed failure, and the service goes on.
       expect((await fetchPage(`${base}/broken.pdf`)).error).toMatchObject({ code: 'FETCH_FAILED' });
       expect((await fetchPage(`${base}/plain`)).text).toBe('just some text');
-      expect((await fetchPage(`${base}/missing`)).error).toMatchObject({ code: 'FETCH_FAILED', details: { status: 404 } });
+      expect((await fetchPage(`${base}/missing`)).error).toMatchObject({
+        code: 'FETCH_FAILED',
+        details: { status: 404 },
+      });
     });
 
     it('refuses a redirect to an internal address before any socket opens to it', async () => {
       // The recorder works: a direct connection is counted (so a count that stays put means something).
       const before = internalConnections;
-      await new Promise<void>((resolve, reject) => tcpConnect({ host: '127.0.0.2', port: Number(new URL(internalUrl).port) }, function (this: import('node:net').Socket) {
-        this.end();
-        resolve();
-      }).once('error', reject));
+      await new Promise<void>((resolve, reject) =>
+        tcpConnect(
+          { host: '127.0.0.2', port: Number(new URL(internalUrl).port) },
+          function (this: import('node:net').Socket) {
+            this.end();
+            resolve();
+          },
+        ).once('error', reject),
+      );
       await expectEventually(() => expect(internalConnections).toBe(before + 1));
 
       const seen = internalConnections;
@@ -213,7 +237,11 @@ describe('web-tools: fetch_webpage and web_search', () => {
     });
 
     it('gives up a page that stops sending at the fetch timeout with a typed error', async () => {
-      expect((await fetchPage(`${base}/stall`)).error).toMatchObject({ code: 'FETCH_TIMEOUT', retryable: true, details: { timeout_ms: TIMEOUT_MS } });
+      expect((await fetchPage(`${base}/stall`)).error).toMatchObject({
+        code: 'FETCH_TIMEOUT',
+        retryable: true,
+        details: { timeout_ms: TIMEOUT_MS },
+      });
     });
 
     it.each([
@@ -227,15 +255,31 @@ describe('web-tools: fetch_webpage and web_search', () => {
     });
 
     it('refuses a redirect to a file: URL with the scheme error', async () => {
-      expect((await fetchPage(`${base}/to-file`)).error).toMatchObject({ code: 'URL_SCHEME_UNSUPPORTED', details: { scheme: 'file' } });
+      expect((await fetchPage(`${base}/to-file`)).error).toMatchObject({
+        code: 'URL_SCHEME_UNSUPPORTED',
+        details: { scheme: 'file' },
+      });
     });
 
     it('with an Exa key asks Exa for the contents first; falls back to a direct fetch when Exa fails', async () => {
       const url = `${base}/article`;
-      exa.pages.set(url, { title: 'Foxes (from Exa)', author: 'Exa Author', publishedDate: '2026-01-01', text: 'Exa text of the fox page' });
+      exa.pages.set(url, {
+        title: 'Foxes (from Exa)',
+        author: 'Exa Author',
+        publishedDate: '2026-01-01',
+        text: 'Exa text of the fox page',
+      });
       const viaExa = await fetchPage(url, EXA_KEY);
-      expect(JSON.parse(viaExa.text)).toEqual({ title: 'Foxes (from Exa)', published_date: '2026-01-01', author: 'Exa Author', text: 'Exa text of the fox page' });
-      expect(exa.requests.filter((q) => q.path === '/contents').at(-1)).toMatchObject({ apiKey: EXA_KEY, body: { urls: [url], text: true } });
+      expect(JSON.parse(viaExa.text)).toEqual({
+        title: 'Foxes (from Exa)',
+        published_date: '2026-01-01',
+        author: 'Exa Author',
+        text: 'Exa text of the fox page',
+      });
+      expect(exa.requests.filter((q) => q.path === '/contents').at(-1)).toMatchObject({
+        apiKey: EXA_KEY,
+        body: { urls: [url], text: true },
+      });
       exa.fault = 'server_error';
       const fallback = await fetchPage(url, EXA_KEY);
       expect(fallback.text).toMatch(/^# Foxes/);
@@ -276,7 +320,15 @@ describe('web-tools: fetch_webpage and web_search', () => {
       const out = JSON.parse(r.text);
       expect(out.query).toBe(query);
       expect(out.results).toHaveLength(3);
-      expect(Object.keys(out.results[0]).sort()).toEqual(['author', 'highlights', 'published_date', 'summary', 'text', 'title', 'url']);
+      expect(Object.keys(out.results[0]).sort()).toEqual([
+        'author',
+        'highlights',
+        'published_date',
+        'summary',
+        'text',
+        'title',
+        'url',
+      ]);
       expect(out.results[0].url).toMatch(/^https:\/\/zoo\.test\//);
       expect(out.results[0].highlights).toHaveLength(3);
     });
@@ -284,7 +336,12 @@ describe('web-tools: fetch_webpage and web_search', () => {
     it('sends no text unless asked, and no optional field the call left out', async () => {
       const query = `plain ${uniqueOrg('q')}`;
       const out = JSON.parse((await search({ query })).text);
-      expect(searchesFor(query)[0]!.body).toEqual({ query, numResults: 10, type: 'auto', contents: { text: false, highlights: { numSentences: 2, highlightsPerUrl: 3, query }, summary: { query } } });
+      expect(searchesFor(query)[0]!.body).toEqual({
+        query,
+        numResults: 10,
+        type: 'auto',
+        contents: { text: false, highlights: { numSentences: 2, highlightsPerUrl: 3, query }, summary: { query } },
+      });
       expect(out.results).toHaveLength(10);
       expect(out.results[0].text).toBeUndefined();
     });

@@ -26,7 +26,9 @@ export default async function globalSetup(): Promise<void> {
   process.env.TOOLPLANE_TEST_DB = dbName;
   process.env.TOOLPLANE_TEST_DATABASE_URL = databaseUrlFor(dbName);
   const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(dbName) });
-  process.env.TOOLPLANE_TEST_HEALTH_PORTS = JSON.stringify(Object.fromEntries([...stack.apps].map(([name, app]) => [name, app.healthPort])));
+  process.env.TOOLPLANE_TEST_HEALTH_PORTS = JSON.stringify(
+    Object.fromEntries([...stack.apps].map(([name, app]) => [name, app.healthPort])),
+  );
   const gateway = stack.apps.get('mcp-gateway');
   if (gateway?.httpPort) process.env.TOOLPLANE_TEST_GATEWAY_URL = `http://127.0.0.1:${gateway.httpPort}`;
   globalThis.__toolplaneStack = { stack, dbName, containers };
@@ -39,7 +41,9 @@ async function provideInfrastructure(): Promise<Array<{ stop(): Promise<unknown>
   if (!explicit && dockerAvailable()) return startContainers();
   const problems = [
     natsOk !== true ? `NATS is not reachable at ${natsUrl()} (${natsOk}). Start nats-server -js or set NATS_URL.` : '',
-    pgOk !== true ? `Postgres is not reachable at ${redact(adminDatabaseUrl())} (${pgOk}). Start it or set DATABASE_URL.` : '',
+    pgOk !== true
+      ? `Postgres is not reachable at ${redact(adminDatabaseUrl())} (${pgOk}). Start it or set DATABASE_URL.`
+      : '',
   ].filter(Boolean);
   throw new Error(problems.join('\n'));
 }
@@ -69,7 +73,11 @@ function dockerAvailable(): boolean {
 async function startContainers(): Promise<Array<{ stop(): Promise<unknown> }>> {
   const { GenericContainer, Wait } = await import('testcontainers');
   const [nats, pg] = await Promise.all([
-    new GenericContainer('nats:2.10-alpine').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start(),
+    new GenericContainer('nats:2.10-alpine')
+      .withCommand(['-js'])
+      .withExposedPorts(4222)
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .start(),
     new GenericContainer('postgres:16-alpine')
       .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' })
       .withExposedPorts(5432)

@@ -12,7 +12,8 @@ export default async function globalTeardown(): Promise<void> {
   await dropDatabase(env.dbName);
   await deleteStreams(env.stack.prefix);
   await Promise.all(env.containers.map((c) => c.stop()));
-  for (const dir of [process.env.TOOLPLANE_TEST_KEYS_DIR, process.env.TOOLPLANE_TEST_STDIO_ROOT]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const dir of [process.env.TOOLPLANE_TEST_KEYS_DIR, process.env.TOOLPLANE_TEST_STDIO_ROOT])
+    if (dir) rmSync(dir, { recursive: true, force: true });
 }
 
 /** Removes the JetStream streams this run created (their names start with the run's prefix). */

@@ -30,9 +30,18 @@ export function writeGatedSdist(dir: string, name: string, version: string, gate
 }
 
 /** Packs `name@version` (package.json + the given files) with `npm pack` into `dest`. */
-export function packNpm(dest: string, name: string, version: string, files: Record<string, string>, scripts?: Record<string, string>): void {
+export function packNpm(
+  dest: string,
+  name: string,
+  version: string,
+  files: Record<string, string>,
+  scripts?: Record<string, string>,
+): void {
   const dir = mkdtempSync(join(tmpdir(), 'tp-npm-src-'));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version, main: 'index.js', ...(scripts ? { scripts } : {}) }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version, main: 'index.js', ...(scripts ? { scripts } : {}) }),
+  );
   for (const [f, body] of Object.entries(files)) writeFileSync(join(dir, f), body);
   execFileSync('npm', ['pack', '--silent', '--pack-destination', dest], { cwd: dir, stdio: 'ignore' });
   rmSync(dir, { recursive: true, force: true });
@@ -45,7 +54,8 @@ export function packGatedNpm(dest: string, name: string, version: string, gate: 
     name,
     version,
     {
-      'index.js': "exports.result = () => { try { return require('./result.json'); } catch { return 'the build script did not run'; } };\n",
+      'index.js':
+        "exports.result = () => { try { return require('./result.json'); } catch { return 'the build script did not run'; } };\n",
       'postinstall.js': `const fs = require('node:fs');
 const wait = () => (fs.existsSync(${JSON.stringify(gate)}) ? fs.writeFileSync('result.json', JSON.stringify(${JSON.stringify(value)})) : setTimeout(wait, 50));
 wait();
@@ -56,17 +66,81 @@ wait();
 }
 
 /** A test CA and a server certificate it signed for `hostname` (openssl), in a temp dir. */
-export function testCertificates(hostname: string): { dir: string; caFile: string; key: string; cert: string; remove(): void } {
+export function testCertificates(hostname: string): {
+  dir: string;
+  caFile: string;
+  key: string;
+  cert: string;
+  remove(): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'tp-ca-'));
   const f = (n: string) => join(dir, n);
   const ssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-  const caExtensions = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-addext', 'subjectKeyIdentifier=hash'];
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=Toolplane test CA', ...caExtensions);
-  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', `/CN=${hostname}`);
-  writeFileSync(f('ext.cnf'), `subjectAltName=DNS:${hostname}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n`);
-  ssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('server.pem'), '-days', '2', '-extfile', f('ext.cnf'));
+  const caExtensions = [
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+    '-addext',
+    'subjectKeyIdentifier=hash',
+  ];
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=Toolplane test CA',
+    ...caExtensions,
+  );
+  ssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    f('server.key'),
+    '-out',
+    f('server.csr'),
+    '-subj',
+    `/CN=${hostname}`,
+  );
+  writeFileSync(
+    f('ext.cnf'),
+    `subjectAltName=DNS:${hostname}\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n`,
+  );
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    f('server.pem'),
+    '-days',
+    '2',
+    '-extfile',
+    f('ext.cnf'),
+  );
   execFileSync('chmod', ['-R', 'a+rX', dir]);
-  return { dir, caFile: f('ca.pem'), key: readFileSync(f('server.key'), 'utf8'), cert: readFileSync(f('server.pem'), 'utf8'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    caFile: f('ca.pem'),
+    key: readFileSync(f('server.key'), 'utf8'),
+    cert: readFileSync(f('server.pem'), 'utf8'),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /**
@@ -74,7 +148,11 @@ export function testCertificates(hostname: string): { dir: string; caFile: strin
  * (`/simple/<name>/`), npm packuments (`/npm/<name>`, for `<name>-<version>.tgz`) and the files
  * (`/files/<file>`), with links on `https://<hostname>:<port>`. Records the paths asked for.
  */
-export async function startHttpsIndex(dir: string, hostname: string, tls: { key: string; cert: string }): Promise<{ port: number; server: Server; requests: string[] }> {
+export async function startHttpsIndex(
+  dir: string,
+  hostname: string,
+  tls: { key: string; cert: string },
+): Promise<{ port: number; server: Server; requests: string[] }> {
   const requests: string[] = [];
   let port = 0;
   const server = createHttpsServer(tls, (req, res) => {
@@ -83,8 +161,12 @@ export async function startHttpsIndex(dir: string, hostname: string, tls: { key:
     const files = readdirSync(dir);
     const simple = /^\/simple\/([^/]+)\/?$/.exec(url);
     if (simple) {
-      const found = files.filter((f) => f.toLowerCase().startsWith(`${simple[1]!.toLowerCase()}-`) && !f.endsWith('.tgz'));
-      res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${found.map((f) => `<a href="/files/${f}">${f}</a>`).join('\n')}</body></html>`);
+      const found = files.filter(
+        (f) => f.toLowerCase().startsWith(`${simple[1]!.toLowerCase()}-`) && !f.endsWith('.tgz'),
+      );
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(`<html><body>${found.map((f) => `<a href="/files/${f}">${f}</a>`).join('\n')}</body></html>`);
       return;
     }
     const npm = /^\/npm\/([^/@][^/]*)$/.exec(url);
@@ -106,7 +188,9 @@ export async function startHttpsIndex(dir: string, hostname: string, tls: { key:
       }
       const latest = Object.keys(versions).at(-1);
       if (!latest) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name, 'dist-tags': { latest }, versions }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ name, 'dist-tags': { latest }, versions }));
       return;
     }
     const file = /^\/files\/([^/]+)$/.exec(url);
@@ -125,7 +209,10 @@ export async function startHttpsIndex(dir: string, hostname: string, tls: { key:
  * An HTTP proxy on `host` that only tunnels (CONNECT) to the names in `routes` (name → port on
  * loopback), as a corporate proxy resolves names its clients cannot. Records every CONNECT target.
  */
-export async function startConnectProxy(host: string, routes: Record<string, number>): Promise<{ url: string; server: Server; connects: string[]; close(): Promise<void> }> {
+export async function startConnectProxy(
+  host: string,
+  routes: Record<string, number>,
+): Promise<{ url: string; server: Server; connects: string[]; close(): Promise<void> }> {
   const connects: string[] = [];
   const sockets = new Set<Socket>();
   const server = createHttpServer((_req, res) => res.writeHead(405).end());

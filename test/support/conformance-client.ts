@@ -43,7 +43,9 @@ async function main(): Promise<void> {
   const client = await RawClient.connect(prefix);
   try {
     const req = (subject: string, body: unknown) => client.req(subject, body, { timeoutMs: TIMEOUT_MS });
-    const auth = await authFor(scenario, context, (key, value) => req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key, value }));
+    const auth = await authFor(scenario, context, (key, value) =>
+      req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key, value }),
+    );
     /**
      * Runs a step; while Toolplane answers that a user must authorize (the add's authorization URL,
      * or MCP_AUTHORIZATION_REQUIRED for a step-up or a refused refresh), the human opens the URL and
@@ -52,24 +54,37 @@ async function main(): Promise<void> {
     const withHuman = async (step: () => Promise<any>): Promise<any> => {
       let r = await step();
       for (let round = 0; round < HUMAN_ROUNDS; round++) {
-        const authz = r?.authorization ?? (r?.error?.code === 'MCP_AUTHORIZATION_REQUIRED' ? r.error.details : undefined);
+        const authz =
+          r?.authorization ?? (r?.error?.code === 'MCP_AUTHORIZATION_REQUIRED' ? r.error.details : undefined);
         if (!authz) return r;
         const code = await authorize(authz.authorization_url as string);
-        const done = await req('toolplane.v1.mcp.oauth.complete', { org_id: org, state: code.state ?? authz.state, code: code.code });
+        const done = await req('toolplane.v1.mcp.oauth.complete', {
+          org_id: org,
+          state: code.state ?? authz.state,
+          code: code.code,
+        });
         if (r.authorization || done.error) r = done;
         else r = await step();
       }
       return r;
     };
     const name = `conf-${scenario.replace(/[^A-Za-z0-9_.-]/g, '-')}`.slice(0, 64);
-    const r = await withHuman(() => req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name, transport: 'streamable_http', url, ...(auth ? { auth } : {}) } }));
+    const r = await withHuman(() =>
+      req('toolplane.v1.mcp.servers.add', {
+        org_id: org,
+        server: { name, transport: 'streamable_http', url, ...(auth ? { auth } : {}) },
+      }),
+    );
     if (r.error) throw new Error(`${r.error.code}: ${r.error.message}`);
     log(`added ${name}: ${JSON.stringify(r.sync)}`);
     try {
       const call = CALLS[scenario];
       if (call) {
-        const out = await withHuman(() => req('toolplane.v1.tools.execute', { org_id: org, tool_name: call.tool, args: call.args, timeout_ms: 20_000 }));
-        if (out.error || out.status !== 'success') throw new Error(`tools.execute ${call.tool}: ${JSON.stringify(out.error ?? out)}`);
+        const out = await withHuman(() =>
+          req('toolplane.v1.tools.execute', { org_id: org, tool_name: call.tool, args: call.args, timeout_ms: 20_000 }),
+        );
+        if (out.error || out.status !== 'success')
+          throw new Error(`tools.execute ${call.tool}: ${JSON.stringify(out.error ?? out)}`);
         log(`${call.tool} → ${JSON.stringify(out.func_return)}`);
       }
     } finally {
@@ -82,15 +97,27 @@ async function main(): Promise<void> {
 }
 
 /** The auth an operator would configure for the scenario: nothing but `oauth` unless the scenario hands out credentials. */
-async function authFor(scenario: string, c: Context, setSecret: (key: string, value: string) => Promise<any>): Promise<Record<string, unknown> | undefined> {
+async function authFor(
+  scenario: string,
+  c: Context,
+  setSecret: (key: string, value: string) => Promise<any>,
+): Promise<Record<string, unknown> | undefined> {
   if (!scenario.startsWith('auth/')) return undefined;
   if (scenario === 'auth/client-credentials-jwt') {
     const r = await setSecret('CONFORMANCE_PRIVATE_KEY', c.private_key_pem!);
     if (r?.error) throw new Error(JSON.stringify(r.error));
-    return { type: 'oauth', grant_type: 'client_credentials', client_id: c.client_id, private_key: '{{CONFORMANCE_PRIVATE_KEY}}', signing_alg: c.signing_algorithm ?? 'ES256' };
+    return {
+      type: 'oauth',
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      private_key: '{{CONFORMANCE_PRIVATE_KEY}}',
+      signing_alg: c.signing_algorithm ?? 'ES256',
+    };
   }
-  if (scenario === 'auth/client-credentials-basic') return { type: 'oauth', grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret };
-  if (c.client_id) return { type: 'oauth', client_id: c.client_id, ...(c.client_secret ? { client_secret: c.client_secret } : {}) };
+  if (scenario === 'auth/client-credentials-basic')
+    return { type: 'oauth', grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret };
+  if (c.client_id)
+    return { type: 'oauth', client_id: c.client_id, ...(c.client_secret ? { client_secret: c.client_secret } : {}) };
   return { type: 'oauth' };
 }
 

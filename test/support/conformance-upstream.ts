@@ -13,7 +13,13 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport, type EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { crc32, deflateSync } from 'node:zlib';
@@ -31,7 +37,12 @@ function redPixelPng(): string {
   };
   const ihdr = Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]); // 1×1, 8 bits, RGB
   const idat = deflateSync(Buffer.from([0, 255, 0, 0])); // filter 0, one red pixel
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]).toString('base64');
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', idat),
+    chunk('IEND', Buffer.alloc(0)),
+  ]).toString('base64');
 }
 
 /** 10 ms of silence as a WAV: RIFF header, 16-bit mono PCM at 8 kHz. */
@@ -66,7 +77,12 @@ interface ConformanceTool {
 /** The tools, as the suite's scenario descriptions specify them (names, arguments, results). */
 export const CONFORMANCE_TOOLS: ConformanceTool[] = [
   {
-    def: { name: 'test_simple_text', title: 'Simple text', description: 'Returns a simple text response.', inputSchema: noArgs },
+    def: {
+      name: 'test_simple_text',
+      title: 'Simple text',
+      description: 'Returns a simple text response.',
+      inputSchema: noArgs,
+    },
     run: async () => ({ content: [{ type: 'text', text: 'This is a simple text response for testing.' }] }),
   },
   {
@@ -79,24 +95,53 @@ export const CONFORMANCE_TOOLS: ConformanceTool[] = [
   },
   {
     def: { name: 'test_embedded_resource', description: 'Returns an embedded text resource.', inputSchema: noArgs },
-    run: async () => ({ content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }] }),
+    run: async () => ({
+      content: [
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://embedded-resource',
+            mimeType: 'text/plain',
+            text: 'This is an embedded resource content.',
+          },
+        },
+      ],
+    }),
   },
   {
-    def: { name: 'test_multiple_content_types', description: 'Returns text, an image and a resource.', inputSchema: noArgs },
+    def: {
+      name: 'test_multiple_content_types',
+      description: 'Returns text, an image and a resource.',
+      inputSchema: noArgs,
+    },
     run: async () => ({
       content: [
         { type: 'text', text: 'Multiple content types test:' },
         { type: 'image', data: PNG, mimeType: 'image/png' },
-        { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://mixed-content-resource',
+            mimeType: 'application/json',
+            text: JSON.stringify({ test: 'data', value: 123 }),
+          },
+        },
       ],
     }),
   },
   {
     def: { name: 'test_error_handling', description: 'Always fails (a tool error).', inputSchema: noArgs },
-    run: async () => ({ isError: true, content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }] }),
+    run: async () => ({
+      isError: true,
+      content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
+    }),
   },
   {
-    def: { name: 'test_tool_with_progress', description: 'Reports progress 0, 50 and 100 of 100, 50 ms apart.', inputSchema: noArgs },
+    def: {
+      name: 'test_tool_with_progress',
+      description: 'Reports progress 0, 50 and 100 of 100, 50 ms apart.',
+      inputSchema: noArgs,
+    },
     run: async ({ notify }) => {
       for (const p of [0, 50, 100]) {
         if (p) await sleep(50);
@@ -106,7 +151,11 @@ export const CONFORMANCE_TOOLS: ConformanceTool[] = [
     },
   },
   {
-    def: { name: 'test_reconnection', description: 'Closes its SSE stream mid-call, then answers (the client resumes with Last-Event-ID).', inputSchema: noArgs },
+    def: {
+      name: 'test_reconnection',
+      description: 'Closes its SSE stream mid-call, then answers (the client resumes with Last-Event-ID).',
+      inputSchema: noArgs,
+    },
     run: async ({ closeStream }) => {
       await sleep(20);
       closeStream?.();
@@ -145,10 +194,14 @@ class MemoryEventStore implements EventStore {
     return this.events.find((e) => e.id === id)?.stream;
   }
 
-  async replayEventsAfter(lastId: string, { send }: { send: (id: string, m: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastId: string,
+    { send }: { send: (id: string, m: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const at = this.events.findIndex((e) => e.id === lastId);
     const stream = this.events[at]?.stream ?? '';
-    for (const e of this.events.slice(at + 1)) if (e.stream === stream && Object.keys(e.message).length) await send(e.id, e.message);
+    for (const e of this.events.slice(at + 1))
+      if (e.stream === stream && Object.keys(e.message).length) await send(e.id, e.message);
     return stream;
   }
 }
@@ -162,7 +215,9 @@ export class ConformanceUpstream extends LoopbackMcpServer {
     if (typeof sid === 'string') {
       const s = this.sessions.get(sid);
       if (!s) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
         return;
       }
       if (req.method === 'DELETE') this.sessions.delete(sid);
@@ -189,7 +244,11 @@ export class ConformanceUpstream extends LoopbackMcpServer {
       if (!tool) return { isError: true, content: [{ type: 'text', text: `Unknown tool: ${req.params.name}` }] };
       const progressToken = req.params._meta?.progressToken;
       const notify = async (progress: number, total: number) => {
-        if (progressToken !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total } });
+        if (progressToken !== undefined)
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress, total },
+          });
       };
       return tool.run({ notify, closeStream: extra.closeSSEStream });
     });

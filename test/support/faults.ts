@@ -6,7 +6,16 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { appendFileSync, chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -40,12 +49,22 @@ export function reportFault(row: FaultRow): void {
  * Runs one scenario `faultRepeat()` times, reporting a row per attempt; the attempt's own
  * assertions (inside `attempt`) decide pass/fail and the first failure fails the test.
  */
-export async function repeatScenario(scenario: string, attempt: (i: number) => Promise<{ saw: string; stored: string }>): Promise<void> {
+export async function repeatScenario(
+  scenario: string,
+  attempt: (i: number) => Promise<{ saw: string; stored: string }>,
+): Promise<void> {
   for (let i = 0; i < faultRepeat(); i++) {
     try {
       reportFault({ scenario, ...(await attempt(i)), pass: true });
     } catch (e) {
-      reportFault({ scenario, saw: '(attempt failed)', stored: `FAILED: ${String((e as Error).message).split('\n')[0]!.slice(0, 200)}`, pass: false });
+      reportFault({
+        scenario,
+        saw: '(attempt failed)',
+        stored: `FAILED: ${String((e as Error).message)
+          .split('\n')[0]!
+          .slice(0, 200)}`,
+        pass: false,
+      });
       throw e;
     }
   }
@@ -55,7 +74,8 @@ export async function repeatScenario(scenario: string, attempt: (i: number) => P
 export function sawOf(r: unknown): string {
   if (r instanceof Error) return `client ${r.name}`;
   const v = r as { error?: { code?: string; retryable?: boolean }; status?: string };
-  if (v?.error?.code && v.status) return `${v.status}/${v.error.code}${v.error.retryable !== undefined ? ` retryable=${v.error.retryable}` : ''}`;
+  if (v?.error?.code && v.status)
+    return `${v.status}/${v.error.code}${v.error.retryable !== undefined ? ` retryable=${v.error.retryable}` : ''}`;
   if (v?.error?.code) return `error ${v.error.code} retryable=${v.error.retryable}`;
   return v?.status ?? 'ok';
 }
@@ -123,7 +143,9 @@ export function runnerCgroupsOf(pid: number, root = '/sys/fs/cgroup'): string[] 
   const walk = (dir: string, depth: number) => {
     let entries: string[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      entries = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       return;
     }
@@ -157,7 +179,9 @@ export class RunLog {
 
   runs(token: string): number {
     if (!existsSync(this.file)) return 0;
-    return readFileSync(this.file, 'utf8').split('\n').filter((l) => l === token).length;
+    return readFileSync(this.file, 'utf8')
+      .split('\n')
+      .filter((l) => l === token).length;
   }
 
   remove(): void {
@@ -170,7 +194,12 @@ export async function eventsOn(nc: NatsConnection, prefix: string, tail: string)
   const jsm = await jetstreamManager(nc);
   const out: any[] = [];
   for (let seq = 1; ; ) {
-    const m = await jsm.streams.getMessage(`${prefix}_TOOLPLANE_EVENTS`, { seq, next_by_subj: `${prefix}.toolplane.v1.events.${tail}` } as unknown as { seq: number }).catch(() => null);
+    const m = await jsm.streams
+      .getMessage(`${prefix}_TOOLPLANE_EVENTS`, {
+        seq,
+        next_by_subj: `${prefix}.toolplane.v1.events.${tail}`,
+      } as unknown as { seq: number })
+      .catch(() => null);
     if (!m) return out;
     out.push(m.json());
     seq = m.seq + 1;

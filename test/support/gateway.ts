@@ -10,12 +10,20 @@ export function gatewayUrl(): string {
 }
 
 export const agentEndpoint = (agent: string, base = gatewayUrl()) => `${base}/mcp/agents/${encodeURIComponent(agent)}`;
-export const toolsetEndpoint = (name: string, base = gatewayUrl()) => `${base}/mcp/toolsets/${encodeURIComponent(name)}`;
+export const toolsetEndpoint = (name: string, base = gatewayUrl()) =>
+  `${base}/mcp/toolsets/${encodeURIComponent(name)}`;
 
 /** The MCP SDK's own client over Streamable HTTP with a bearer token, connected (initialized). */
-export async function mcpClient(url: string, token: string, capabilities: ClientCapabilities = {}, name = 'toolplane-test'): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+export async function mcpClient(
+  url: string,
+  token: string,
+  capabilities: ClientCapabilities = {},
+  name = 'toolplane-test',
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const client = new Client({ name, version: '1.0.0' }, { capabilities });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
   await client.connect(transport);
   return { client, transport };
 }

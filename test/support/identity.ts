@@ -1,6 +1,14 @@
 import { connect, headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { APP_NAMES, type AppName } from '@toolplane/contracts';
-import { EventSigner, EventVerifier, KeyDirectory, MessagingClient, ServiceSealer, writeKeyPair, type EventSignatures } from '@toolplane/messaging';
+import {
+  EventSigner,
+  EventVerifier,
+  KeyDirectory,
+  MessagingClient,
+  ServiceSealer,
+  writeKeyPair,
+  type EventSignatures,
+} from '@toolplane/messaging';
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -29,11 +37,29 @@ export function ensureTestIdentity(): { keysDir: string; credentialsKeys: string
  */
 export function mintOperatorToken(databaseUrl: string, env: Record<string, string> = {}): string {
   const { credentialsKeys } = ensureTestIdentity();
-  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'apps', 'credentials', 'src', 'database', 'token-cli.js'), 'operator', '--name', 'tests', '--ttl-days', '7'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', DATABASE_URL: databaseUrl, TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: credentialsKeys, LOG_LEVEL: 'warn', ...env },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'dist', 'apps', 'credentials', 'src', 'database', 'token-cli.js'),
+      'operator',
+      '--name',
+      'tests',
+      '--ttl-days',
+      '7',
+    ],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        DATABASE_URL: databaseUrl,
+        TOOLPLANE_PROFILE: 'production',
+        CREDENTIALS_KEYS: credentialsKeys,
+        LOG_LEVEL: 'warn',
+        ...env,
+      },
+    },
+  );
   if (r.status !== 0) throw new Error(`token-cli failed: ${r.stderr}`);
   return r.stdout.trim();
 }
@@ -64,7 +90,12 @@ const eventSigners = new Map<AppName, EventSignatures>();
  * test publishing raw bytes as an event's owner, or as an app that does not own it. `subject` with
  * the deployment prefix.
  */
-export function signedEventHeaders(app: AppName, subject: string, body: Uint8Array, id: string = randomUUID()): MsgHdrs {
+export function signedEventHeaders(
+  app: AppName,
+  subject: string,
+  body: Uint8Array,
+  id: string = randomUUID(),
+): MsgHdrs {
   let events = eventSigners.get(app);
   if (!events) eventSigners.set(app, (events = eventsOf(app)));
   const h = headers();
@@ -73,7 +104,10 @@ export function signedEventHeaders(app: AppName, subject: string, body: Uint8Arr
 }
 
 /** A typed client acting as service `app`: its requests are sealed like the app's own. */
-export async function serviceClient(app: AppName, prefix: string): Promise<{ messaging: MessagingClient; nc: NatsConnection; close(): Promise<void> }> {
+export async function serviceClient(
+  app: AppName,
+  prefix: string,
+): Promise<{ messaging: MessagingClient; nc: NatsConnection; close(): Promise<void> }> {
   const nc = await connect({ servers: natsUrl(), name: `test-as-${app}` });
   return { messaging: new MessagingClient(nc, prefix, sealerOf(app), eventsOf(app)), nc, close: () => nc.close() };
 }

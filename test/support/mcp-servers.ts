@@ -15,7 +15,12 @@ import { stdioFixture } from './stdio-allowlist';
 /** `authorization` and `headers`: those of the HTTP request that carried this tools/call. */
 export type ToolHandler = (
   args: Record<string, unknown>,
-  extra: { signal: AbortSignal; progress: (p: number, total?: number) => Promise<void>; authorization?: string; headers?: Record<string, string | string[] | undefined> },
+  extra: {
+    signal: AbortSignal;
+    progress: (p: number, total?: number) => Promise<void>;
+    authorization?: string;
+    headers?: Record<string, string | string[] | undefined>;
+  },
 ) => Promise<unknown>;
 
 export interface FakeTool {
@@ -80,7 +85,14 @@ export class FakeMcpServer extends LoopbackMcpServer {
   wwwAuthenticate?: string;
   /** Documents served at GET /.well-known/... (Protected Resource Metadata). */
   wellKnown: Record<string, unknown> = {};
-  readonly observed: Observed = { listCalls: 0, cancelled: [], calls: [], sessions: 0, headers: {}, authorizations: [] };
+  readonly observed: Observed = {
+    listCalls: 0,
+    cancelled: [],
+    calls: [],
+    sessions: 0,
+    headers: {},
+    authorizations: [],
+  };
 
   /** tools/list_changed to every connected client. */
   async notifyListChanged(): Promise<void> {
@@ -100,21 +112,32 @@ export class FakeMcpServer extends LoopbackMcpServer {
     const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
     if (req.method === 'GET' && path.startsWith('/.well-known/')) {
       const doc = this.wellKnown[path];
-      res.writeHead(doc ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(doc ?? { error: 'not_found' }));
+      res
+        .writeHead(doc ? 200 : 404, { 'content-type': 'application/json' })
+        .end(JSON.stringify(doc ?? { error: 'not_found' }));
       return;
     }
     this.observed.headers = { ...req.headers };
     if (req.headers.authorization) this.observed.authorizations.push(req.headers.authorization);
-    const refused = this.acceptAuthorization ? !this.acceptAuthorization(req.headers.authorization) : this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization;
+    const refused = this.acceptAuthorization
+      ? !this.acceptAuthorization(req.headers.authorization)
+      : this.requireAuthorization !== undefined && req.headers.authorization !== this.requireAuthorization;
     if (refused) {
-      res.writeHead(401, { 'content-type': 'application/json', ...(this.wwwAuthenticate ? { 'www-authenticate': this.wwwAuthenticate } : {}) }).end(JSON.stringify({ error: 'invalid_token' }));
+      res
+        .writeHead(401, {
+          'content-type': 'application/json',
+          ...(this.wwwAuthenticate ? { 'www-authenticate': this.wwwAuthenticate } : {}),
+        })
+        .end(JSON.stringify({ error: 'invalid_token' }));
       return;
     }
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const s = this.sessions.get(sid);
       if (!s) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
         return;
       }
       await s.transport.handleRequest(req, res);
@@ -152,11 +175,20 @@ export class FakeMcpServer extends LoopbackMcpServer {
       extra.signal.addEventListener('abort', () => this.observed.cancelled.push(name));
       const token = req.params._meta?.progressToken;
       const progress = async (p: number, total?: number) => {
-        if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, ...(total ? { total } : {}) } });
+        if (token !== undefined)
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: p, ...(total ? { total } : {}) },
+          });
       };
       const headers = extra.requestInfo?.headers;
       const authorization = headers?.authorization;
-      return (await tool.handler(req.params.arguments ?? {}, { signal: extra.signal, progress, ...(typeof authorization === 'string' ? { authorization } : {}), ...(headers ? { headers } : {}) })) as never;
+      return (await tool.handler(req.params.arguments ?? {}, {
+        signal: extra.signal,
+        progress,
+        ...(typeof authorization === 'string' ? { authorization } : {}),
+        ...(headers ? { headers } : {}),
+      })) as never;
     });
     return server;
   }
@@ -165,7 +197,15 @@ export class FakeMcpServer extends LoopbackMcpServer {
 /** A tool with one required string parameter `text`, answering `<prefix><text>`. */
 export function echoTool(name: string, prefix = ''): FakeTool {
   return {
-    def: { name, description: `Echo for ${name}.`, inputSchema: { type: 'object', properties: { text: { type: 'string', description: 'What to say.' } }, required: ['text'] } },
+    def: {
+      name,
+      description: `Echo for ${name}.`,
+      inputSchema: {
+        type: 'object',
+        properties: { text: { type: 'string', description: 'What to say.' } },
+        required: ['text'],
+      },
+    },
     handler: async (args) => ({ content: [{ type: 'text', text: `${prefix}${String(args.text)}` }] }),
   };
 }
@@ -181,7 +221,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** A minimal OAuth 2.1 token endpoint (client-credentials grant) on a loopback port. */
-export async function startTokenServer(clientId: string, clientSecret: string, token: string): Promise<{ url: string; requests: () => number; stop: () => Promise<void> }> {
+export async function startTokenServer(
+  clientId: string,
+  clientSecret: string,
+  token: string,
+): Promise<{ url: string; requests: () => number; stop: () => Promise<void> }> {
   let requests = 0;
   const http = createServer((req, res) => {
     let body = '';
@@ -194,12 +238,18 @@ export async function startTokenServer(clientId: string, clientSecret: string, t
         res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_client' }));
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 3600 }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: 3600 }));
     });
   });
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
   const port = (http.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/token`, requests: () => requests, stop: () => new Promise((r) => http.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${port}/token`,
+    requests: () => requests,
+    stop: () => new Promise((r) => http.close(() => r())),
+  };
 }
 
 /**
@@ -221,10 +271,18 @@ export async function startAuthorizationServer(clientId: string, expiresIn: numb
   };
   const http = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const json = (status: number, body: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (req.method === 'GET' && url.pathname === '/authorize') {
       const q = url.searchParams;
-      if (q.get('response_type') !== 'code' || q.get('client_id') !== clientId || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge') || !q.get('state')) return json(400, { error: 'invalid_request' });
+      if (
+        q.get('response_type') !== 'code' ||
+        q.get('client_id') !== clientId ||
+        q.get('code_challenge_method') !== 'S256' ||
+        !q.get('code_challenge') ||
+        !q.get('state')
+      )
+        return json(400, { error: 'invalid_request' });
       const code = randomUUID();
       codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')! });
       const to = new URL(q.get('redirect_uri')!);
@@ -243,7 +301,12 @@ export async function startAuthorizationServer(clientId: string, expiresIn: numb
       if (grant === 'authorization_code') {
         const c = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
-        const verified = c && createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url') === c.challenge && form.get('redirect_uri') === c.redirectUri;
+        const verified =
+          c &&
+          createHash('sha256')
+            .update(form.get('code_verifier') ?? '')
+            .digest('base64url') === c.challenge &&
+          form.get('redirect_uri') === c.redirectUri;
         return verified ? json(200, issue()) : json(400, { error: 'invalid_grant' });
       }
       if (grant === 'refresh_token' && refresh.delete(form.get('refresh_token') ?? '')) return json(200, issue());
@@ -265,17 +328,25 @@ export async function startAuthorizationServer(clientId: string, expiresIn: numb
   };
 }
 
-
 /** How mcp-sync spawns server-everything over stdio. */
 export const everythingStdio = { command: stdioFixture().node, args: [stdioFixture().everything, 'stdio'] };
-export const memoryStdio = (memoryFile: string) => ({ command: stdioFixture().node, args: [stdioFixture().memory], env: { MEMORY_FILE_PATH: memoryFile } });
+export const memoryStdio = (memoryFile: string) => ({
+  command: stdioFixture().node,
+  args: [stdioFixture().memory],
+  env: { MEMORY_FILE_PATH: memoryFile },
+});
 /** The spy server (test/support/stdio-spy-server.ts), asked to try reading `file`. */
 export const spyStdio = (file: string) => ({ command: stdioFixture().node, args: [stdioFixture().spy, file] });
 
 /** server-everything over SSE (`/sse`) or Streamable HTTP (`/mcp`) on a free port. */
-export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
+export async function startEverythingHttp(
+  mode: 'sse' | 'streamableHttp',
+): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [stdioFixture().everything, mode], { env: { PATH: process.env.PATH ?? '', PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [stdioFixture().everything, mode], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`server-everything ${mode} did not start: ${out}`)), 15_000);
@@ -291,5 +362,9 @@ export async function startEverythingHttp(mode: 'sse' | 'streamableHttp'): Promi
     proc.once('exit', (code) => reject(new Error(`server-everything ${mode} exited ${code}: ${out}`)));
   });
   const path = mode === 'sse' ? '/sse' : '/mcp';
-  return { url: `http://127.0.0.1:${port}${path}`, proc, stop: () => stopProcess(proc, 'SIGTERM', 3000).then(() => undefined) };
+  return {
+    url: `http://127.0.0.1:${port}${path}`,
+    proc,
+    stop: () => stopProcess(proc, 'SIGTERM', 3000).then(() => undefined),
+  };
 }

@@ -1,4 +1,10 @@
-import { connect, headers as natsHeaders, type ConnectionOptions, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  connect,
+  headers as natsHeaders,
+  type ConnectionOptions,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import { Headers, requestDescriptorFor, type AppName } from '@toolplane/contracts';
 import { natsUrl } from './env';
 import { operatorToken, sealerOf } from './identity';
@@ -39,9 +45,16 @@ export class RawClient {
    * `operatorToken`: the platform operator token of a stack with its own key ring (default: the
    * run's); `nats`: another server or NATS credentials (an agent user: its inbox prefix too).
    */
-  static async connect(prefix: string, opts: { operatorToken?: string; nats?: ConnectionOptions } = {}): Promise<RawClient> {
+  static async connect(
+    prefix: string,
+    opts: { operatorToken?: string; nats?: ConnectionOptions } = {},
+  ): Promise<RawClient> {
     const operator = opts.operatorToken;
-    return new RawClient(await connect({ servers: natsUrl(), name: 'test-client', noAsyncTraces: true, ...opts.nats }), prefix, operator ? () => operator : operatorToken);
+    return new RawClient(
+      await connect({ servers: natsUrl(), name: 'test-client', noAsyncTraces: true, ...opts.nats }),
+      prefix,
+      operator ? () => operator : operatorToken,
+    );
   }
 
   subject(s: string): string {
@@ -57,15 +70,23 @@ export class RawClient {
     if (as && d) {
       // As that service sends it: sealed to the serving app; the reply is opened the same way.
       const sealer = sealerOf(as);
-      const sealed = sealer.sealRequest(this.subject(subject), d.servedBy, typeof data === 'string' ? new TextEncoder().encode(data) : data);
+      const sealed = sealer.sealRequest(
+        this.subject(subject),
+        d.servedBy,
+        typeof data === 'string' ? new TextEncoder().encode(data) : data,
+      );
       headers.set(Headers.SERVICE_SEAL, sealed.header);
-      const msg = await this.nc.request(this.subject(subject), sealed.data, { timeout: opts.timeoutMs ?? 15_000, headers });
+      const msg = await this.nc.request(this.subject(subject), sealed.data, {
+        timeout: opts.timeoutMs ?? 15_000,
+        headers,
+      });
       const seal = msg.headers?.get(Headers.SERVICE_SEAL) ?? '';
       const reply = seal ? sealer.openReply(this.subject(subject), d.servedBy, sealed.nonce, seal, msg.data) : msg.data;
       return JSON.parse(new TextDecoder().decode(reply)) as T;
     }
     if (opts.token !== null && !headers.has('authorization', 'insensitive')) {
-      const token = opts.token ?? (subject.startsWith('toolplane.v1.auth.') ? this.operator() : await this.tokenFor(orgOf(body)));
+      const token =
+        opts.token ?? (subject.startsWith('toolplane.v1.auth.') ? this.operator() : await this.tokenFor(orgOf(body)));
       headers.set('authorization', `Bearer ${token}`);
     }
     const msg = await this.nc.request(this.subject(subject), data, { timeout: opts.timeoutMs ?? 15_000, headers });
@@ -95,8 +116,16 @@ export class RawClient {
   }
 
   /** A fresh token through the public API (`toolplane.v1.auth.tokens.create`), as the operator or as `as`. */
-  async mint(org: string, req: { name?: string; scopes?: string[]; ttl_s?: number; user_id?: string } = {}, as?: string): Promise<{ token: string; token_id: string; scopes: string[]; expires_at: string }> {
-    const r = await this.req('toolplane.v1.auth.tokens.create', { org_id: org, name: req.name ?? 'tests', ...req }, { token: as ?? this.operator() });
+  async mint(
+    org: string,
+    req: { name?: string; scopes?: string[]; ttl_s?: number; user_id?: string } = {},
+    as?: string,
+  ): Promise<{ token: string; token_id: string; scopes: string[]; expires_at: string }> {
+    const r = await this.req(
+      'toolplane.v1.auth.tokens.create',
+      { org_id: org, name: req.name ?? 'tests', ...req },
+      { token: as ?? this.operator() },
+    );
     if (r.error) throw new Error(`could not mint a token for ${org}: ${r.error.code} ${r.error.message}`);
     return r;
   }

@@ -44,7 +44,10 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
   const refreshes = new Map<string, { user?: string; access: Set<string> }>();
   const clients = new Map<string, string>(); // client_id -> secret
   let n = 0;
-  const state: Omit<DiscoverableAuthServer, 'stop' | 'accepts' | 'issuer' | 'metadata'> & { issuer: string; metadata: Record<string, unknown> } = {
+  const state: Omit<DiscoverableAuthServer, 'stop' | 'accepts' | 'issuer' | 'metadata'> & {
+    issuer: string;
+    metadata: Record<string, unknown>;
+  } = {
     failRefresh: false,
     issuer: '',
     metadata: {},
@@ -66,13 +69,25 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
   };
   const http = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    if (req.method === 'GET' && url.pathname === '/.well-known/oauth-authorization-server') return json(200, state.metadata);
+    const json = (status: number, body: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.method === 'GET' && url.pathname === '/.well-known/oauth-authorization-server')
+      return json(200, state.metadata);
     if (req.method === 'GET' && url.pathname === '/authorize') {
       const q = url.searchParams;
-      if (q.get('response_type') !== 'code' || !clients.has(q.get('client_id') ?? '') || q.get('code_challenge_method') !== 'S256') return json(400, { error: 'invalid_request' });
+      if (
+        q.get('response_type') !== 'code' ||
+        !clients.has(q.get('client_id') ?? '') ||
+        q.get('code_challenge_method') !== 'S256'
+      )
+        return json(400, { error: 'invalid_request' });
       const code = randomUUID();
-      codes.set(code, { challenge: q.get('code_challenge')!, redirectUri: q.get('redirect_uri')!, resource: q.get('resource') ?? undefined, user: q.get('login') ?? undefined });
+      codes.set(code, {
+        challenge: q.get('code_challenge')!,
+        redirectUri: q.get('redirect_uri')!,
+        resource: q.get('resource') ?? undefined,
+        user: q.get('login') ?? undefined,
+      });
       const to = new URL(q.get('redirect_uri')!);
       to.searchParams.set('code', code);
       to.searchParams.set('state', q.get('state') ?? '');
@@ -85,15 +100,28 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
       if (req.method === 'POST' && url.pathname === '/register') {
         const doc = JSON.parse(body || '{}') as Record<string, unknown>;
         state.registrations.push(doc);
-        if (state.failRegistration) return json(state.failRegistration, { error: 'invalid_client_metadata', error_description: 'registration is closed' });
+        if (state.failRegistration)
+          return json(state.failRegistration, {
+            error: 'invalid_client_metadata',
+            error_description: 'registration is closed',
+          });
         const id = `client-${state.registrations.length}`;
         const secret = `secret-${randomUUID().slice(0, 8)}`;
         clients.set(id, secret);
-        return json(201, { ...doc, client_id: id, client_secret: secret, token_endpoint_auth_method: 'client_secret_basic' });
+        return json(201, {
+          ...doc,
+          client_id: id,
+          client_secret: secret,
+          token_endpoint_auth_method: 'client_secret_basic',
+        });
       }
       if (req.method === 'POST' && url.pathname === '/revoke') {
         const form = Object.fromEntries(new URLSearchParams(body));
-        state.revocations.push({ path: url.pathname, form, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+        state.revocations.push({
+          path: url.pathname,
+          form,
+          ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+        });
         const grant = refreshes.get(form.token ?? '');
         if (grant) for (const t of grant.access) state.issued.delete(t);
         refreshes.delete(form.token ?? '');
@@ -102,20 +130,32 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
       }
       if (req.method === 'POST' && state.tokenPaths.has(url.pathname)) {
         const form = Object.fromEntries(new URLSearchParams(body));
-        state.tokenRequests.push({ path: url.pathname, form, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+        state.tokenRequests.push({
+          path: url.pathname,
+          form,
+          ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+        });
         const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-        const [id, secret] = basic ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent) : [form.client_id, form.client_secret];
+        const [id, secret] = basic
+          ? Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent)
+          : [form.client_id, form.client_secret];
         if (!id || clients.get(id) !== secret) return json(401, { error: 'invalid_client' });
         if (form.grant_type === 'client_credentials') return json(200, issue(form.resource));
         if (form.grant_type === 'authorization_code') {
           const c = codes.get(form.code ?? '');
           codes.delete(form.code ?? '');
-          const ok = c && createHash('sha256').update(form.code_verifier ?? '').digest('base64url') === c.challenge && form.redirect_uri === c.redirectUri;
+          const ok =
+            c &&
+            createHash('sha256')
+              .update(form.code_verifier ?? '')
+              .digest('base64url') === c.challenge &&
+            form.redirect_uri === c.redirectUri;
           return ok ? json(200, issue(form.resource, c.user)) : json(400, { error: 'invalid_grant' });
         }
         if (form.grant_type === 'refresh_token') {
           const grant = refreshes.get(form.refresh_token ?? '');
-          if (state.failRefresh || !grant) return json(400, { error: 'invalid_grant', error_description: 'the grant was revoked' });
+          if (state.failRefresh || !grant)
+            return json(400, { error: 'invalid_grant', error_description: 'the grant was revoked' });
           return json(200, issue(form.resource, grant.user, form.refresh_token));
         }
         return json(400, { error: 'unsupported_grant_type' });
@@ -149,9 +189,23 @@ export async function startDiscoverableAuthServer(opts: { expiresIn?: number } =
 }
 
 /** Makes `mcp` an OAuth-protected resource of `as`: 401 with resource_metadata, and the Protected Resource Metadata (RFC 9728). */
-export function protect(mcp: { url: string; origin: string; wwwAuthenticate?: string; wellKnown: Record<string, unknown>; acceptAuthorization?: (h: string | undefined) => boolean }, as: DiscoverableAuthServer, authorizationServer: string = as.issuer): void {
+export function protect(
+  mcp: {
+    url: string;
+    origin: string;
+    wwwAuthenticate?: string;
+    wellKnown: Record<string, unknown>;
+    acceptAuthorization?: (h: string | undefined) => boolean;
+  },
+  as: DiscoverableAuthServer,
+  authorizationServer: string = as.issuer,
+): void {
   const prm = '/.well-known/oauth-protected-resource/mcp';
-  mcp.wellKnown[prm] = { resource: mcp.url, authorization_servers: [authorizationServer], bearer_methods_supported: ['header'] };
+  mcp.wellKnown[prm] = {
+    resource: mcp.url,
+    authorization_servers: [authorizationServer],
+    bearer_methods_supported: ['header'],
+  };
   mcp.wwwAuthenticate = `Bearer resource_metadata="${mcp.origin}${prm}"`;
   mcp.acceptAuthorization = (h) => as.accepts(h, mcp.url);
 }

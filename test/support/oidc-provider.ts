@@ -26,7 +26,14 @@ export async function startTestIdp(clients: Record<string, string>, scopes: stri
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const provider = new Provider(issuer, {
-    clients: Object.keys(clients).map((id) => ({ client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'], redirect_uris: [], response_types: [], id_token_signed_response_alg: 'ES256' })),
+    clients: Object.keys(clients).map((id) => ({
+      client_id: id,
+      client_secret: `${id}-secret`,
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+      id_token_signed_response_alg: 'ES256',
+    })),
     jwks: { keys: [{ ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' }] },
     features: {
       devInteractions: { enabled: false },
@@ -43,7 +50,9 @@ export async function startTestIdp(clients: Record<string, string>, scopes: stri
       },
     },
     ttl: { ClientCredentials: 300 },
-    extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({ org_id: clients[token.clientId ?? ''] }),
+    extraTokenClaims: async (_ctx: unknown, token: { clientId?: string }) => ({
+      org_id: clients[token.clientId ?? ''],
+    }),
   });
   server.on('request', provider.callback());
 
@@ -52,11 +61,15 @@ export async function startTestIdp(clients: Record<string, string>, scopes: stri
     async token(client, resource, scope) {
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}`,
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', resource, scope }).toString(),
       });
       const body = (await res.json()) as { access_token?: string };
-      if (res.status !== 200 || !body.access_token) throw new Error(`token endpoint answered ${res.status}: ${JSON.stringify(body)}`);
+      if (res.status !== 200 || !body.access_token)
+        throw new Error(`token endpoint answered ${res.status}: ${JSON.stringify(body)}`);
       return body.access_token;
     },
     sign: (claims) => signWith(privateKey, kid, { iss: issuer, ...claims }),

@@ -39,7 +39,11 @@ export class OtlpReceiver {
   }
 
   /** Polls until `pred` holds for the spans of `traceId` (spans arrive in batches). */
-  async waitFor(traceId: string, pred: (spans: ReceivedSpan[]) => boolean, timeoutMs = 10_000): Promise<ReceivedSpan[]> {
+  async waitFor(
+    traceId: string,
+    pred: (spans: ReceivedSpan[]) => boolean,
+    timeoutMs = 10_000,
+  ): Promise<ReceivedSpan[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const spans = this.spans.filter((s) => s.traceId === traceId);
@@ -56,8 +60,20 @@ export class OtlpReceiver {
       for (const ss of rs.scopeSpans ?? []) {
         for (const s of ss.spans ?? []) {
           const attributes = attrs(s.attributes);
-          const events = (s.events ?? []).map((e: any) => ({ name: e.name as string, attributes: attrs(e.attributes) }));
-          this.spans.push({ service, traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId ?? ''), name: s.name, kind: s.kind, attributes, events });
+          const events = (s.events ?? []).map((e: any) => ({
+            name: e.name as string,
+            attributes: attrs(e.attributes),
+          }));
+          this.spans.push({
+            service,
+            traceId: hex(s.traceId),
+            spanId: hex(s.spanId),
+            parentSpanId: hex(s.parentSpanId ?? ''),
+            name: s.name,
+            kind: s.kind,
+            attributes,
+            events,
+          });
         }
       }
     }

@@ -51,11 +51,19 @@ def probe(targets, plant):
  * so it builds offline). The backend runs `prelude` (Python) on import; its build_wheel runs `build`
  * (Python statements, one per line) that set `value`, then ships a wheel whose `name.VALUE` is it.
  */
-export function writeBackendSdist(dir: string, name: string, version: string, backend: { module: string; prelude: string; build: string }): void {
+export function writeBackendSdist(
+  dir: string,
+  name: string,
+  version: string,
+  backend: { module: string; prelude: string; build: string },
+): void {
   const src = mkdtempSync(join(tmpdir(), 'tp-sdist-'));
   const root = join(src, `${name}-${version}`);
   execFileSync('mkdir', ['-p', root]);
-  writeFileSync(join(root, 'pyproject.toml'), `[build-system]\nrequires = []\nbuild-backend = "${backend.module}"\nbackend-path = ["."]\n\n[project]\nname = "${name}"\nversion = "${version}"\n`);
+  writeFileSync(
+    join(root, 'pyproject.toml'),
+    `[build-system]\nrequires = []\nbuild-backend = "${backend.module}"\nbackend-path = ["."]\n\n[project]\nname = "${name}"\nversion = "${version}"\n`,
+  );
   writeFileSync(join(root, 'PKG-INFO'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
   const build = backend.build
     .split('\n')
@@ -93,15 +101,37 @@ ${build}
 }
 
 /** An sdist whose build_wheel runs PROBE_PY and ships the result as `name.VALUE` (JSON). */
-export function writeProbingSdist(dir: string, name: string, version: string, targets: string[], plant: Record<string, string>): void {
-  writeBackendSdist(dir, name, version, { module: 'probe_backend', prelude: PROBE_PY, build: `value = json.dumps(probe(${JSON.stringify(targets)}, ${JSON.stringify(plant)}))` });
+export function writeProbingSdist(
+  dir: string,
+  name: string,
+  version: string,
+  targets: string[],
+  plant: Record<string, string>,
+): void {
+  writeBackendSdist(dir, name, version, {
+    module: 'probe_backend',
+    prelude: PROBE_PY,
+    build: `value = json.dumps(probe(${JSON.stringify(targets)}, ${JSON.stringify(plant)}))`,
+  });
 }
 
 /** An npm tarball whose postinstall script runs the same probe (on Node) and writes result.json beside itself. */
-export function packProbingNpm(dest: string, name: string, version: string, targets: string[], plant: Record<string, string>): void {
+export function packProbingNpm(
+  dest: string,
+  name: string,
+  version: string,
+  targets: string[],
+  plant: Record<string, string>,
+): void {
   const dir = mkdtempSync(join(tmpdir(), 'tp-npm-probe-'));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version, main: 'index.js', scripts: { postinstall: 'node postinstall.js' } }));
-  writeFileSync(join(dir, 'index.js'), `exports.result = () => { try { return require('./result.json'); } catch { return 'the build script did not run'; } };\n`);
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version, main: 'index.js', scripts: { postinstall: 'node postinstall.js' } }),
+  );
+  writeFileSync(
+    join(dir, 'index.js'),
+    `exports.result = () => { try { return require('./result.json'); } catch { return 'the build script did not run'; } };\n`,
+  );
   writeFileSync(
     join(dir, 'postinstall.js'),
     `const fs = require('node:fs');
@@ -134,14 +164,19 @@ const dial = (t) => new Promise((resolve) => {
 }
 
 /** A PEP 503 "simple" package index serving the files of `dir` (name-version.* → /simple/name/). */
-export async function startSimpleIndex(dir: string, host: string): Promise<{ url: string; server: Server; requests: string[] }> {
+export async function startSimpleIndex(
+  dir: string,
+  host: string,
+): Promise<{ url: string; server: Server; requests: string[] }> {
   const requests: string[] = [];
   const server = createServer((req, res) => {
     requests.push(req.url ?? '');
     const m = /^\/simple\/([^/]+)\/?$/.exec(req.url ?? '');
     if (m) {
       const files = readdirSync(dir).filter((f) => f.toLowerCase().startsWith(`${m[1]!.toLowerCase()}-`));
-      res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body>${files.map((f) => `<a href="/files/${f}">${f}</a>`).join('\n')}</body></html>`);
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(`<html><body>${files.map((f) => `<a href="/files/${f}">${f}</a>`).join('\n')}</body></html>`);
       return;
     }
     const f = /^\/files\/([^/]+)$/.exec(req.url ?? '');

@@ -23,7 +23,8 @@ export interface PrivatePostgres {
 function postgresBin(): string {
   const base = '/usr/lib/postgresql';
   const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'initdb'))) : [];
-  if (!versions.length) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql (initdb, pg_ctl): install postgresql');
+  if (!versions.length)
+    throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql (initdb, pg_ctl): install postgresql');
   return join(base, versions.sort((a, b) => Number(b) - Number(a))[0]!, 'bin');
 }
 
@@ -31,7 +32,8 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('running as root, but there is no postgres user to run a private cluster as');
+  if (!Number.isInteger(uid) || !Number.isInteger(gid))
+    throw new Error('running as root, but there is no postgres user to run a private cluster as');
   return { uid, gid };
 }
 
@@ -50,7 +52,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
   const pg: PrivatePostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    start: () => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, 'start']),
+    start: () =>
+      run('pg_ctl', [
+        '-D',
+        data,
+        '-l',
+        join(dir, 'server.log'),
+        '-w',
+        '-t',
+        '60',
+        '-o',
+        `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+        'start',
+      ]),
     stop: (mode = 'fast') => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']),
     destroy: () => {
       try {
@@ -94,7 +108,9 @@ export async function startPrivateNats(): Promise<PrivateNats> {
   const nats: PrivateNats = {
     url: `nats://127.0.0.1:${port}`,
     async start() {
-      proc = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'js')], { stdio: 'ignore' });
+      proc = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'js')], {
+        stdio: 'ignore',
+      });
       for (let i = 0; i < 300 && !(await listening(port)); i++) await new Promise((r) => setTimeout(r, 100));
       if (!(await listening(port))) throw new Error(`nats-server did not listen on ${port}`);
     },

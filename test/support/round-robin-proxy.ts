@@ -37,18 +37,21 @@ export class RoundRobinProxy {
     for (let attempt = 0; attempt < this.backends.length; attempt++) {
       const i = (first + attempt) % this.backends.length;
       const ok = await new Promise<boolean>((resolve) => {
-        const up = request({ host: '127.0.0.1', port: this.backends[i], method: req.method, path: req.url, headers: req.headers }, (upRes) => {
-          this.hits[i]! += 1;
-          this.taken.push({ backend: i, method: req.method ?? '', ...rpcMethod(body) });
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          upRes.pipe(res);
-          res.once('close', () => upRes.destroy());
-          // A backend that dies mid-response breaks the client's connection too, as a load balancer does.
-          upRes.once('close', () => {
-            if (!upRes.complete) res.destroy();
-          });
-          resolve(true);
-        });
+        const up = request(
+          { host: '127.0.0.1', port: this.backends[i], method: req.method, path: req.url, headers: req.headers },
+          (upRes) => {
+            this.hits[i]! += 1;
+            this.taken.push({ backend: i, method: req.method ?? '', ...rpcMethod(body) });
+            res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            upRes.pipe(res);
+            res.once('close', () => upRes.destroy());
+            // A backend that dies mid-response breaks the client's connection too, as a load balancer does.
+            upRes.once('close', () => {
+              if (!upRes.complete) res.destroy();
+            });
+            resolve(true);
+          },
+        );
         up.once('error', (e: NodeJS.ErrnoException) => {
           if (e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET') return resolve(false);
           if (!res.headersSent) res.writeHead(502).end();

@@ -10,8 +10,27 @@ import { testStdioAllowlist } from './stdio-allowlist';
 export const LEGACY_MCP_KEY = Buffer.alloc(32, 42).toString('base64');
 
 /** Every app a test stack can start; runner-e2b and runner-modal only where a test starts them (with their fakes), never by default. */
-export type AppName = 'registry' | 'schema' | 'credentials' | 'executor' | 'runner-local' | 'runner-e2b' | 'runner-modal' | 'mcp-sync' | 'web-tools' | 'mcp-gateway';
-export const ALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor', 'mcp-sync', 'web-tools', 'mcp-gateway'];
+export type AppName =
+  | 'registry'
+  | 'schema'
+  | 'credentials'
+  | 'executor'
+  | 'runner-local'
+  | 'runner-e2b'
+  | 'runner-modal'
+  | 'mcp-sync'
+  | 'web-tools'
+  | 'mcp-gateway';
+export const ALL_APPS: AppName[] = [
+  'schema',
+  'registry',
+  'credentials',
+  'runner-local',
+  'executor',
+  'mcp-sync',
+  'web-tools',
+  'mcp-gateway',
+];
 
 export interface StackOptions {
   prefix: string;
@@ -100,7 +119,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
     // The run's operator token: minted once, by the first stack whose credentials service is up.
-    if (!process.env.TOOLPLANE_TEST_OPERATOR_TOKEN && apps.has('credentials') && !opts.env?.CREDENTIALS_KEYS && !opts.appEnv?.credentials?.CREDENTIALS_KEYS) {
+    if (
+      !process.env.TOOLPLANE_TEST_OPERATOR_TOKEN &&
+      apps.has('credentials') &&
+      !opts.env?.CREDENTIALS_KEYS &&
+      !opts.appEnv?.credentials?.CREDENTIALS_KEYS
+    ) {
       process.env.TOOLPLANE_TEST_OPERATOR_TOKEN = mintOperatorToken(opts.databaseUrl);
     }
   } catch (e) {
@@ -133,7 +157,11 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
       ...(httpPort !== undefined ? { GATEWAY_PORT: String(httpPort), GATEWAY_HOST: '127.0.0.1' } : {}),
       // The conformance suite's Client ID Metadata Document (its authorization server never fetches it).
       ...(name === 'mcp-sync'
-        ? { MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(), MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json', MCP_ENCRYPTION_KEY: LEGACY_MCP_KEY }
+        ? {
+            MCP_STDIO_ALLOWED_COMMANDS: testStdioAllowlist(),
+            MCP_OAUTH_CLIENT_METADATA_URL: 'https://conformance-test.local/client-metadata.json',
+            MCP_ENCRYPTION_KEY: LEGACY_MCP_KEY,
+          }
         : {}),
       ...opts.env,
       ...opts.appEnv?.[name],
@@ -144,7 +172,13 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
   proc.once('exit', () => spawned.delete(proc));
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
   proc.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
-  const app: RunningApp = { name, proc, healthPort, ...(httpPort !== undefined ? { httpPort } : {}), output: () => out };
+  const app: RunningApp = {
+    name,
+    proc,
+    healthPort,
+    ...(httpPort !== undefined ? { httpPort } : {}),
+    output: () => out,
+  };
   await waitReady(app, opts.readyTimeoutMs ?? (Number(process.env.TOOLPLANE_TEST_READY_TIMEOUT_MS) || 90_000));
   return app;
 }
@@ -152,7 +186,8 @@ export async function startApp(name: AppName, opts: StackOptions): Promise<Runni
 async function waitReady(app: RunningApp, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (app.proc.exitCode !== null) throw new Error(`${app.name} exited with ${app.proc.exitCode} before it was ready:\n${app.output()}`);
+    if (app.proc.exitCode !== null)
+      throw new Error(`${app.name} exited with ${app.proc.exitCode} before it was ready:\n${app.output()}`);
     try {
       const res = await fetch(`http://127.0.0.1:${app.healthPort}/readyz`);
       if (res.status === 200) return;
@@ -165,7 +200,11 @@ async function waitReady(app: RunningApp, timeoutMs: number): Promise<void> {
   throw new Error(`${app.name} was not ready within ${timeoutMs} ms:\n${app.output()}`);
 }
 
-export function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<number | null> {
+export function stopProcess(
+  proc: ChildProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 10_000,
+): Promise<number | null> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
   return new Promise((resolve) => {
     const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);

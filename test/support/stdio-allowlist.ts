@@ -5,7 +5,11 @@ import { dirname, join, relative } from 'node:path';
 import { ROOT } from './env';
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const SERVERS = ['@modelcontextprotocol/server-everything', '@modelcontextprotocol/server-memory', '@modelcontextprotocol/sdk'];
+const SERVERS = [
+  '@modelcontextprotocol/server-everything',
+  '@modelcontextprotocol/server-memory',
+  '@modelcontextprotocol/sdk',
+];
 
 export interface StdioFixture {
   node: string;
@@ -35,7 +39,10 @@ function closure(names: string[]): string[] {
     const dir = queue.pop()!;
     if (seen.has(dir) || !existsSync(join(dir, 'package.json'))) continue;
     seen.add(dir);
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; peerDependencies?: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      peerDependencies?: Record<string, string>;
+    };
     for (const dep of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies })) {
       // Node's lookup: the package's own node_modules, then each parent's, up to the root's.
       for (let at = dir; at.startsWith(modules); at = dirname(at)) {
@@ -63,14 +70,20 @@ export function stdioFixture(): StdioFixture {
   const spy = join(ROOT, 'dist', 'test', 'support', 'stdio-spy-server.js');
   const direct = { node: process.execPath, modules, spyDir: dirname(spy) };
   let where = direct;
-  if (!(readableByOthers(process.execPath) && readableByOthers(modules) && (!existsSync(spy) || readableByOthers(spy)))) {
+  if (
+    !(readableByOthers(process.execPath) && readableByOthers(modules) && (!existsSync(spy) || readableByOthers(spy)))
+  ) {
     // Not under /tmp: the sandbox's working directory is its own /tmp, where a read path bound at
     // the same place would show up as an entry (the spy test asserts that /tmp is empty).
     const base = existsSync('/var/tmp') ? '/var/tmp' : tmpdir();
-    const root = (process.env.TOOLPLANE_TEST_STDIO_ROOT ??= join(base, `tp-stdio-${process.pid}-${Date.now().toString(36)}`));
+    const root = (process.env.TOOLPLANE_TEST_STDIO_ROOT ??= join(
+      base,
+      `tp-stdio-${process.pid}-${Date.now().toString(36)}`,
+    ));
     if (!existsSync(join(root, '.complete'))) {
       mkdirSync(root, { recursive: true, mode: 0o755 });
-      for (const dir of closure(SERVERS)) cpSync(dir, join(root, 'node_modules', relative(modules, dir)), { recursive: true, dereference: true });
+      for (const dir of closure(SERVERS))
+        cpSync(dir, join(root, 'node_modules', relative(modules, dir)), { recursive: true, dereference: true });
       cpSync(process.execPath, join(root, 'node'));
       if (existsSync(spy)) cpSync(dirname(spy), join(root, 'spy'), { recursive: true });
       chmodSync(root, 0o755);

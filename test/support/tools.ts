@@ -36,7 +36,14 @@ export function pythonTool(name: string, body: string, params = ''): string {
   return `def ${name}(${params}):
     """
     Test tool ${name}.
-${params ? `\n    Args:\n${params.split(',').map((p) => `        ${p.split(':')[0]!.trim()}: a value.`).join('\n')}\n` : ''}
+${
+  params
+    ? `\n    Args:\n${params
+        .split(',')
+        .map((p) => `        ${p.split(':')[0]!.trim()}: a value.`)
+        .join('\n')}\n`
+    : ''
+}
     """
 ${body
   .split('\n')

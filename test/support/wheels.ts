@@ -33,7 +33,12 @@ with zipfile.ZipFile(f"{d}/{name}-{version}-py3-none-any.whl", "w") as z:
  * A runner set up for pip from a local wheelhouse only (PyPI is not reachable here): the wheels
  * written, a work root of its own (its virtualenvs die with it), the runner-local env for both.
  */
-export function localWheelhouse(wheels: Array<[name: string, version: string, value: string, blobBytes?: number]>): { dir: string; workRoot: string; runnerEnv: Record<string, string>; remove(): void } {
+export function localWheelhouse(wheels: Array<[name: string, version: string, value: string, blobBytes?: number]>): {
+  dir: string;
+  workRoot: string;
+  runnerEnv: Record<string, string>;
+  remove(): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'tp-wheels-'));
   const workRoot = mkdtempSync(join(tmpdir(), 'tp-pip-runs-'));
   for (const [name, version, value, blob] of wheels) writeWheel(dir, name, version, value, blob);
@@ -42,7 +47,12 @@ export function localWheelhouse(wheels: Array<[name: string, version: string, va
   return {
     dir,
     workRoot,
-    runnerEnv: { RUNNER_PIP_FIND_LINKS: dir, RUNNER_PIP_NO_INDEX: 'true', RUNNER_WORK_ROOT: workRoot, RUNNER_POOL_WARM: '1' },
+    runnerEnv: {
+      RUNNER_PIP_FIND_LINKS: dir,
+      RUNNER_PIP_NO_INDEX: 'true',
+      RUNNER_WORK_ROOT: workRoot,
+      RUNNER_POOL_WARM: '1',
+    },
     remove: () => {
       rmSync(dir, { recursive: true, force: true });
       rmSync(workRoot, { recursive: true, force: true });

@@ -36,7 +36,12 @@ async function main(): Promise<void> {
       .setJti(jti)
       .setExpirationTime('1h')
       .sign(privateKey);
-  const state = { version: '1', keys: { k1: raw }, revoked_tokens: Array.from({ length: 1000 }, (_, i) => `tok-revoked-${i}`), deleted_orgs: ['gone'] };
+  const state = {
+    version: '1',
+    keys: { k1: raw },
+    revoked_tokens: Array.from({ length: 1000 }, (_, i) => `tok-revoked-${i}`),
+    deleted_orgs: ['gone'],
+  };
   const verifier = new TokenVerifier(async () => state, { refreshMs: 60_000, maxStaleMs: 60_000, cacheMax: 10_000 });
   const ids = Object.fromEntries((['executor', 'runner-local'] as AppName[]).map((a) => [a, generateX25519()]));
   const peers = { get: (a: AppName) => (ids[a] ? x25519PublicKey(ids[a].publicKey) : undefined) };
@@ -76,7 +81,9 @@ async function main(): Promise<void> {
   const f = (us: number) => `${us.toFixed(2).padStart(9)} µs`;
   process.stdout.write(`\nToolplane trust-boundary benchmark (${new Date().toISOString()}, in process)\n`);
   process.stdout.write(`baseline: decode + contract check of a tools.list request   ${f(baseline)}\n`);
-  process.stdout.write(`the same with the edge check, token verified before (cached)  ${f(cached)}   (+${(cached - baseline).toFixed(2)} µs over the baseline)\n`);
+  process.stdout.write(
+    `the same with the edge check, token verified before (cached)  ${f(cached)}   (+${(cached - baseline).toFixed(2)} µs over the baseline)\n`,
+  );
   process.stdout.write(`public request, token never seen (Ed25519 signature, jose)   ${f(cold)}\n`);
   process.stdout.write(`service request + reply sealed and opened, 1 KiB each        ${f(seal1k)}\n`);
   process.stdout.write(`service request + reply sealed and opened, 64 KiB each       ${f(seal64k)}\n`);

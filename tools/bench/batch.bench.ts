@@ -36,21 +36,33 @@ async function main(): Promise<void> {
     env: { LOG_LEVEL: 'warn' },
     appEnv: {
       executor: { EXECUTE_BATCH_MAX_CONCURRENCY: String(CALLS) },
-      'runner-local': { RUNNER_MAX_CONCURRENCY: String(CALLS), RUNNER_MAX_CONCURRENCY_PER_ORG: String(CALLS), RUNNER_POOL_WARM: String(CALLS) },
+      'runner-local': {
+        RUNNER_MAX_CONCURRENCY: String(CALLS),
+        RUNNER_MAX_CONCURRENCY_PER_ORG: String(CALLS),
+        RUNNER_POOL_WARM: String(CALLS),
+      },
     },
   });
   const client = await RawClient.connect(prefix);
   try {
-    const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: NAP, enable_parallel_execution: true } });
+    const up = await client.req('toolplane.v1.tools.upsert', {
+      org_id: 'bench',
+      tool: { source_code: NAP, enable_parallel_execution: true },
+    });
     if (up.error) throw new Error(JSON.stringify(up.error));
     const calls = Array.from({ length: CALLS }, (_, i) => ({ call_id: `call-${i}`, tool_name: 'nap', args: { x: i } }));
     const batch = async () => {
       const r = await client.req('toolplane.v1.tools.execute-batch', { org_id: 'bench', calls }, { timeoutMs: 60_000 });
-      if (r.error || r.results.some((x: { status: string }) => x.status !== 'success')) throw new Error(JSON.stringify(r).slice(0, 500));
+      if (r.error || r.results.some((x: { status: string }) => x.status !== 'success'))
+        throw new Error(JSON.stringify(r).slice(0, 500));
     };
     const sequential = async () => {
       for (const c of calls) {
-        const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: c.tool_name, args: c.args }, { timeoutMs: 60_000 });
+        const r = await client.req(
+          'toolplane.v1.tools.execute',
+          { org_id: 'bench', tool_name: c.tool_name, args: c.args },
+          { timeoutMs: 60_000 },
+        );
         if (r.status !== 'success') throw new Error(JSON.stringify(r).slice(0, 500));
       }
     };
@@ -75,10 +87,14 @@ async function main(): Promise<void> {
     const wall = performance.now() - t0;
     const seqS = summarize(seq, wall / 2);
     const batchS = summarize(one, wall / 2);
-    process.stdout.write(`\nToolplane batch benchmark (${new Date().toISOString()}, ${N} steps of ${CALLS} calls of 200 ms each per case)\n${HEADER}\n`);
+    process.stdout.write(
+      `\nToolplane batch benchmark (${new Date().toISOString()}, ${N} steps of ${CALLS} calls of 200 ms each per case)\n${HEADER}\n`,
+    );
     process.stdout.write(`${row(`${CALLS} sequential tools.execute (baseline)`, seqS)}\n`);
     process.stdout.write(`${row(`one tools.execute-batch of ${CALLS}`, batchS)}\n`);
-    process.stdout.write(`\nstep p50: batch ${batchS.p50.toFixed(1)} ms vs sequential ${seqS.p50.toFixed(1)} ms = ${(seqS.p50 / batchS.p50).toFixed(2)}x faster (ideal ${CALLS}x; one 200 ms call is the floor)\n`);
+    process.stdout.write(
+      `\nstep p50: batch ${batchS.p50.toFixed(1)} ms vs sequential ${seqS.p50.toFixed(1)} ms = ${(seqS.p50 / batchS.p50).toFixed(2)}x faster (ideal ${CALLS}x; one 200 ms call is the floor)\n`,
+    );
   } finally {
     await client.close();
     await stack.stop();

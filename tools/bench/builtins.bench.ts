@@ -39,15 +39,34 @@ async function main(): Promise<void> {
     };
     const cases = [
       { label: 'custom tool (baseline)', fn: execute({ tool_name: 'same_work', args: {} }) },
-      { label: 'run_code python', fn: execute({ tool_name: 'run_code', args: { code: 'print("working")\nsum(range(1000))', language: 'python' } }) },
-      { label: 'run_code js', fn: execute({ tool_name: 'run_code', args: { code: 'console.log("working");\nlet s = 0; for (let i = 0; i < 1000; i++) s += i;\ns', language: 'js' } }) },
+      {
+        label: 'run_code python',
+        fn: execute({
+          tool_name: 'run_code',
+          args: { code: 'print("working")\nsum(range(1000))', language: 'python' },
+        }),
+      },
+      {
+        label: 'run_code js',
+        fn: execute({
+          tool_name: 'run_code',
+          args: {
+            code: 'console.log("working");\nlet s = 0; for (let i = 0; i < 1000; i++) s += i;\ns',
+            language: 'js',
+          },
+        }),
+      },
     ];
     // Interleaved, so drift on a noisy box hits every case alike.
     const stats = await measureInterleaved(cases, N);
-    process.stdout.write(`\nToolplane built-ins benchmark (${new Date().toISOString()}, ${N} sequential tools.execute per case, provider local)\n${HEADER}\n`);
+    process.stdout.write(
+      `\nToolplane built-ins benchmark (${new Date().toISOString()}, ${N} sequential tools.execute per case, provider local)\n${HEADER}\n`,
+    );
     for (const x of stats) process.stdout.write(`${row(x.label, x.s)}\n`);
     const [base, py] = [stats[0]!.s, stats[1]!.s];
-    process.stdout.write(`\nrun_code python p50 ${py.p50.toFixed(2)} ms vs custom tool p50 ${base.p50.toFixed(2)} ms: ${(py.p50 - base.p50).toFixed(2)} ms (${((py.p50 / base.p50 - 1) * 100).toFixed(1)}%)\n`);
+    process.stdout.write(
+      `\nrun_code python p50 ${py.p50.toFixed(2)} ms vs custom tool p50 ${base.p50.toFixed(2)} ms: ${(py.p50 - base.p50).toFixed(2)} ms (${((py.p50 / base.p50 - 1) * 100).toFixed(1)}%)\n`,
+    );
   } finally {
     await client.close();
     await stack.stop();

@@ -26,7 +26,11 @@ function processRuns(n: number, argv: string[], env: Record<string, string>): nu
   const samples: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
-    const r = spawnSync(process.execPath, argv, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, argv, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      encoding: 'utf8',
+    });
     samples.push(performance.now() - t);
     if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
   }
@@ -38,13 +42,24 @@ async function main(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'schema', 'credentials'], env: { LOG_LEVEL: 'warn' } });
+  const stack = await startStack({
+    prefix,
+    databaseUrl: databaseUrlFor(db),
+    apps: ['registry', 'schema', 'credentials'],
+    env: { LOG_LEVEL: 'warn' },
+  });
   const raw = await RawClient.connect(prefix);
   try {
     const org = `bench-${id}`;
     const token = await raw.tokenFor(org);
     const client = await ToolplaneClient.connect({ nats: raw.nc, prefix, org, token });
-    await client.tools.upsert({ org_id: org, tool: { source_code: 'def bench_get(a: int) -> int:\n    """Get.\n\n    Args:\n        a (int): A.\n    """\n    return a\n' } });
+    await client.tools.upsert({
+      org_id: org,
+      tool: {
+        source_code:
+          'def bench_get(a: int) -> int:\n    """Get.\n\n    Args:\n        a (int): A.\n    """\n    return a\n',
+      },
+    });
     const body = new TextEncoder().encode(JSON.stringify({ org_id: org, name: 'bench_get' }));
     const subject = `${prefix}.toolplane.v1.tools.get`;
     const rawGet = async () => {
@@ -82,15 +97,33 @@ async function main(): Promise<void> {
     out(HEADER);
     out(row('raw nc.request (baseline)', rawSum));
     out(row('client.tools.get', clientSum));
-    out(`p50 overhead: ${(clientSum.p50 - rawSum.p50).toFixed(3)} ms (${((clientSum.p50 / rawSum.p50 - 1) * 100).toFixed(1)} %)`);
+    out(
+      `p50 overhead: ${(clientSum.p50 - rawSum.p50).toFixed(3)} ms (${((clientSum.p50 / rawSum.p50 - 1) * 100).toFixed(1)} %)`,
+    );
     out();
     const env = { TOOLPLANE_NATS_URL: natsUrl(), TOOLPLANE_TOKEN: token, TOOLPLANE_ORG: org, TOOLPLANE_PREFIX: prefix };
     const nodeS = processRuns(N_CLI, ['-e', '0'], env);
     const cliS = processRuns(N_CLI, [join(ROOT, 'dist', 'tools', 'cli', 'main.js'), '--json', 'tools', 'ls'], env);
     out(`CLI start-up (${N_CLI} process runs each)`);
     out(HEADER);
-    out(row('node -e 0 (baseline)', summarize(nodeS, nodeS.reduce((a, b) => a + b, 0))));
-    out(row('toolplane --json tools ls', summarize(cliS, cliS.reduce((a, b) => a + b, 0))));
+    out(
+      row(
+        'node -e 0 (baseline)',
+        summarize(
+          nodeS,
+          nodeS.reduce((a, b) => a + b, 0),
+        ),
+      ),
+    );
+    out(
+      row(
+        'toolplane --json tools ls',
+        summarize(
+          cliS,
+          cliS.reduce((a, b) => a + b, 0),
+        ),
+      ),
+    );
   } finally {
     await raw.close();
     await stack.stop();

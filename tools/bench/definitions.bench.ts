@@ -39,7 +39,12 @@ function toolInput(i: number) {
           query: { type: 'string', description: 'What to look for, in plain words.' },
           limit: { type: 'integer', description: 'How many records at most.', minimum: 1, maximum: 100 },
           region: { type: 'string', description: 'The region code, e.g. eu-west.' },
-          units: { type: 'string', enum: ['metric', 'imperial'], description: 'Units of the figures.', default: 'metric' },
+          units: {
+            type: 'string',
+            enum: ['metric', 'imperial'],
+            description: 'Units of the figures.',
+            default: 'metric',
+          },
         },
         required: ['query', 'limit', 'region'],
       },
@@ -52,7 +57,12 @@ async function main(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['registry', 'schema', 'credentials'], env: { LOG_LEVEL: 'warn' } });
+  const stack = await startStack({
+    prefix,
+    databaseUrl: databaseUrlFor(db),
+    apps: ['registry', 'schema', 'credentials'],
+    env: { LOG_LEVEL: 'warn' },
+  });
   const client = await RawClient.connect(prefix);
   const org = `bench-${id}`;
   const call = async (subject: string, body: Record<string, unknown>) => {
@@ -65,12 +75,31 @@ async function main(): Promise<void> {
     for (let i = 0; i < 50; i++) ids.push((await call('toolplane.v1.tools.upsert', { tool: toolInput(i) })).tool.id);
     await call('toolplane.v1.agents.tools.attach', { agent_id: 'agent-10', tool_ids: ids.slice(0, 10) });
     await call('toolplane.v1.agents.tools.attach', { agent_id: 'agent-50', tool_ids: ids });
-    const definitions = (agent: string, extra: Record<string, unknown> = {}) => () => call('toolplane.v1.agents.tools.definitions', { agent_id: agent, format: 'openai_chat', ...extra }).then(() => undefined);
-    const sizes = await Promise.all(['agent-10', 'agent-50'].map(async (a) => JSON.stringify(await call('toolplane.v1.agents.tools.definitions', { agent_id: a, format: 'openai_chat' })).length));
-    const etag = (await call('toolplane.v1.agents.tools.definitions', { agent_id: 'agent-50', format: 'openai_chat' })).etag as string;
+    const definitions =
+      (agent: string, extra: Record<string, unknown> = {}) =>
+      () =>
+        call('toolplane.v1.agents.tools.definitions', { agent_id: agent, format: 'openai_chat', ...extra }).then(
+          () => undefined,
+        );
+    const sizes = await Promise.all(
+      ['agent-10', 'agent-50'].map(
+        async (a) =>
+          JSON.stringify(await call('toolplane.v1.agents.tools.definitions', { agent_id: a, format: 'openai_chat' }))
+            .length,
+      ),
+    );
+    const etag = (await call('toolplane.v1.agents.tools.definitions', { agent_id: 'agent-50', format: 'openai_chat' }))
+      .etag as string;
     const get = () => call('toolplane.v1.tools.get', { id: ids[0] }).then(() => undefined);
     // Warm-up: JIT, token cache, every set built once.
-    for (let i = 0; i < 300; i++) await Promise.all([get(), definitions('agent-10')(), definitions('agent-50')(), definitions('agent-50', { strict: true })(), definitions('agent-50', { format: 'gemini' })()]);
+    for (let i = 0; i < 300; i++)
+      await Promise.all([
+        get(),
+        definitions('agent-10')(),
+        definitions('agent-50')(),
+        definitions('agent-50', { strict: true })(),
+        definitions('agent-50', { format: 'gemini' })(),
+      ]);
 
     out(`Toolplane definitions benchmark (${new Date().toISOString()}): public NATS path, concurrency 1`);
     out(`reply sizes: 10 tools ${sizes[0]} bytes, 50 tools ${sizes[1]} bytes (openai_chat)\n`);
@@ -86,7 +115,10 @@ async function main(): Promise<void> {
     await add('warm, 50 tools', measure(N, 1, definitions('agent-50')));
     await add('warm, 50 tools, strict', measure(N, 1, definitions('agent-50', { strict: true })));
     await add('warm, 50 tools, gemini', measure(N, 1, definitions('agent-50', { format: 'gemini' })));
-    await add('warm, 50 tools, if_none_match (not_modified)', measure(N, 1, definitions('agent-50', { if_none_match: etag })));
+    await add(
+      'warm, 50 tools, if_none_match (not_modified)',
+      measure(N, 1, definitions('agent-50', { if_none_match: etag })),
+    );
 
     // After invalidation: time only the first read after each write.
     const afterWrite = async (agent: string, write: (i: number) => Promise<unknown>): Promise<Summary> => {
@@ -108,11 +140,14 @@ async function main(): Promise<void> {
     const r50 = reattach('agent-50', ids[0]!);
     await add('after detach+attach, 10 tools', afterWrite('agent-10', r10));
     await add('after detach+attach, 50 tools', afterWrite('agent-50', r50));
-    const update = (i: number) => call('toolplane.v1.tools.upsert', { tool: { ...toolInput(1), description: `Revision ${i} of tool 1.` } });
+    const update = (i: number) =>
+      call('toolplane.v1.tools.upsert', { tool: { ...toolInput(1), description: `Revision ${i} of tool 1.` } });
     await add('after a tool update, 50 tools', afterWrite('agent-50', update));
     const warm50 = rows.find(([l]) => l === 'warm, 50 tools')![1];
     const base = rows[0]![1];
-    out(`\nwarm 50-tool set: p50 ${warm50.p50.toFixed(3)} ms (${(warm50.p50 - base.p50).toFixed(3)} ms over the tools.get baseline), target p50 ≤ 1 ms: ${warm50.p50 <= 1 ? 'met' : 'NOT met'}`);
+    out(
+      `\nwarm 50-tool set: p50 ${warm50.p50.toFixed(3)} ms (${(warm50.p50 - base.p50).toFixed(3)} ms over the tools.get baseline), target p50 ≤ 1 ms: ${warm50.p50 <= 1 ? 'met' : 'NOT met'}`,
+    );
   } finally {
     await client.close();
     await stack.stop();

@@ -73,11 +73,22 @@ async function main(): Promise<void> {
       if (r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
       return r;
     };
-    await ok('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', provider: 'e2b', key: 'E2B_API_KEY', value: apiKey });
+    await ok('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      provider: 'e2b',
+      key: 'E2B_API_KEY',
+      value: apiKey,
+    });
     await ok('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: TOOL, metadata_: { sandbox: 'e2b' } } });
     const call = async (x: number) => {
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'ping', args: { x } }, { timeoutMs: 120_000 });
-      if (r.status !== 'success' || r.provider !== 'e2b' || r.func_return !== x) throw Object.assign(new Error(JSON.stringify(r)), { reply: r });
+      const r = await client.req(
+        'toolplane.v1.tools.execute',
+        { org_id: org, tool_name: 'ping', args: { x } },
+        { timeoutMs: 120_000 },
+      );
+      if (r.status !== 'success' || r.provider !== 'e2b' || r.func_return !== x)
+        throw Object.assign(new Error(JSON.stringify(r)), { reply: r });
     };
     // The first call makes the org's sandbox (ENVIRONMENT_BUILDING while it is made), then warm up.
     for (let i = 0; ; i++) {
@@ -85,7 +96,8 @@ async function main(): Promise<void> {
         await call(-1);
         break;
       } catch (e) {
-        if ((e as { reply?: { error?: { code?: string } } }).reply?.error?.code !== 'ENVIRONMENT_BUILDING' || i > 600) throw e;
+        if ((e as { reply?: { error?: { code?: string } } }).reply?.error?.code !== 'ENVIRONMENT_BUILDING' || i > 600)
+          throw e;
         await new Promise((r) => setTimeout(r, 100));
       }
     }
@@ -106,7 +118,8 @@ async function main(): Promise<void> {
       }
     });
 
-    const line = (label: string, f: Figures) => `${label.padEnd(58)} ${String(f.n).padStart(5)} ${f.p50.toFixed(1).padStart(9)} ${f.p95.toFixed(1).padStart(9)} ${f.mean.toFixed(1).padStart(9)}`;
+    const line = (label: string, f: Figures) =>
+      `${label.padEnd(58)} ${String(f.n).padStart(5)} ${f.p50.toFixed(1).padStart(9)} ${f.p95.toFixed(1).padStart(9)} ${f.mean.toFixed(1).padStart(9)}`;
     process.stdout.write(
       [
         '',

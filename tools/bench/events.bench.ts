@@ -34,7 +34,18 @@ function payload(): unknown {
     name: 'add',
     tags: ['math'],
     source_code: source,
-    json_schema: { name: 'add', description: 'Add two integers.', parameters: { type: 'object', properties: { a: { type: 'integer', description: 'The first number.' }, b: { type: 'integer', description: 'The second number.' } }, required: ['a'] } },
+    json_schema: {
+      name: 'add',
+      description: 'Add two integers.',
+      parameters: {
+        type: 'object',
+        properties: {
+          a: { type: 'integer', description: 'The first number.' },
+          b: { type: 'integer', description: 'The second number.' },
+        },
+        required: ['a'],
+      },
+    },
     args_json_schema: null,
     return_char_limit: 50000,
     pip_requirements: [{ name: 'requests', version: '2.32.0' }],
@@ -46,7 +57,14 @@ function payload(): unknown {
     metadata_: null,
     project_id: null,
   };
-  return { event_id: randomUUID(), occurred_at: new Date().toISOString(), org_id: 'acme', tool_id: tool.id, tool_name: 'add', tool };
+  return {
+    event_id: randomUUID(),
+    occurred_at: new Date().toISOString(),
+    org_id: 'acme',
+    tool_id: tool.id,
+    tool_name: 'add',
+    tool,
+  };
 }
 
 async function main(): Promise<void> {
@@ -76,7 +94,9 @@ async function main(): Promise<void> {
     return h;
   });
   const four = perOp(N, (i) => {
-    for (let k = 0; k < 4; k++) if (!verifier.verify(ToolUpdated.publishedBy, subject, fresh[i], body, { replay: verifier.replayWindow() }).ok) throw new Error('did not verify');
+    for (let k = 0; k < 4; k++)
+      if (!verifier.verify(ToolUpdated.publishedBy, subject, fresh[i], body, { replay: verifier.replayWindow() }).ok)
+        throw new Error('did not verify');
   });
   const parse = perOp(N, () => parseContract(ToolUpdated.payload, decodeJson(body), 'bench'));
 
@@ -111,7 +131,12 @@ async function main(): Promise<void> {
       if (i % 500 === 499) await pub.flush();
     }
     await pub.flush();
-    const ms = await Promise.race([done, new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`only ${got} of ${N} events arrived (a slow consumer?)`)), 60_000).unref())]);
+    const ms = await Promise.race([
+      done,
+      new Promise<number>((_, reject) =>
+        setTimeout(() => reject(new Error(`only ${got} of ${N} events arrived (a slow consumer?)`)), 60_000).unref(),
+      ),
+    ]);
     if (failed) throw new Error(`${failed} events did not verify`);
     return (N - 1) / (ms / 1000);
   };
@@ -121,7 +146,9 @@ async function main(): Promise<void> {
   await sub.close();
 
   const row = (what: string, v: string) => process.stdout.write(`${what.padEnd(62)} ${v}\n`);
-  process.stdout.write(`events bench: tool.updated of ${body.byteLength} bytes, ${N} events per case (Node ${process.version})\n`);
+  process.stdout.write(
+    `events bench: tool.updated of ${body.byteLength} bytes, ${N} events per case (Node ${process.version})\n`,
+  );
   row('sign (Ed25519, headers set)', `${sign.toFixed(1)} µs/event`);
   row('verify (headers, publishedBy, Ed25519, replay window)', `${verify.toFixed(1)} µs/event`);
   row('four subscriptions of one process verify one event (total)', `${four.toFixed(1)} µs/event`);

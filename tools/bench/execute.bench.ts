@@ -34,7 +34,22 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { ALL_APPS, startStack, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { countNats, cpuMs, cpuProfileEnv, HEADER, measure, measureUsageBlocks, natsLines, pidsOf, profiledWindow, row, stackGroups, summarize, usageLines, type Summary } from './stats';
+import {
+  countNats,
+  cpuMs,
+  cpuProfileEnv,
+  HEADER,
+  measure,
+  measureUsageBlocks,
+  natsLines,
+  pidsOf,
+  profiledWindow,
+  row,
+  stackGroups,
+  summarize,
+  usageLines,
+  type Summary,
+} from './stats';
 
 const N = Number(process.env.BENCH_N ?? 300);
 const ASYNC_N = Number(process.env.BENCH_ASYNC_N ?? 1000);
@@ -60,7 +75,9 @@ const TRIVIAL = `def ping(x: int) -> int:
 
 function spawnPython(): Promise<void> {
   return new Promise((resolve, reject) => {
-    const p = spawn('/usr/bin/python3', ['-I', '-c', 'import json; print(json.dumps(1))'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('/usr/bin/python3', ['-I', '-c', 'import json; print(json.dumps(1))'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     p.stdout.resume();
     p.once('error', reject);
     p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`python exited ${code}`))));
@@ -98,7 +115,12 @@ async function benchStack(label: string, root?: string): Promise<Bench> {
   if (up.error) throw new Error(`${label}: ${JSON.stringify(up.error)}`);
   let i = 0;
   const call = async (extra: Record<string, unknown> = {}) => {
-    const r = await client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: ++i }, ...extra });
+    const r = await client.req('toolplane.v1.tools.execute', {
+      org_id: 'bench',
+      tool_name: 'ping',
+      args: { x: ++i },
+      ...extra,
+    });
     if (r.status !== 'success') throw new Error(JSON.stringify(r));
   };
   for (let w = 0; w < 20; w++) await call(); // warm the tool cache and the JIT
@@ -121,7 +143,8 @@ async function userCost(b: Bench): Promise<Array<{ label: string; s: Summary; cp
     if (r.error) throw new Error(JSON.stringify(r.error));
   };
   for (const k of ['ORG_A', 'ORG_B']) await set({ scope: 'sandbox', key: k, value: `org-${k}-value` });
-  for (const k of ['USER_A', 'USER_B', 'ORG_A']) await set({ scope: 'user', user_id: 'u-secrets', key: k, value: `user-${k}-value` });
+  for (const k of ['USER_A', 'USER_B', 'ORG_A'])
+    await set({ scope: 'user', user_id: 'u-secrets', key: k, value: `user-${k}-value` });
   let fresh = 0;
   const cases: UserCase[] = [
     { label: 'no user_id', fn: () => b.call() },
@@ -171,8 +194,12 @@ async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
   if (base) {
     // The baseline tree's apps and sandboxes as groups of their own ("baseline …"); nats-server and postgres are shared.
     const bg = stackGroups(base.stack.apps);
-    for (const [k, v] of Object.entries(bg.pids)) if (k !== 'nats-server' && k !== 'postgres') g.pids[`baseline ${k}`] = v;
-    g.trees = { ...g.trees, ...Object.fromEntries(Object.entries(bg.trees ?? {}).map(([k, v]) => [`baseline ${k}`, v])) };
+    for (const [k, v] of Object.entries(bg.pids))
+      if (k !== 'nats-server' && k !== 'postgres') g.pids[`baseline ${k}`] = v;
+    g.trees = {
+      ...g.trees,
+      ...Object.fromEntries(Object.entries(bg.trees ?? {}).map(([k, v]) => [`baseline ${k}`, v])),
+    };
   }
   for (let w = 0; w < 100; w++) await b.call();
   for (let w = 0; w < 100 && base; w++) await base.call();
@@ -184,17 +211,44 @@ async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
     { label: 'tools.execute warm, concurrency 1', fn: () => b.call() },
     ...(base ? [{ label: 'tools.execute warm, concurrency 1, BENCH_BASELINE_ROOT', fn: () => base.call() }] : []),
     // Durable before it runs and answers: the record opened (key claimed) in one transaction, the outcome written in another, its event published.
-    ...(RECORDS ? [{ label: 'tools.execute with an idempotency_key (recorded before it answers)', fn: () => b.call({ idempotency_key: `bench-${tag}-${++key}` }) }] : []),
+    ...(RECORDS
+      ? [
+          {
+            label: 'tools.execute with an idempotency_key (recorded before it answers)',
+            fn: () => b.call({ idempotency_key: `bench-${tag}-${++key}` }),
+          },
+        ]
+      : []),
     // Queued, taken from the work queue, run, recorded, its event published: submitted one after another, the block ends when all are done.
-    ...(RECORDS ? [{ label: 'tools.execute async (queued, run from the work queue, recorded)', fn: () => submitAsync(b, pending), settle: () => untilDone(b, pending) }] : []),
+    ...(RECORDS
+      ? [
+          {
+            label: 'tools.execute async (queued, run from the work queue, recorded)',
+            fn: () => submitAsync(b, pending),
+            settle: () => untilDone(b, pending),
+          },
+        ]
+      : []),
   ];
-  const res = await profiledWindow('tools.execute warm (alternating with bare spawns)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
-  process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
-  for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+  const res = await profiledWindow('tools.execute warm (alternating with bare spawns)', CPU_N, () =>
+    measureUsageBlocks(cases, g, CPU_N),
+  );
+  process.stdout.write(
+    `\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`,
+  );
+  for (const r of res)
+    process.stdout.write(
+      `${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`,
+    );
   // Each tree's own processes in its own block, beside the shared nats-server and postgres of that block.
   const own = (r: (typeof res)[number], baseline: boolean) =>
     Object.entries(r.use.cpu)
-      .filter(([k]) => k.startsWith('baseline ') === baseline && !['nats-server', 'postgres', 'bench', 'whole machine'].includes(k) && !k.includes('reaped'))
+      .filter(
+        ([k]) =>
+          k.startsWith('baseline ') === baseline &&
+          !['nats-server', 'postgres', 'bench', 'whole machine'].includes(k) &&
+          !k.includes('reaped'),
+      )
       .reduce((a, [, v]) => a + v, 0) / r.calls;
   const shared = (r: (typeof res)[number]) => ((r.use.cpu['nats-server'] ?? 0) + (r.use.cpu.postgres ?? 0)) / r.calls;
   const total = (r: (typeof res)[number], baseline = false) => own(r, baseline) + shared(r);
@@ -206,7 +260,9 @@ async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
     );
   }
   for (const r of res.slice(base ? 3 : 2)) {
-    process.stdout.write(`${r.label}: ${total(r).toFixed(2)} ms CPU per call (apps + sandboxes + nats-server + postgres), ${(total(r) - total(plain)).toFixed(2)} more than a plain call (${total(plain).toFixed(2)})\n`);
+    process.stdout.write(
+      `${r.label}: ${total(r).toFixed(2)} ms CPU per call (apps + sandboxes + nats-server + postgres), ${(total(r) - total(plain)).toFixed(2)} more than a plain call (${total(plain).toFixed(2)})\n`,
+    );
   }
   const counter = await countNats(b.client.nc, b.prefix);
   for (let i = 0; i < NATS_N; i++) await b.call();
@@ -215,7 +271,12 @@ async function cpuPerCall(b: Bench, base?: Bench): Promise<void> {
 
 /** Queues one async call (its id kept in `pending`). */
 async function submitAsync(b: Bench, pending: string[]): Promise<void> {
-  const r = await b.client.req('toolplane.v1.tools.execute', { org_id: 'bench', tool_name: 'ping', args: { x: 1 }, mode: 'async' });
+  const r = await b.client.req('toolplane.v1.tools.execute', {
+    org_id: 'bench',
+    tool_name: 'ping',
+    args: { x: 1 },
+    mode: 'async',
+  });
   if (r.status !== 'queued') throw new Error(JSON.stringify(r));
   pending.push(r.execution_id);
 }
@@ -263,14 +324,21 @@ async function asyncThroughput(b: Bench): Promise<{ accept: Summary; doneMs: num
   let i = 0;
   const t0 = performance.now();
   const accept = await measure(ASYNC_N, 32, async () => {
-    const r = await b.client.req('toolplane.v1.tools.execute', { org_id: 'bench-async', tool_name: 'ping', args: { x: ++i }, mode: 'async' });
+    const r = await b.client.req('toolplane.v1.tools.execute', {
+      org_id: 'bench-async',
+      tool_name: 'ping',
+      args: { x: ++i },
+      mode: 'async',
+    });
     if (r.status !== 'queued') throw new Error(JSON.stringify(r));
   });
   const pg = new Client({ connectionString: databaseUrlFor(b.db) });
   await pg.connect();
   try {
     for (;;) {
-      const r = await pg.query(`SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM executor.executions WHERE org_id = 'bench-async'`);
+      const r = await pg.query(
+        `SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM executor.executions WHERE org_id = 'bench-async'`,
+      );
       if (r.rows[0].done >= ASYNC_N) return { accept, doneMs: performance.now() - t0, failed: r.rows[0].failed };
       await new Promise((res) => setTimeout(res, 50));
     }
@@ -285,7 +353,10 @@ async function main(): Promise<void> {
   try {
     current = await benchStack('current');
     const c = current;
-    const up = await c.client.req('toolplane.v1.tools.upsert', { org_id: 'bench-async', tool: { source_code: TRIVIAL } });
+    const up = await c.client.req('toolplane.v1.tools.upsert', {
+      org_id: 'bench-async',
+      tool: { source_code: TRIVIAL },
+    });
     if (up.error) throw new Error(JSON.stringify(up.error));
     if (BASELINE_ROOT) baseline = await benchStack('baseline', BASELINE_ROOT);
     await measure(20, 1, spawnPython);
@@ -293,37 +364,60 @@ async function main(): Promise<void> {
     if (CPU === 'only') return;
     if (USER) {
       const user = await userCost(c);
-      process.stdout.write(`\nuser_id on the hot path (${new Date().toISOString()}, ${USER_N} calls per case, interleaved; CPU: apps + nats-server + postgres)\n`);
+      process.stdout.write(
+        `\nuser_id on the hot path (${new Date().toISOString()}, ${USER_N} calls per case, interleaved; CPU: apps + nats-server + postgres)\n`,
+      );
       process.stdout.write(`${HEADER} ${'CPU ms/call'.padStart(12)}\n`);
       for (const u of user) process.stdout.write(`${row(u.label, u.s)} ${u.cpuPerCallMs.toFixed(3).padStart(12)}\n`);
       const [none, ...rest] = user;
       for (const u of rest) {
-        process.stdout.write(`${u.label}: p50 ${(u.s.p50 - none!.s.p50 >= 0 ? '+' : '')}${(u.s.p50 - none!.s.p50).toFixed(3)} ms, CPU ${(u.cpuPerCallMs - none!.cpuPerCallMs >= 0 ? '+' : '')}${(u.cpuPerCallMs - none!.cpuPerCallMs).toFixed(3)} ms per call vs no user_id\n`);
+        process.stdout.write(
+          `${u.label}: p50 ${u.s.p50 - none!.s.p50 >= 0 ? '+' : ''}${(u.s.p50 - none!.s.p50).toFixed(3)} ms, CPU ${u.cpuPerCallMs - none!.cpuPerCallMs >= 0 ? '+' : ''}${(u.cpuPerCallMs - none!.cpuPerCallMs).toFixed(3)} ms per call vs no user_id\n`,
+        );
       }
       if (USER === 'only') return;
     }
 
-    const results: Array<readonly [string, Summary]> = [['bare /usr/bin/python3 -c spawn (baseline)', await measure(N, 1, spawnPython)]];
+    const results: Array<readonly [string, Summary]> = [
+      ['bare /usr/bin/python3 -c spawn (baseline)', await measure(N, 1, spawnPython)],
+    ];
     let compared: [Summary, Summary] | undefined;
     if (baseline) {
       compared = await interleaved(c, baseline);
-      results.push(['tools.execute, concurrency 1 (this tree)', compared[0]], ['tools.execute, concurrency 1 (BENCH_BASELINE_ROOT)', compared[1]]);
+      results.push(
+        ['tools.execute, concurrency 1 (this tree)', compared[0]],
+        ['tools.execute, concurrency 1 (BENCH_BASELINE_ROOT)', compared[1]],
+      );
     } else {
       results.push(['tools.execute via NATS, concurrency 1', await measure(N, 1, c.call)]);
     }
     results.push(
       ['tools.execute via NATS, concurrency 8', await measure(N, 8, c.call)],
       ['tools.execute via NATS, concurrency 16', await measure(N, 16, c.call)],
-      ['tools.get via NATS (registry, no sandbox)', await measure(N, 1, async () => void (await c.client.req('toolplane.v1.tools.get', { org_id: 'bench', name: 'ping' })))],
+      [
+        'tools.get via NATS (registry, no sandbox)',
+        await measure(
+          N,
+          1,
+          async () => void (await c.client.req('toolplane.v1.tools.get', { org_id: 'bench', name: 'ping' })),
+        ),
+      ],
     );
     const async = await asyncThroughput(c);
     results.push([`async accept (${ASYNC_N} queued, concurrency 32)`, async.accept]);
-    process.stdout.write(`\nToolplane execute benchmark (${new Date().toISOString()}, ${N} calls per case)\n${HEADER}\n`);
+    process.stdout.write(
+      `\nToolplane execute benchmark (${new Date().toISOString()}, ${N} calls per case)\n${HEADER}\n`,
+    );
     for (const [label, s] of results) process.stdout.write(`${row(label, s)}\n`);
     const base = results[0]![1].p50;
     const c1 = results[1]![1].p50;
-    process.stdout.write(`\nexecute p50 / bare spawn p50 = ${(c1 / base).toFixed(2)}x (overhead ${(c1 - base).toFixed(2)} ms per call)\n`);
-    if (compared) process.stdout.write(`execute p50, this tree - baseline = ${(compared[0].p50 - compared[1].p50).toFixed(2)} ms (${compared[0].p50.toFixed(2)} vs ${compared[1].p50.toFixed(2)})\n`);
+    process.stdout.write(
+      `\nexecute p50 / bare spawn p50 = ${(c1 / base).toFixed(2)}x (overhead ${(c1 - base).toFixed(2)} ms per call)\n`,
+    );
+    if (compared)
+      process.stdout.write(
+        `execute p50, this tree - baseline = ${(compared[0].p50 - compared[1].p50).toFixed(2)} ms (${compared[0].p50.toFixed(2)} vs ${compared[1].p50.toFixed(2)})\n`,
+      );
     process.stdout.write(
       `async: ${ASYNC_N} calls queued in ${((async.accept.n / async.accept.perSecond) * 1000).toFixed(0)} ms (${async.accept.perSecond.toFixed(0)} accepted/s), all done in ${async.doneMs.toFixed(0)} ms (${((ASYNC_N / async.doneMs) * 1000).toFixed(1)} done/s), ${async.failed} failed\n`,
     );

@@ -33,7 +33,19 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { freePort, startStack, type AppName, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { countNats, cpuMs, descendantsCpuMs, measure, measureInterleaved, natsLines, pidsOf, rssKiB, summarize, writesOf, type Summary } from './stats';
+import {
+  countNats,
+  cpuMs,
+  descendantsCpuMs,
+  measure,
+  measureInterleaved,
+  natsLines,
+  pidsOf,
+  rssKiB,
+  summarize,
+  writesOf,
+  type Summary,
+} from './stats';
 
 const N = Number(process.env.BENCH_N ?? 1000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
@@ -104,15 +116,27 @@ function addDelta(into: Record<string, number>, a: Record<string, number>, b: Re
   for (const k of Object.keys(b)) into[k] = (into[k] ?? 0) + b[k]! - (a[k] ?? 0);
 }
 
-const perCall = (x: Record<string, number>, n: number) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v / n]));
+const perCall = (x: Record<string, number>, n: number) =>
+  Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v / n]));
 
 /**
  * Each case `n` times at `concurrency`, in alternating blocks of `block` calls (A, B, A, B…), with
  * the CPU and write syscalls of every process read around each block: per-call latency, calls/s
  * over the blocks' wall time, and CPU per call — drift on a shared machine hits both alike.
  */
-async function alternate(cases: Case[], n: number, block: number, concurrency: number, probe: Probe): Promise<Measured[]> {
-  const acc = cases.map(() => ({ samples: [] as number[], wall: 0, cpu: {} as Record<string, number>, writes: {} as Record<string, number> }));
+async function alternate(
+  cases: Case[],
+  n: number,
+  block: number,
+  concurrency: number,
+  probe: Probe,
+): Promise<Measured[]> {
+  const acc = cases.map(() => ({
+    samples: [] as number[],
+    wall: 0,
+    cpu: {} as Record<string, number>,
+    writes: {} as Record<string, number>,
+  }));
   for (let done = 0; done < n; done += block) {
     for (const [i, c] of cases.entries()) {
       const a = acc[i]!;
@@ -130,18 +154,44 @@ async function alternate(cases: Case[], n: number, block: number, concurrency: n
       addDelta(a.writes, w0, writesOf(probe.groups));
     }
   }
-  return cases.map((c, i) => ({ label: c.label, s: summarize(acc[i]!.samples, acc[i]!.wall), cpu: perCall(acc[i]!.cpu, n), writes: perCall(acc[i]!.writes, n) }));
+  return cases.map((c, i) => ({
+    label: c.label,
+    s: summarize(acc[i]!.samples, acc[i]!.wall),
+    cpu: perCall(acc[i]!.cpu, n),
+    writes: perCall(acc[i]!.writes, n),
+  }));
 }
 
 /** CPU ms and write syscalls per call of each process, the two paths side by side; the server side summed (the bench's own clients apart). */
 function cpuTable(title: string, [g, t]: [Measured, Measured]): void {
-  const order = ['mcp-gateway', 'executor', 'runner-local', SANDBOXES, 'registry', 'credentials', 'schema', 'mcp-sync', 'web-tools', 'nats-server', 'postgres'];
-  const keys = [...order.filter((k) => k in g.cpu), ...Object.keys(g.cpu).filter((k) => !order.includes(k) && k !== BENCH)];
-  const line = (k: string, a: number, b: number, wa: string, wb: string) => `  ${k.padEnd(30)} ${f2(a).padStart(9)} ${f2(b).padStart(9)} ${f2(a - b).padStart(9)} ${wa.padStart(9)} ${wb.padStart(9)}`;
+  const order = [
+    'mcp-gateway',
+    'executor',
+    'runner-local',
+    SANDBOXES,
+    'registry',
+    'credentials',
+    'schema',
+    'mcp-sync',
+    'web-tools',
+    'nats-server',
+    'postgres',
+  ];
+  const keys = [
+    ...order.filter((k) => k in g.cpu),
+    ...Object.keys(g.cpu).filter((k) => !order.includes(k) && k !== BENCH),
+  ];
+  const line = (k: string, a: number, b: number, wa: string, wb: string) =>
+    `  ${k.padEnd(30)} ${f2(a).padStart(9)} ${f2(b).padStart(9)} ${f2(a - b).padStart(9)} ${wa.padStart(9)} ${wb.padStart(9)}`;
   say(title);
-  say(`  ${'process'.padEnd(30)} ${'gw cpu'.padStart(9)} ${'nats cpu'.padStart(9)} ${'Δ cpu'.padStart(9)} ${'gw wr'.padStart(9)} ${'nats wr'.padStart(9)}   (ms / write syscalls per call)`);
+  say(
+    `  ${'process'.padEnd(30)} ${'gw cpu'.padStart(9)} ${'nats cpu'.padStart(9)} ${'Δ cpu'.padStart(9)} ${'gw wr'.padStart(9)} ${'nats wr'.padStart(9)}   (ms / write syscalls per call)`,
+  );
   // The sandboxes' writes are not read (their processes come and go): their column stays empty.
-  for (const k of keys) say(line(k, g.cpu[k]!, t.cpu[k]!, k === SANDBOXES ? '' : f2(g.writes[k]!), k === SANDBOXES ? '' : f2(t.writes[k]!)));
+  for (const k of keys)
+    say(
+      line(k, g.cpu[k]!, t.cpu[k]!, k === SANDBOXES ? '' : f2(g.writes[k]!), k === SANDBOXES ? '' : f2(t.writes[k]!)),
+    );
   const sum = (x: Record<string, number>) => keys.reduce((s, k) => s + (k === SANDBOXES ? 0 : (x[k] ?? 0)), 0);
   say(line('server total (no sandboxes)', sum(g.cpu), sum(t.cpu), f2(sum(g.writes)), f2(sum(t.writes))));
   say(line(BENCH, g.cpu[BENCH]!, t.cpu[BENCH]!, f2(g.writes[BENCH]!), f2(t.writes[BENCH]!)));
@@ -150,7 +200,10 @@ function cpuTable(title: string, [g, t]: [Measured, Measured]): void {
 /** The MCP SDK's own client, initialized (initialize, then notifications/initialized; the SDK then opens its GET stream). */
 async function openSession(url: string, token: string, fetchFn?: FetchLike): Promise<Session> {
   const client = new Client({ name: 'bench-gateway', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } }, ...(fetchFn ? { fetch: fetchFn } : {}) });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+    ...(fetchFn ? { fetch: fetchFn } : {}),
+  });
   await client.connect(transport);
   return { client, transport };
 }
@@ -168,7 +221,12 @@ async function closeSession(s: Session): Promise<boolean> {
 }
 
 /** `fn(i)` for i < n, `concurrency` at a time, starting none after `deadline` (performance.now()); how many were started. */
-async function pool(n: number, concurrency: number, deadline: number, fn: (i: number) => Promise<void>): Promise<number> {
+async function pool(
+  n: number,
+  concurrency: number,
+  deadline: number,
+  fn: (i: number) => Promise<void>,
+): Promise<number> {
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -198,7 +256,8 @@ async function kvEntries(nats: RawClient, bucket: string): Promise<string> {
 
 /** What kind of box this is: a fork+wait of a small Python process (~0.2 ms normal, 7.5 ms on slow-fork boxes), a bare python3 spawn, the load. */
 function boxNote(): string {
-  const script = 'import os, time\nn = 50\nt = time.perf_counter()\nfor _ in range(n):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\nprint((time.perf_counter() - t) / n * 1000)';
+  const script =
+    'import os, time\nn = 50\nt = time.perf_counter()\nfor _ in range(n):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\nprint((time.perf_counter() - t) / n * 1000)';
   try {
     const fork = Number(execFileSync('/usr/bin/python3', ['-I', '-c', script], { encoding: 'utf8' }));
     const spawns: number[] = [];
@@ -207,7 +266,9 @@ function boxNote(): string {
       execFileSync('/usr/bin/python3', ['-I', '-c', 'pass']);
       spawns.push(performance.now() - t);
     }
-    return `fork+wait of a small Python process ${fork.toFixed(2)} ms, python3 -c pass spawn p50 ${summarize(spawns, 1).p50.toFixed(1)} ms, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+    return `fork+wait of a small Python process ${fork.toFixed(2)} ms, python3 -c pass spawn p50 ${summarize(spawns, 1).p50.toFixed(1)} ms, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`;
   } catch (e) {
     return `not measured (${(e as Error).message})`;
   }
@@ -226,7 +287,9 @@ function cpuProfile(app: AppName): string {
 async function heapAfterGc(inspectPort: number): Promise<number> {
   let ws: WebSocket | undefined;
   try {
-    const [target] = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`, { signal: AbortSignal.timeout(5000) })).json()) as Array<{ webSocketDebuggerUrl: string }>;
+    const [target] = (await (
+      await fetch(`http://127.0.0.1:${inspectPort}/json/list`, { signal: AbortSignal.timeout(5000) })
+    ).json()) as Array<{ webSocketDebuggerUrl: string }>;
     const socket = new WebSocket(target!.webSocketDebuggerUrl);
     ws = socket;
     await new Promise((resolve, reject) => {
@@ -283,14 +346,22 @@ async function main(): Promise<void> {
       appEnv: {
         executor: process.env.BENCH_CPU_PROF ? { NODE_OPTIONS: cpuProfile('executor') } : {},
         // One token makes every request here: the per-token rate limit (50/s, burst 200 by default) would measure itself.
-        'mcp-gateway': { GATEWAY_RATE_PER_SECOND: '1000000', GATEWAY_RATE_BURST: '1000000', NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort} ${cpuProfile('mcp-gateway')}` },
+        'mcp-gateway': {
+          GATEWAY_RATE_PER_SECOND: '1000000',
+          GATEWAY_RATE_BURST: '1000000',
+          NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort} ${cpuProfile('mcp-gateway')}`,
+        },
       },
     });
     nats = await RawClient.connect(prefix);
     const c = nats;
     const up = await c.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: TRIVIAL } });
     if (up.error) throw new Error(`upsert: ${JSON.stringify(up.error)}`);
-    const attached = await c.req('toolplane.v1.agents.tools.attach', { org_id: org, agent_id: AGENT, tool_names: ['ping'] });
+    const attached = await c.req('toolplane.v1.agents.tools.attach', {
+      org_id: org,
+      agent_id: AGENT,
+      tool_names: ['ping'],
+    });
     if (attached.error) throw new Error(`attach: ${JSON.stringify(attached.error)}`);
     const token = await c.tokenFor(org);
     const gateway = stack.apps.get('mcp-gateway')!;
@@ -303,7 +374,12 @@ async function main(): Promise<void> {
     };
     // The request the gateway itself sends (call-tool.service.ts): tool id, agent, arguments.
     const viaNats = async () => {
-      const r = await c.req('toolplane.v1.tools.execute', { org_id: org, tool_id: up.tool.id, agent_id: AGENT, args: { x: ++x } });
+      const r = await c.req('toolplane.v1.tools.execute', {
+        org_id: org,
+        tool_id: up.tool.id,
+        agent_id: AGENT,
+        args: { x: ++x },
+      });
       if (r.status !== 'success') throw new Error(`NATS call failed: ${JSON.stringify(r)}`);
     };
 
@@ -317,27 +393,65 @@ async function main(): Promise<void> {
     const main = await openSession(url, token);
     open.push(main);
     await main.client.listTools(); // as a client does once; callTool then checks results against the tools' output schemas
-    const [g1, t1] = (await measureInterleaved([{ label: 'gateway', fn: viaGateway(main.client) }, { label: 'nats', fn: viaNats }], N, WARMUP)).map((r) => r.s) as [Summary, Summary];
+    const [g1, t1] = (
+      await measureInterleaved(
+        [
+          { label: 'gateway', fn: viaGateway(main.client) },
+          { label: 'nats', fn: viaNats },
+        ],
+        N,
+        WARMUP,
+      )
+    ).map((r) => r.s) as [Summary, Summary];
     say('1. Latency of one call of a trivial warm Python tool (ping) attached to an agent, sequential, interleaved');
     say('   gateway: MCP SDK Client + StreamableHTTPClientTransport, one session, tools/call (HTTP POST, SSE answer)');
     say('   NATS:    plain NATS request toolplane.v1.tools.execute with an org token, same tool id, agent and args');
-    say(`   ${'path'.padEnd(10)} ${'n'.padStart(5)} ${'p50 ms'.padStart(8)} ${'p90 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'mean ms'.padStart(8)}`);
-    for (const [label, s] of [['gateway', g1], ['NATS', t1]] as const) say(`   ${label.padEnd(10)} ${String(s.n).padStart(5)} ${f2(s.p50).padStart(8)} ${f2(s.p90).padStart(8)} ${f2(s.p99).padStart(8)} ${f2(s.mean).padStart(8)}`);
+    say(
+      `   ${'path'.padEnd(10)} ${'n'.padStart(5)} ${'p50 ms'.padStart(8)} ${'p90 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'mean ms'.padStart(8)}`,
+    );
+    for (const [label, s] of [
+      ['gateway', g1],
+      ['NATS', t1],
+    ] as const)
+      say(
+        `   ${label.padEnd(10)} ${String(s.n).padStart(5)} ${f2(s.p50).padStart(8)} ${f2(s.p90).padStart(8)} ${f2(s.p99).padStart(8)} ${f2(s.mean).padStart(8)}`,
+      );
     const dp50 = g1.p50 - t1.p50;
-    say(`   gateway − NATS: p50 ${dp50 >= 0 ? '+' : ''}${f2(dp50)} ms (target ≤ +1 ms: ${dp50 <= 1 ? 'met' : 'NOT met'}), p99 ${f2(g1.p99 - t1.p99)} ms; ratio of p50 ${(g1.p50 / t1.p50).toFixed(2)}×`);
+    say(
+      `   gateway − NATS: p50 ${dp50 >= 0 ? '+' : ''}${f2(dp50)} ms (target ≤ +1 ms: ${dp50 <= 1 ? 'met' : 'NOT met'}), p99 ${f2(g1.p99 - t1.p99)} ms; ratio of p50 ${(g1.p50 / t1.p50).toFixed(2)}×`,
+    );
     say('');
 
     // 2. CPU per call, sequential, in alternating blocks of 100.
     const probe = probeOf(stack);
-    const seq = (await alternate([{ label: 'gateway', fn: viaGateway(main.client) }, { label: 'nats', fn: viaNats }], N, 100, 1, probe)) as [Measured, Measured];
-    cpuTable(`2. CPU per call by process (utime+stime, /proc), sequential, ${N} calls each in alternating blocks of 100. nats-server and postgres serve the whole machine; the runner's sandboxes (≈) are its descendants, read roughly and not summed`, seq);
+    const seq = (await alternate(
+      [
+        { label: 'gateway', fn: viaGateway(main.client) },
+        { label: 'nats', fn: viaNats },
+      ],
+      N,
+      100,
+      1,
+      probe,
+    )) as [Measured, Measured];
+    cpuTable(
+      `2. CPU per call by process (utime+stime, /proc), sequential, ${N} calls each in alternating blocks of 100. nats-server and postgres serve the whole machine; the runner's sandboxes (≈) are its descendants, read roughly and not summed`,
+      seq,
+    );
     say(`   (latency in this phase: gateway p50 ${f2(seq[0].s.p50)} ms, NATS p50 ${f2(seq[1].s.p50)} ms)`);
     say('');
     // 2b. NATS messages and bytes per call on each path, each in a block of its own (the counting subscriber costs CPU).
-    for (const [label, fn] of [['gateway', viaGateway(main.client)], ['NATS', viaNats]] as const) {
+    for (const [label, fn] of [
+      ['gateway', viaGateway(main.client)],
+      ['NATS', viaNats],
+    ] as const) {
       const counter = await countNats(nats.nc, prefix);
       for (let i = 0; i < N; i++) await fn();
-      say(natsLines(`2b. ${label}`, await counter.stop(), N).map((l) => `   ${l}`).join('\n'));
+      say(
+        natsLines(`2b. ${label}`, await counter.stop(), N)
+          .map((l) => `   ${l}`)
+          .join('\n'),
+      );
     }
     say('');
 
@@ -355,10 +469,23 @@ async function main(): Promise<void> {
       }
     };
     await measure(CONCURRENCY * 10, CONCURRENCY, onAnySession);
-    const par = (await alternate([{ label: 'gateway', fn: onAnySession }, { label: 'nats', fn: viaNats }], N, 250, CONCURRENCY, probe)) as [Measured, Measured];
+    const par = (await alternate(
+      [
+        { label: 'gateway', fn: onAnySession },
+        { label: 'nats', fn: viaNats },
+      ],
+      N,
+      250,
+      CONCURRENCY,
+      probe,
+    )) as [Measured, Measured];
     say(`3. Concurrency ${CONCURRENCY}, ${N} calls each in alternating blocks of 250`);
-    say(`   gateway: ${CONCURRENCY} sessions (SDK clients), one call in flight on each;  NATS: ${CONCURRENCY} requests in flight on one connection`);
-    say(`   gateway ${par[0].s.perSecond.toFixed(0)} calls/s (p50 ${f2(par[0].s.p50)} ms, p99 ${f2(par[0].s.p99)} ms);  NATS ${par[1].s.perSecond.toFixed(0)} calls/s (p50 ${f2(par[1].s.p50)} ms, p99 ${f2(par[1].s.p99)} ms);  ratio ${(par[0].s.perSecond / par[1].s.perSecond).toFixed(2)}×`);
+    say(
+      `   gateway: ${CONCURRENCY} sessions (SDK clients), one call in flight on each;  NATS: ${CONCURRENCY} requests in flight on one connection`,
+    );
+    say(
+      `   gateway ${par[0].s.perSecond.toFixed(0)} calls/s (p50 ${f2(par[0].s.p50)} ms, p99 ${f2(par[0].s.p99)} ms);  NATS ${par[1].s.perSecond.toFixed(0)} calls/s (p50 ${f2(par[1].s.p50)} ms, p99 ${f2(par[1].s.p99)} ms);  ratio ${(par[0].s.perSecond / par[1].s.perSecond).toFixed(2)}×`,
+    );
     cpuTable(`   CPU per call by process at concurrency ${CONCURRENCY}`, par);
     say('');
 
@@ -394,7 +521,10 @@ async function main(): Promise<void> {
         firstError ||= (e as Error).message;
       }
     });
-    const allStreams = await until(Math.min(deadline, performance.now() + 30_000), () => streams + streamRefused >= held.length);
+    const allStreams = await until(
+      Math.min(deadline, performance.now() + 30_000),
+      () => streams + streamRefused >= held.length,
+    );
     const openMs = performance.now() - tOpen;
     const gwCpuOpen = (cpuMs({ gw: [gwPid] }).gw ?? 0) - gwCpu0;
     await sleep(2000);
@@ -404,7 +534,11 @@ async function main(): Promise<void> {
     const kvHeld = await kvEntries(c, bucket);
     // A session held is a session usable: a few of them list their tools.
     let listed = 0;
-    for (const s of held.filter((_, i) => i % Math.max(1, Math.floor(held.length / 10)) === 0)) listed += (await s.client.listTools().then(() => 1, () => 0));
+    for (const s of held.filter((_, i) => i % Math.max(1, Math.floor(held.length / 10)) === 0))
+      listed += await s.client.listTools().then(
+        () => 1,
+        () => 0,
+      );
     const tClose = performance.now();
     let deleted = 0;
     const closeEnd = Math.min(deadline, tClose + 120_000);
@@ -419,33 +553,61 @@ async function main(): Promise<void> {
     const rss2 = rssKiB(gwPid);
     const kvAfter = await kvEntries(c, bucket);
     const opened = held.length + closing.length;
-    say(`4. ${SESSIONS} sessions held at once: SDK Client + transport each, initialize + initialized, then the SDK's own GET stream; opened ${OPENING} at a time from this one process`);
-    say(`   opened ${closing.length}/${SESSIONS} (${failedOpen} failed${firstError ? `: ${firstError.slice(0, 120)}` : ''}) in ${(openMs / 1000).toFixed(1)} s, ${((closing.length / openMs) * 1000).toFixed(0)} sessions/s; GET streams open ${streams}${streamRefused ? `, refused ${streamRefused}` : ''}${allStreams ? '' : ' (not all within 30 s)'}`);
-    say(`   gateway CPU to open them: ${f2(gwCpuOpen / Math.max(1, closing.length))} ms per session (initialize + initialized + GET)`);
-    say(`   gateway RSS: before ${(rss0 / 1024).toFixed(1)} MiB, held ${(rss1 / 1024).toFixed(1)} MiB, after DELETE ${(rss2 / 1024).toFixed(1)} MiB; ${((rss1 - rss0) / Math.max(1, closing.length)).toFixed(1)} KiB per held session (RSS, no forced GC)`);
-    say(`   gateway V8 heap after GC: before ${mib(heap0)} MiB, held ${mib(heap1)} MiB, after DELETE ${mib(heap2)} MiB; ${((heap1 - heap0) / 1024 / Math.max(1, closing.length)).toFixed(1)} KiB per held session`);
-    say(`   bench process RSS (the ${closing.length} clients): ${(benchRss0 / 1024).toFixed(1)} → ${(benchRss1 / 1024).toFixed(1)} MiB`);
+    say(
+      `4. ${SESSIONS} sessions held at once: SDK Client + transport each, initialize + initialized, then the SDK's own GET stream; opened ${OPENING} at a time from this one process`,
+    );
+    say(
+      `   opened ${closing.length}/${SESSIONS} (${failedOpen} failed${firstError ? `: ${firstError.slice(0, 120)}` : ''}) in ${(openMs / 1000).toFixed(1)} s, ${((closing.length / openMs) * 1000).toFixed(0)} sessions/s; GET streams open ${streams}${streamRefused ? `, refused ${streamRefused}` : ''}${allStreams ? '' : ' (not all within 30 s)'}`,
+    );
+    say(
+      `   gateway CPU to open them: ${f2(gwCpuOpen / Math.max(1, closing.length))} ms per session (initialize + initialized + GET)`,
+    );
+    say(
+      `   gateway RSS: before ${(rss0 / 1024).toFixed(1)} MiB, held ${(rss1 / 1024).toFixed(1)} MiB, after DELETE ${(rss2 / 1024).toFixed(1)} MiB; ${((rss1 - rss0) / Math.max(1, closing.length)).toFixed(1)} KiB per held session (RSS, no forced GC)`,
+    );
+    say(
+      `   gateway V8 heap after GC: before ${mib(heap0)} MiB, held ${mib(heap1)} MiB, after DELETE ${mib(heap2)} MiB; ${((heap1 - heap0) / 1024 / Math.max(1, closing.length)).toFixed(1)} KiB per held session`,
+    );
+    say(
+      `   bench process RSS (the ${closing.length} clients): ${(benchRss0 / 1024).toFixed(1)} → ${(benchRss1 / 1024).toFixed(1)} MiB`,
+    );
     say(`   KV bucket ${bucket}: held ${kvHeld}; after DELETE ${kvAfter}`);
     const gwCalls = WARMUP + 3 * N + CONCURRENCY * 10; // phase 1 (warm-up and measured), 2, and 3 (its warm-up and measured)
-    say(`   over phases 1-3 (${gwCalls} gateway calls, ${2 + CONCURRENCY} sessions): gateway heap after GC ${mib(heapReady)} → ${mib(heap0)} MiB (${((heap0 - heapReady) / 1024 / gwCalls).toFixed(2)} KiB per call), RSS ${(rssReady / 1024).toFixed(1)} → ${(rss0 / 1024).toFixed(1)} MiB`);
-    say(`   ${listed} sampled held sessions answered tools/list; DELETE answered 2xx for ${deleted}/${opened} in ${(closeMs / 1000).toFixed(1)} s`);
+    say(
+      `   over phases 1-3 (${gwCalls} gateway calls, ${2 + CONCURRENCY} sessions): gateway heap after GC ${mib(heapReady)} → ${mib(heap0)} MiB (${((heap0 - heapReady) / 1024 / gwCalls).toFixed(2)} KiB per call), RSS ${(rssReady / 1024).toFixed(1)} → ${(rss0 / 1024).toFixed(1)} MiB`,
+    );
+    say(
+      `   ${listed} sampled held sessions answered tools/list; DELETE answered 2xx for ${deleted}/${opened} in ${(closeMs / 1000).toFixed(1)} s`,
+    );
     say('');
 
     say(`Summary (${N} calls per path and phase; loopback; box: ${box.split(',')[0]})`);
     say(`  ${''.padEnd(44)} ${'gateway'.padStart(9)} ${'NATS'.padStart(9)} ${'Δ'.padStart(9)} ${'ratio'.padStart(7)}`);
-    const sumRow = (label: string, a: number, b: number, digits = 2) => say(`  ${label.padEnd(44)} ${a.toFixed(digits).padStart(9)} ${b.toFixed(digits).padStart(9)} ${(a - b).toFixed(digits).padStart(9)} ${(Math.abs(b) >= 0.05 ? `${(a / b).toFixed(2)}×` : '-').padStart(7)}`);
+    const sumRow = (label: string, a: number, b: number, digits = 2) =>
+      say(
+        `  ${label.padEnd(44)} ${a.toFixed(digits).padStart(9)} ${b.toFixed(digits).padStart(9)} ${(a - b).toFixed(digits).padStart(9)} ${(Math.abs(b) >= 0.05 ? `${(a / b).toFixed(2)}×` : '-').padStart(7)}`,
+      );
     sumRow('p50 ms, c=1 interleaved', g1.p50, t1.p50);
     sumRow('p99 ms, c=1 interleaved', g1.p99, t1.p99);
-    const server = (m: Measured) => Object.entries(m.cpu).reduce((s, [k, v]) => s + (k === BENCH || k === SANDBOXES ? 0 : v), 0);
+    const server = (m: Measured) =>
+      Object.entries(m.cpu).reduce((s, [k, v]) => s + (k === BENCH || k === SANDBOXES ? 0 : v), 0);
     sumRow('CPU ms per call, server side*, c=1', server(seq[0]), server(seq[1]));
     sumRow('  of which mcp-gateway', seq[0].cpu['mcp-gateway'] ?? 0, seq[1].cpu['mcp-gateway'] ?? 0);
     sumRow('CPU ms per call, client (bench process), c=1', seq[0].cpu[BENCH]!, seq[1].cpu[BENCH]!);
     sumRow(`calls/s, c=${CONCURRENCY}`, par[0].s.perSecond, par[1].s.perSecond, 0);
     sumRow(`CPU ms per call, server side*, c=${CONCURRENCY}`, server(par[0]), server(par[1]));
-    say(`  ${`sessions held (of ${SESSIONS})`.padEnd(44)} ${String(closing.length).padStart(9)}   gateway +${((rss1 - rss0) / 1024).toFixed(1)} MiB RSS, ${((rss1 - rss0) / Math.max(1, closing.length)).toFixed(1)} KiB/session, ${f2(gwCpuOpen / Math.max(1, closing.length))} ms CPU/session open`);
-    say(`  ${'gateway V8 heap after GC per held session'.padEnd(44)} ${`${((heap1 - heap0) / 1024 / Math.max(1, closing.length)).toFixed(1)} KiB`.padStart(9)}   left by ${gwCalls} calls: ${((heap0 - heapReady) / 1024 / gwCalls).toFixed(2)} KiB/call`);
+    say(
+      `  ${`sessions held (of ${SESSIONS})`.padEnd(44)} ${String(closing.length).padStart(9)}   gateway +${((rss1 - rss0) / 1024).toFixed(1)} MiB RSS, ${((rss1 - rss0) / Math.max(1, closing.length)).toFixed(1)} KiB/session, ${f2(gwCpuOpen / Math.max(1, closing.length))} ms CPU/session open`,
+    );
+    say(
+      `  ${'gateway V8 heap after GC per held session'.padEnd(44)} ${`${((heap1 - heap0) / 1024 / Math.max(1, closing.length)).toFixed(1)} KiB`.padStart(9)}   left by ${gwCalls} calls: ${((heap0 - heapReady) / 1024 / gwCalls).toFixed(2)} KiB/call`,
+    );
     say('  * every app, nats-server and postgres, not the sandboxes (same work on both paths; read only roughly)');
-    say(`  total ${((performance.now() - t0) / 1000).toFixed(0)} s; load at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    say(
+      `  total ${((performance.now() - t0) / 1000).toFixed(0)} s; load at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
   } finally {
     await Promise.all(open.map(closeSession));
     await nats?.close().catch(() => undefined);

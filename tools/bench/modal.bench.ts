@@ -77,22 +77,54 @@ async function main(): Promise<void> {
     ...(ROOT ? { root: ROOT } : {}),
     env: { LOG_LEVEL: 'warn' },
     // Room for a sandbox's create (2.7 s) and probe within a call: the runner waits at most until the tool's timeout no longer fits.
-    appEnv: { executor: { RUNNER_REPLY_MARGIN_MS: '20000' }, 'runner-modal': { MODAL_SERVER_URL: fake.serverUrl, MODAL_PYTHON: '/usr/bin/python3', MODAL_WARM_SANDBOXES: String(WARM), MODAL_MAX_SANDBOXES_PER_ORG: String(MAX) } },
+    appEnv: {
+      executor: { RUNNER_REPLY_MARGIN_MS: '20000' },
+      'runner-modal': {
+        MODAL_SERVER_URL: fake.serverUrl,
+        MODAL_PYTHON: '/usr/bin/python3',
+        MODAL_WARM_SANDBOXES: String(WARM),
+        MODAL_MAX_SANDBOXES_PER_ORG: String(MAX),
+      },
+    },
   });
   const client = await RawClient.connect(prefix);
-  const metric = async (name: string) => Number((await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text()).match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1] ?? NaN);
+  const metric = async (name: string) =>
+    Number(
+      (await (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text()).match(
+        new RegExp(`^${name} (\\d+)`, 'm'),
+      )?.[1] ?? NaN,
+    );
   try {
     const ok = async (subject: string, body: Record<string, unknown>) => {
       const r = await client.req(subject, body, { timeoutMs: 120_000 });
       if (r.error) throw new Error(`${subject}: ${JSON.stringify(r.error)}`);
       return r;
     };
-    await ok('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_ID', value: token.id });
-    await ok('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', provider: 'modal', key: 'MODAL_TOKEN_SECRET', value: token.secret });
-    await ok('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: TOOL, metadata_: { sandbox: 'modal' } } });
+    await ok('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_ID',
+      value: token.id,
+    });
+    await ok('toolplane.v1.secrets.set', {
+      org_id: org,
+      scope: 'sandbox',
+      provider: 'modal',
+      key: 'MODAL_TOKEN_SECRET',
+      value: token.secret,
+    });
+    await ok('toolplane.v1.tools.upsert', {
+      org_id: org,
+      tool: { source_code: TOOL, metadata_: { sandbox: 'modal' } },
+    });
     const call = async (x: number) => {
       for (let i = 0; ; i++) {
-        const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: 'ping', args: { x } }, { timeoutMs: 120_000 });
+        const r = await client.req(
+          'toolplane.v1.tools.execute',
+          { org_id: org, tool_name: 'ping', args: { x } },
+          { timeoutMs: 120_000 },
+        );
         // ENVIRONMENT_BUILDING is retryable by contract: a sandbox is on its way.
         if (r.error?.code === 'ENVIRONMENT_BUILDING' && i < 600) {
           await new Promise((res) => setTimeout(res, 100));
@@ -153,7 +185,8 @@ async function main(): Promise<void> {
     };
     const bursts = [await burstOnce(1), await burstOnce(2)];
 
-    const line = (label: string, f: Figures) => `${label.padEnd(62)} ${String(f.n).padStart(5)} ${f.p50.toFixed(1).padStart(9)} ${f.p95.toFixed(1).padStart(9)} ${f.p99.toFixed(1).padStart(9)} ${f.mean.toFixed(1).padStart(9)}`;
+    const line = (label: string, f: Figures) =>
+      `${label.padEnd(62)} ${String(f.n).padStart(5)} ${f.p50.toFixed(1).padStart(9)} ${f.p95.toFixed(1).padStart(9)} ${f.p99.toFixed(1).padStart(9)} ${f.mean.toFixed(1).padStart(9)}`;
     process.stdout.write(
       [
         '',
@@ -161,7 +194,9 @@ async function main(): Promise<void> {
         `${'case'.padEnd(62)} ${'n'.padStart(5)} ${'p50 ms'.padStart(9)} ${'p95 ms'.padStart(9)} ${'p99 ms'.padStart(9)} ${'mean ms'.padStart(9)}`,
         line('warm call through runner-modal (execute → executor → runner)', warm),
         line('create-exec-terminate per call (modal SDK directly)', perCall),
-        ...bursts.map((b, i) => line(`burst ${i + 1}: ${BURST} calls in 1 s after ${IDLE_MS} ms idle (${WARM} warm, max ${MAX})`, b.f)),
+        ...bursts.map((b, i) =>
+          line(`burst ${i + 1}: ${BURST} calls in 1 s after ${IDLE_MS} ms idle (${WARM} warm, max ${MAX})`, b.f),
+        ),
         '',
         `warm: ${warmCreates} sandbox(es) created during ${N} calls; per call: ${BASELINE} created`,
         `ratio: a warm call is ${(perCall.p50 / warm.p50).toFixed(1)}x faster at p50, ${(perCall.p95 / warm.p95).toFixed(1)}x at p95`,

@@ -47,18 +47,49 @@ const OTHER_WRITES = 'other writes (pipes: sandboxes, logs; pg)';
 const CATEGORIES: ReadonlyArray<readonly [string, (f: CallFrame) => boolean]> = [
   ['GC', (f) => f.functionName === '(garbage collector)'],
   ['(program): V8 and native, no JS frame', (f) => f.functionName === '(program)'],
-  ['crypto/sealing (node:crypto, service-seal, libs/crypto, tokens)', (f) => /^node:(internal\/)?crypto|service-seal|libs\/crypto\/|token-verifier|edge-auth|key-directory/.test(f.url)],
+  [
+    'crypto/sealing (node:crypto, service-seal, libs/crypto, tokens)',
+    (f) => /^node:(internal\/)?crypto|service-seal|libs\/crypto\/|token-verifier|edge-auth|key-directory/.test(f.url),
+  ],
   ['validation (zod)', (f) => /\/zod\//.test(f.url)],
-  ['JSON encode/decode (codec, TextEncoder/Decoder)', (f) => (f.url === '' && /^(parse|stringify|JSONParse|JSONStringify)$/.test(f.functionName)) || /libs\/messaging\/src\/codec|node:internal\/encoding/.test(f.url)],
+  [
+    'JSON encode/decode (codec, TextEncoder/Decoder)',
+    (f) =>
+      (f.url === '' && /^(parse|stringify|JSONParse|JSONStringify)$/.test(f.functionName)) ||
+      /libs\/messaging\/src\/codec|node:internal\/encoding/.test(f.url),
+  ],
   ['spans (@opentelemetry, libs/observability)', (f) => /@opentelemetry|libs\/observability\//.test(f.url)],
   ['fair queues (libs/platform fair-queue)', (f) => /fair-queue/.test(f.url)],
-  ['records (executor records, typeorm, pg)', (f) => /apps\/executor\/src\/records|\/typeorm\/|\/pg\/|\/pg-protocol\/|\/pg-pool\//.test(f.url)],
-  ['runner: cgroups, pipe protocol, pool (apps/runner-local, libs/sandbox)', (f) => /apps\/runner-local\/|libs\/sandbox\//.test(f.url)],
-  [WRITES, (f) => /^(writeBuffer|writev|writeGeneric|writevGeneric|_writeGeneric|_writev|handleWriteReq)$/.test(f.functionName) || /node:internal\/stream_base_commons/.test(f.url)],
+  [
+    'records (executor records, typeorm, pg)',
+    (f) => /apps\/executor\/src\/records|\/typeorm\/|\/pg\/|\/pg-protocol\/|\/pg-pool\//.test(f.url),
+  ],
+  [
+    'runner: cgroups, pipe protocol, pool (apps/runner-local, libs/sandbox)',
+    (f) => /apps\/runner-local\/|libs\/sandbox\//.test(f.url),
+  ],
+  [
+    WRITES,
+    (f) =>
+      /^(writeBuffer|writev|writeGeneric|writevGeneric|_writeGeneric|_writev|handleWriteReq)$/.test(f.functionName) ||
+      /node:internal\/stream_base_commons/.test(f.url),
+  ],
   ['NATS client (@nats-io)', (f) => /@nats-io\//.test(f.url)],
-  ['messaging plumbing (nats-json.server, request-mux, messaging-client)', (f) => /libs\/messaging\/src\/(nats-json\.server|request-mux|messaging-client|request-context|trace-context)/.test(f.url)],
+  [
+    'messaging plumbing (nats-json.server, request-mux, messaging-client)',
+    (f) =>
+      /libs\/messaging\/src\/(nats-json\.server|request-mux|messaging-client|request-context|trace-context)/.test(
+        f.url,
+      ),
+  ],
   ['Nest, rxjs', (f) => /@nestjs\/|\/rxjs\//.test(f.url)],
-  ['MCP client and HTTP (@modelcontextprotocol/sdk, undici, web streams, node:http)', (f) => /@modelcontextprotocol\/|undici|eventsource|node:internal\/webstreams|node:_http|node:internal\/http|node:http/.test(f.url)],
+  [
+    'MCP client and HTTP (@modelcontextprotocol/sdk, undici, web streams, node:http)',
+    (f) =>
+      /@modelcontextprotocol\/|undici|eventsource|node:internal\/webstreams|node:_http|node:internal\/http|node:http/.test(
+        f.url,
+      ),
+  ],
 ];
 const IDLE = '(idle)';
 
@@ -103,7 +134,10 @@ function breakdown(p: CpuProfile, window?: { startUs: number; endUs: number }): 
     }
     stackCats.set(id, cats);
     const named = chain.find((n) => n.callFrame.url !== '') ?? leaf;
-    selfFn.set(id, `${leaf.callFrame.functionName || '(anonymous)'} ${named.callFrame.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${named.callFrame.lineNumber + 1}`);
+    selfFn.set(
+      id,
+      `${leaf.callFrame.functionName || '(anonymous)'} ${named.callFrame.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${named.callFrame.lineNumber + 1}`,
+    );
   };
   const useWindow = !!window && window.startUs >= p.startTime && window.endUs <= p.endTime + 1_000_000;
   const out: Breakdown = { self: new Map(), incl: new Map(), fns: new Map(), totalMs: 0, windowed: useWindow };
@@ -166,16 +200,28 @@ function main(): void {
     perApp.push([app, b]);
   }
   const say = (s: string) => process.stdout.write(`${s}\n`);
-  say(`CPU profile breakdown of ${dir}: ${window ? `"${window.label}", ` : ''}${calls} calls; ms per call (self / inclusive)`);
+  say(
+    `CPU profile breakdown of ${dir}: ${window ? `"${window.label}", ` : ''}${calls} calls; ms per call (self / inclusive)`,
+  );
   const names = [...CATEGORIES.map(([n]) => n), OTHER_WRITES, REST];
   const f = (v: number | undefined) => ((v ?? 0) / calls).toFixed(3).padStart(7);
   const table = (title: string, b: Breakdown) => {
     say('');
-    say(`${title}: ${(b.totalMs / calls).toFixed(3)} ms per call on JS threads (idle left out)${b.windowed ? '' : ' — WHOLE PROFILE (no matching window: startup and every case included)'}`);
+    say(
+      `${title}: ${(b.totalMs / calls).toFixed(3)} ms per call on JS threads (idle left out)${b.windowed ? '' : ' — WHOLE PROFILE (no matching window: startup and every case included)'}`,
+    );
     say(`  ${'category'.padEnd(72)} ${'self'.padStart(7)} ${'incl'.padStart(7)}`);
-    for (const n of names) if ((b.self.get(n) ?? 0) + (b.incl.get(n) ?? 0) > 0) say(`  ${n.padEnd(72)} ${f(b.self.get(n))} ${f(b.incl.get(n))}`);
+    for (const n of names)
+      if ((b.self.get(n) ?? 0) + (b.incl.get(n) ?? 0) > 0)
+        say(`  ${n.padEnd(72)} ${f(b.self.get(n))} ${f(b.incl.get(n))}`);
   };
-  const all: Breakdown = { self: new Map(), incl: new Map(), fns: new Map(), totalMs: 0, windowed: perApp.every(([, b]) => b.windowed) };
+  const all: Breakdown = {
+    self: new Map(),
+    incl: new Map(),
+    fns: new Map(),
+    totalMs: 0,
+    windowed: perApp.every(([, b]) => b.windowed),
+  };
   for (const [app, b] of perApp) {
     table(app, b);
     all.totalMs += b.totalMs;

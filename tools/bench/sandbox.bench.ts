@@ -24,7 +24,19 @@ import { databaseUrlFor } from '../../test/support/env';
 import { RawClient } from '../../test/support/nats-client';
 import { ALL_APPS, startStack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { countNats, cpuProfileEnv, HEADER, measure, measureUsageBlocks, natsLines, profiledWindow, row, stackGroups, usageLines, type Summary } from './stats';
+import {
+  countNats,
+  cpuProfileEnv,
+  HEADER,
+  measure,
+  measureUsageBlocks,
+  natsLines,
+  profiledWindow,
+  row,
+  stackGroups,
+  usageLines,
+  type Summary,
+} from './stats';
 
 const N = Number(process.env.BENCH_N ?? 400);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
@@ -99,7 +111,14 @@ async function main(): Promise<void> {
     env: { LOG_LEVEL: 'warn' },
     appEnv: {
       ...Object.fromEntries(ALL_APPS.map((a) => [a, cpuProfileEnv(a)])),
-      'runner-local': { RUNNER_MAX_CONCURRENCY: '16', RUNNER_POOL_WARM: '4', RUNNER_POOL_MAX_PER_ENV: '16', RUNNER_ALLOW_NETWORK: 'true', RUNNER_POOL_WARM_NET: '2', ...cpuProfileEnv('runner-local') },
+      'runner-local': {
+        RUNNER_MAX_CONCURRENCY: '16',
+        RUNNER_POOL_WARM: '4',
+        RUNNER_POOL_MAX_PER_ENV: '16',
+        RUNNER_ALLOW_NETWORK: 'true',
+        RUNNER_POOL_WARM_NET: '2',
+        ...cpuProfileEnv('runner-local'),
+      },
     },
   });
   const client = await RawClient.connect(prefix);
@@ -110,10 +129,12 @@ async function main(): Promise<void> {
     };
     await upsert('ping');
     let i = 0;
-    const call = (name = 'ping', org = 'bench') => async () => {
-      const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args: { x: ++i } });
-      if (r.status !== 'success') throw new Error(JSON.stringify(r));
-    };
+    const call =
+      (name = 'ping', org = 'bench') =>
+      async () => {
+        const r = await client.req('toolplane.v1.tools.execute', { org_id: org, tool_name: name, args: { x: ++i } });
+        if (r.status !== 'success') throw new Error(JSON.stringify(r));
+      };
     for (let w = 0; w < 50; w++) await call()(); // warm the tool cache and the JIT
     await measure(50, 16, call());
     const bare = () => spawnAndWait('/usr/bin/python3', ['-I', '-c', 'import json; print(json.dumps(1))']);
@@ -128,9 +149,16 @@ async function main(): Promise<void> {
         { label: 'fresh isolated interpreter per call (bwrap, baseline)', fn: isolated },
         { label: 'execute warm, concurrency 1', fn: call() },
       ];
-      const res = await profiledWindow('execute warm (alternating with fresh bwrap interpreters)', CPU_N, () => measureUsageBlocks(cases, g, CPU_N));
-      process.stdout.write(`\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`);
-      for (const r of res) process.stdout.write(`${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`);
+      const res = await profiledWindow('execute warm (alternating with fresh bwrap interpreters)', CPU_N, () =>
+        measureUsageBlocks(cases, g, CPU_N),
+      );
+      process.stdout.write(
+        `\nCPU per call (${new Date().toISOString()}, ${CPU_N} calls per case in alternating blocks of 100; nats-server and postgres count every client on the machine)\n`,
+      );
+      for (const r of res)
+        process.stdout.write(
+          `${usageLines(r.label, r.use, r.calls).join('\n')}\n  wall ${(r.wallMs / r.calls).toFixed(2)} ms per call\n`,
+        );
       const counter = await countNats(client.nc, prefix);
       const warm = call();
       for (let k = 0; k < NATS_N; k++) await warm();
@@ -155,7 +183,11 @@ async function main(): Promise<void> {
     const warm16 = await measure(N, 16, call());
     // Network: an org whose sandbox config turns it on; each call gets a sandbox of its own.
     const netOrg = 'bench-net';
-    const r0 = await client.req('toolplane.v1.sandbox-configs.upsert', { org_id: netOrg, provider: 'local', config: { network: 'egress' } });
+    const r0 = await client.req('toolplane.v1.sandbox-configs.upsert', {
+      org_id: netOrg,
+      provider: 'local',
+      config: { network: 'egress' },
+    });
     if (r0.error) throw new Error(JSON.stringify(r0.error));
     const r1 = await client.req('toolplane.v1.tools.upsert', { org_id: netOrg, tool: { source_code: tool('ping') } });
     if (r1.error) throw new Error(JSON.stringify(r1.error));
@@ -172,7 +204,13 @@ async function main(): Promise<void> {
 
     // Fairness: one org keeps 48 slow calls in flight (100 ms each, 3x the places), another calls one at a time.
     const floodOrg = 'bench-flood';
-    const r2 = await client.req('toolplane.v1.tools.upsert', { org_id: floodOrg, tool: { source_code: 'def nap() -> str:\n    """Sleep 100 ms."""\n    import time\n    time.sleep(0.1)\n    return "z"\n' } });
+    const r2 = await client.req('toolplane.v1.tools.upsert', {
+      org_id: floodOrg,
+      tool: {
+        source_code:
+          'def nap() -> str:\n    """Sleep 100 ms."""\n    import time\n    time.sleep(0.1)\n    return "z"\n',
+      },
+    });
     if (r2.error) throw new Error(JSON.stringify(r2.error));
     await client.req('toolplane.v1.tools.upsert', { org_id: 'bench-other', tool: { source_code: tool('ping') } });
     const otherAlone = await measure(FAIR, 1, call('ping', 'bench-other'));
@@ -180,7 +218,11 @@ async function main(): Promise<void> {
     let floodCalls = 0;
     const floodWorkers = Array.from({ length: 48 }, async () => {
       while (flooding) {
-        const r = await client.req('toolplane.v1.tools.execute', { org_id: floodOrg, tool_name: 'nap', args: {} }, { timeoutMs: 120_000 });
+        const r = await client.req(
+          'toolplane.v1.tools.execute',
+          { org_id: floodOrg, tool_name: 'nap', args: {} },
+          { timeoutMs: 120_000 },
+        );
         if (r.status !== 'success') throw new Error(JSON.stringify(r));
         floodCalls++;
       }
@@ -202,7 +244,9 @@ async function main(): Promise<void> {
       ['other org alone', otherAlone],
       ['other org while one org floods (48 in flight)', otherUnderFlood],
     ];
-    process.stdout.write(`\nToolplane sandbox benchmark (${new Date().toISOString()}, public API, bubblewrap driver)\n${HEADER}\n`);
+    process.stdout.write(
+      `\nToolplane sandbox benchmark (${new Date().toISOString()}, public API, bubblewrap driver)\n${HEADER}\n`,
+    );
     for (const [label, s] of results) process.stdout.write(`${row(label, s)}\n`);
     const [bareS, iso, iso16] = results.map((r) => r[1]);
     process.stdout.write(
@@ -229,7 +273,14 @@ function summarizeSamples(samples: number[]): Summary {
   const s = [...samples].sort((a, b) => a - b);
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
   const total = s.reduce((a, b) => a + b, 0);
-  return { n: s.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean: total / s.length, perSecond: (s.length / total) * 1000 };
+  return {
+    n: s.length,
+    p50: q(0.5),
+    p90: q(0.9),
+    p99: q(0.99),
+    mean: total / s.length,
+    perSecond: (s.length / total) * 1000,
+  };
 }
 
 main().catch((e) => {

@@ -68,10 +68,15 @@ def search_flights(origin: str, destination: str, date: str, passengers: list[Tr
 `;
 
 function large(): string {
-  const helpers = Array.from({ length: 100 }, (_, i) => `def helper_${i}(x):\n    return [x, ${i}, {"k": (x, ${i})}]\n`).join('\n');
+  const helpers = Array.from(
+    { length: 100 },
+    (_, i) => `def helper_${i}(x):\n    return [x, ${i}, {"k": (x, ${i})}]\n`,
+  ).join('\n');
   const names = Array.from({ length: 200 }, (_, i) => `p${i}`);
   const model = `class Item(BaseModel):\n    """An item."""\n    name: str = Field(..., description="Name.")\n    tags: list[str] = Field(default_factory=list, description="Tags.")\n`;
-  const params = names.map((n, i) => (i % 4 === 0 ? `${n}: Optional[list[Item]] = None` : `${n}: int = ${i}`)).join(', ');
+  const params = names
+    .map((n, i) => (i % 4 === 0 ? `${n}: Optional[list[Item]] = None` : `${n}: int = ${i}`))
+    .join(', ');
   const args = names.map((n) => `        ${n}: Parameter ${n}, described\n            over two lines.`).join('\n');
   return `${helpers}\n${model}\ndef big(${params}):\n    """A big tool.\n\n    Args:\n${args}\n    """\n    return None\n`;
 }
@@ -106,7 +111,10 @@ export async function searchFlights(origin: string, destination: string, date: s
 `;
 
 function tsLarge(): string {
-  const helpers = Array.from({ length: 100 }, (_, i) => `function helper${i}(x: number) {\n  return [x, ${i}, { k: [x, ${i}] }];\n}\n`).join('\n');
+  const helpers = Array.from(
+    { length: 100 },
+    (_, i) => `function helper${i}(x: number) {\n  return [x, ${i}, { k: [x, ${i}] }];\n}\n`,
+  ).join('\n');
   const names = Array.from({ length: 200 }, (_, i) => `p${i}`);
   const model = `/** An item. */\ninterface Item {\n  /** Name. */\n  name: string;\n  /** Tags. */\n  tags?: string[];\n}\n`;
   const params = names.map((n, i) => (i % 4 === 0 ? `${n}: Item[] | null = null` : `${n}: number = ${i}`)).join(', ');
@@ -115,24 +123,39 @@ function tsLarge(): string {
 }
 
 // Issue 12's fuzzed sources and the other super-linear shapes found auditing the engine.
-const argsEntry = (entry: string): string => `def f(x: int):\n    """F.\n\n    Args:\n        ${entry}\n        x: X.\n    """\n`;
-const doc = (params: string[]): string => `    """F.\n\n    Args:\n${params.map((p) => `        ${p}: X.`).join('\n')}\n    """\n`;
+const argsEntry = (entry: string): string =>
+  `def f(x: int):\n    """F.\n\n    Args:\n        ${entry}\n        x: X.\n    """\n`;
+const doc = (params: string[]): string =>
+  `    """F.\n\n    Args:\n${params.map((p) => `        ${p}: X.`).join('\n')}\n    """\n`;
 const PATHOLOGICAL: Array<[string, 'python' | 'typescript', string]> = [
   ['Args: x + 100 000 spaces + ": y"', 'python', argsEntry(`x${' '.repeat(100_000)}: y`)],
   ['Args: 40 000 x "a (" + ": y"', 'python', argsEntry(`${'a ('.repeat(40_000)}: y`)],
   ['Args: x + 60 000 spaces (in limits)', 'python', argsEntry(`y${' '.repeat(60_000)}: Y.`)],
-  ['Enum of 2 000, Literal of 2 000 uses', 'python',
-    `from enum import Enum\nfrom typing import Literal\nclass E(Enum):\n${Array.from({ length: 2000 }, (_, i) => `    M${i} = ${i}`).join('\n')}\ndef f(x: Literal[${'E.M0, '.repeat(2000)}]):\n${doc(['x'])}`],
-  ['models of models, 3 uses x 11 levels', 'python',
-    `from pydantic import BaseModel, Field\nclass M0(BaseModel):\n    a: int = Field(description="a")\n${Array.from({ length: 11 }, (_, i) => `class M${i + 1}(BaseModel):\n    a: M${i} = Field(description="a")\n    b: M${i} = Field(description="b")\n    c: M${i} = Field(description="c")\n`).join('')}def f(x: M11):\n${doc(['x'])}`],
-  ['TS enum of 8 000, 8 000 member uses', 'typescript',
-    `enum E {${Array.from({ length: 8000 }, (_, i) => `M${i}`).join(', ')}}\n/**\n * F.\n * @param x X.\n */\nexport function f(x: ${Array.from({ length: 8000 }, (_, i) => `E.M${i}`).join(' | ')}) {}\n`],
-  ['TS type T(n) = [T(n-1) x 3], n = 10', 'typescript',
-    `type T0 = string;\n${Array.from({ length: 10 }, (_, i) => `type T${i + 1} = [T${i}, T${i}, T${i}];`).join('\n')}\n/**\n * F.\n * @param x X.\n */\nexport function f(x: T10) {}\n`],
+  [
+    'Enum of 2 000, Literal of 2 000 uses',
+    'python',
+    `from enum import Enum\nfrom typing import Literal\nclass E(Enum):\n${Array.from({ length: 2000 }, (_, i) => `    M${i} = ${i}`).join('\n')}\ndef f(x: Literal[${'E.M0, '.repeat(2000)}]):\n${doc(['x'])}`,
+  ],
+  [
+    'models of models, 3 uses x 11 levels',
+    'python',
+    `from pydantic import BaseModel, Field\nclass M0(BaseModel):\n    a: int = Field(description="a")\n${Array.from({ length: 11 }, (_, i) => `class M${i + 1}(BaseModel):\n    a: M${i} = Field(description="a")\n    b: M${i} = Field(description="b")\n    c: M${i} = Field(description="c")\n`).join('')}def f(x: M11):\n${doc(['x'])}`,
+  ],
+  [
+    'TS enum of 8 000, 8 000 member uses',
+    'typescript',
+    `enum E {${Array.from({ length: 8000 }, (_, i) => `M${i}`).join(', ')}}\n/**\n * F.\n * @param x X.\n */\nexport function f(x: ${Array.from({ length: 8000 }, (_, i) => `E.M${i}`).join(' | ')}) {}\n`,
+  ],
+  [
+    'TS type T(n) = [T(n-1) x 3], n = 10',
+    'typescript',
+    `type T0 = string;\n${Array.from({ length: 10 }, (_, i) => `type T${i + 1} = [T${i}, T${i}, T${i}];`).join('\n')}\n/**\n * F.\n * @param x X.\n */\nexport function f(x: T10) {}\n`,
+  ],
 ];
 
 /** TypeScript's parser doubles its time with each `async (a) => async (` (speculative arrow parsing); nothing inside it checks a deadline. */
-const tsBomb = (n: number): string => `/**\n * F.\n * @param x X.\n */\nexport function f(x: string) { return ${'async (a) => async ('.repeat(n)} }\n`;
+const tsBomb = (n: number): string =>
+  `/**\n * F.\n * @param x X.\n */\nexport function f(x: string) { return ${'async (a) => async ('.repeat(n)} }\n`;
 for (const n of [16, 18, 20]) PATHOLOGICAL.push([`TS: ${n} x "async (a) => async ("`, 'typescript', tsBomb(n)]);
 
 /** The costliest kind of source the engine accepts: a 50 000-member Union in ~250 KB. */
@@ -169,15 +192,25 @@ async function engineInProcess(): Promise<void> {
     else ts.createSourceFile('tool.ts', source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   };
   out('1. engine in-process (µs per call)');
-  out(`${'case'.padEnd(24)}${'bytes'.padStart(8)}${'gen p50'.padStart(10)}${'gen mean'.padStart(10)}${'parse p50'.padStart(11)}${'overhead'.padStart(10)}`);
+  out(
+    `${'case'.padEnd(24)}${'bytes'.padStart(8)}${'gen p50'.padStart(10)}${'gen mean'.padStart(10)}${'parse p50'.padStart(11)}${'overhead'.padStart(10)}`,
+  );
   for (const [name, language, source, iterations] of cases) {
     const generate = time(iterations, () => engine.generate({ source_code: source, source_type: language }));
     const parse = time(iterations, () => parseOnly(language, source));
-    const cells = [generate.p50, generate.mean, parse.p50].map((v, i) => v.toFixed(1).padStart(i === 2 ? 11 : 10)).join('');
-    out(`${name.padEnd(24)}${String(Buffer.byteLength(source)).padStart(8)}${cells}${`${(generate.p50 / parse.p50).toFixed(2)}x`.padStart(10)}`);
+    const cells = [generate.p50, generate.mean, parse.p50]
+      .map((v, i) => v.toFixed(1).padStart(i === 2 ? 11 : 10))
+      .join('');
+    out(
+      `${name.padEnd(24)}${String(Buffer.byteLength(source)).padStart(8)}${cells}${`${(generate.p50 / parse.p50).toFixed(2)}x`.padStart(10)}`,
+    );
   }
   const strictInput = engine.generate({ source_code: TS_TYPICAL, source_type: 'typescript' }).json_schema;
-  out(`${'strictify (typical)'.padEnd(24)}${''.padStart(8)}${time(5000, () => engine.toStrict(strictInput)).p50.toFixed(1).padStart(10)}`);
+  out(
+    `${'strictify (typical)'.padEnd(24)}${''.padStart(8)}${time(5000, () => engine.toStrict(strictInput))
+      .p50.toFixed(1)
+      .padStart(10)}`,
+  );
   parser.delete();
 }
 
@@ -229,7 +262,10 @@ async function pathological(): Promise<void> {
  * serving a source that never ends).
  */
 async function validatesDuring(client: RawClient, long: () => Promise<unknown>): Promise<string> {
-  const validate = { org_id: 'bench-other-org', json_schema: { type: 'object', properties: { q: { type: 'string' } } } };
+  const validate = {
+    org_id: 'bench-other-org',
+    json_schema: { type: 'object', properties: { q: { type: 'string' } } },
+  };
   let longMs: number | undefined;
   const t0 = performance.now();
   void long().then(
@@ -243,11 +279,16 @@ async function validatesDuring(client: RawClient, long: () => Promise<unknown>):
       () => true,
       () => false,
     );
-    if (!answered) return `${'(none)'.padStart(9)}${String(samples.length).padStart(11)}${'-'.padStart(9)}${'> 60 000'.padStart(9)}  (no validate answered)`;
+    if (!answered)
+      return `${'(none)'.padStart(9)}${String(samples.length).padStart(11)}${'-'.padStart(9)}${'> 60 000'.padStart(9)}  (no validate answered)`;
     samples.push(performance.now() - t);
   } while (longMs === undefined);
   const s = summarize(samples, 1);
-  return `${longMs.toFixed(1).padStart(9)}${String(s.n).padStart(11)}${s.p50.toFixed(2).padStart(9)}${Math.max(...samples).toFixed(2).padStart(9)}`;
+  return `${longMs.toFixed(1).padStart(9)}${String(s.n).padStart(11)}${s.p50.toFixed(2).padStart(9)}${Math.max(
+    ...samples,
+  )
+    .toFixed(2)
+    .padStart(9)}`;
 }
 
 async function service(): Promise<void> {
@@ -255,15 +296,35 @@ async function service(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   await createDatabase(db);
-  const stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), apps: ['schema', 'credentials'], env: { LOG_LEVEL: 'warn' } });
+  const stack = await startStack({
+    prefix,
+    databaseUrl: databaseUrlFor(db),
+    apps: ['schema', 'credentials'],
+    env: { LOG_LEVEL: 'warn' },
+  });
   const client = await RawClient.connect(prefix);
   try {
-    const generate = (source_code: string, source_type = 'python') => async () => {
-      const r = await client.req('toolplane.v1.schemas.generate', { source_code, source_type }, { timeoutMs: 120_000 });
-      if (r.error && r.error.details?.reason !== 'SOURCE_TOO_LARGE' && r.error.details?.reason !== 'TIME_LIMIT_EXCEEDED') throw new Error(JSON.stringify(r.error));
-    };
-    const validate = async () => void (await client.req('toolplane.v1.schemas.validate', { json_schema: { type: 'object', properties: { q: { type: 'string' } } } }));
-    for (let w = 0; w < 50; w += 1) await Promise.all([generate(TYPICAL)(), generate(TS_TYPICAL, 'typescript')(), validate()]); // JIT, tokens, both workers
+    const generate =
+      (source_code: string, source_type = 'python') =>
+      async () => {
+        const r = await client.req(
+          'toolplane.v1.schemas.generate',
+          { source_code, source_type },
+          { timeoutMs: 120_000 },
+        );
+        if (
+          r.error &&
+          r.error.details?.reason !== 'SOURCE_TOO_LARGE' &&
+          r.error.details?.reason !== 'TIME_LIMIT_EXCEEDED'
+        )
+          throw new Error(JSON.stringify(r.error));
+      };
+    const validate = async () =>
+      void (await client.req('toolplane.v1.schemas.validate', {
+        json_schema: { type: 'object', properties: { q: { type: 'string' } } },
+      }));
+    for (let w = 0; w < 50; w += 1)
+      await Promise.all([generate(TYPICAL)(), generate(TS_TYPICAL, 'typescript')(), validate()]); // JIT, tokens, both workers
     out(`\n3. schema service over NATS (${N} calls per case, concurrency 1)`);
     out(HEADER);
     out(row('validate, idle (baseline)', await measure(N, 1, validate)));
@@ -273,13 +334,16 @@ async function service(): Promise<void> {
     const issue = PATHOLOGICAL[0]![2];
     out(row('generate, issue source (x + 100 000 spaces)', await measure(3, 1, generate(issue))));
     out(`\n   schemas.validate sent back to back, by another org, while a long generate is in flight:`);
-    out(`   ${'in flight'.padEnd(42)}${'its ms'.padStart(9)}${'validates'.padStart(11)}${'p50 ms'.padStart(9)}${'max ms'.padStart(9)}`);
+    out(
+      `   ${'in flight'.padEnd(42)}${'its ms'.padStart(9)}${'validates'.padStart(11)}${'p50 ms'.padStart(9)}${'max ms'.padStart(9)}`,
+    );
     const runs: Array<[string, string, string]> = [
       ['issue source (x + 100 000 spaces)', issue, 'python'],
       ['50 000-member Union (~250 KB, legit)', HEAVY, 'python'],
       ['TS: 40 x "async (a) => async (" (no end)', tsBomb(40), 'typescript'], // last: an old build never recovers
     ];
-    for (const [label, source, sourceType] of runs) out(`   ${label.padEnd(42)}${await validatesDuring(client, generate(source, sourceType))}`);
+    for (const [label, source, sourceType] of runs)
+      out(`   ${label.padEnd(42)}${await validatesDuring(client, generate(source, sourceType))}`);
   } finally {
     await client.close();
     await stack.stop();
@@ -290,15 +354,33 @@ async function service(): Promise<void> {
 /** Part 4, only in a build with the schema service's worker pool. */
 async function poolRoundTrip(): Promise<void> {
   const dist = join(__dirname, '..', '..', 'apps', 'schema', 'src', 'schemas');
-  if (!existsSync(join(dist, 'worker-pool.js'))) return void out('\n4. worker pool round trip: n/a (this build has no worker pool)');
-  const { WorkerPool } = require(join(dist, 'worker-pool.js')) as typeof import('../../apps/schema/src/schemas/worker-pool');
-  const pool = new WorkerPool({ script: join(dist, 'schemas.worker.js'), workerData: {}, size: 2, timeLimitMs: 10_000, maxQueue: 100, maxQueueWaitMs: 10_000 });
+  if (!existsSync(join(dist, 'worker-pool.js')))
+    return void out('\n4. worker pool round trip: n/a (this build has no worker pool)');
+  const { WorkerPool } = require(
+    join(dist, 'worker-pool.js'),
+  ) as typeof import('../../apps/schema/src/schemas/worker-pool');
+  const pool = new WorkerPool({
+    script: join(dist, 'schemas.worker.js'),
+    workerData: {},
+    size: 2,
+    timeLimitMs: 10_000,
+    maxQueue: 100,
+    maxQueueWaitMs: 10_000,
+  });
   await pool.start();
   const engine = await createSchemaEngine();
   const schema = { type: 'object', properties: { q: { type: 'string' } } };
   const cases: Array<[string, () => unknown, () => Promise<unknown>]> = [
-    ['generate py typical', () => engine.generate({ source_code: TYPICAL }), () => pool.run({ op: 'generate', input: { source_code: TYPICAL } })],
-    ['generate ts typical', () => engine.generate({ source_code: TS_TYPICAL, source_type: 'typescript' }), () => pool.run({ op: 'generate', input: { source_code: TS_TYPICAL, source_type: 'typescript' } })],
+    [
+      'generate py typical',
+      () => engine.generate({ source_code: TYPICAL }),
+      () => pool.run({ op: 'generate', input: { source_code: TYPICAL } }),
+    ],
+    [
+      'generate ts typical',
+      () => engine.generate({ source_code: TS_TYPICAL, source_type: 'typescript' }),
+      () => pool.run({ op: 'generate', input: { source_code: TS_TYPICAL, source_type: 'typescript' } }),
+    ],
     ['validate (small)', () => engine.validate(schema), () => pool.run({ op: 'validate', json_schema: schema })],
   ];
   out('\n4. worker pool round trip (µs per call, p50)');
@@ -314,7 +396,9 @@ async function poolRoundTrip(): Promise<void> {
       }
       const a = time(2000, inline).p50;
       const b = summarize(samples, 1).p50;
-      out(`${name.padEnd(24)}${a.toFixed(1).padStart(10)}${b.toFixed(1).padStart(10)}${(b - a).toFixed(1).padStart(10)}`);
+      out(
+        `${name.padEnd(24)}${a.toFixed(1).padStart(10)}${b.toFixed(1).padStart(10)}${(b - a).toFixed(1).padStart(10)}`,
+      );
     }
   } finally {
     await pool.close();

@@ -13,7 +13,14 @@ export interface Summary {
 export function summarize(samplesMs: number[], wallMs: number): Summary {
   const s = [...samplesMs].sort((a, b) => a - b);
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { n: s.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), mean: s.reduce((a, b) => a + b, 0) / s.length, perSecond: (s.length / wallMs) * 1000 };
+  return {
+    n: s.length,
+    p50: q(0.5),
+    p90: q(0.9),
+    p99: q(0.99),
+    mean: s.reduce((a, b) => a + b, 0) / s.length,
+    perSecond: (s.length / wallMs) * 1000,
+  };
 }
 
 export function row(label: string, x: Summary): string {
@@ -45,7 +52,11 @@ export async function measure(n: number, concurrency: number, fn: () => Promise<
  * Cases measured interleaved (one call of each case per round, after `warmup` rounds), so drift on
  * a noisy machine hits every case alike: each case's summary, in the order given.
  */
-export async function measureInterleaved(cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown> }>, n: number, warmup = 10): Promise<Array<{ label: string; s: Summary }>> {
+export async function measureInterleaved(
+  cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown> }>,
+  n: number,
+  warmup = 10,
+): Promise<Array<{ label: string; s: Summary }>> {
   for (let w = 0; w < warmup; w++) for (const c of cases) await c.fn();
   const samples = cases.map(() => [] as number[]);
   const t0 = performance.now();
@@ -243,7 +254,10 @@ function treeDetail(label: string, pid: number): Record<string, number> {
 }
 
 /** Groups for a stack: each app by name, nats-server, postgres, the runner's sandbox processes (when runner-local runs). */
-export function stackGroups(apps: Iterable<[string, { proc: { pid?: number } }]>, extra: Record<string, number[]> = {}): ProcGroups {
+export function stackGroups(
+  apps: Iterable<[string, { proc: { pid?: number } }]>,
+  extra: Record<string, number[]> = {},
+): ProcGroups {
   const pids: Record<string, number[]> = {};
   let runner: number | undefined;
   for (const [name, app] of apps) {
@@ -290,7 +304,8 @@ export function usage(g: ProcGroups): Usage {
 }
 
 function addDiff(into: Usage, a: Usage, b: Usage): void {
-  for (const f of ['cpu', 'writes', 'wakeups', 'detail'] as const) for (const k of Object.keys(b[f])) into[f][k] = (into[f][k] ?? 0) + b[f][k]! - (a[f][k] ?? 0);
+  for (const f of ['cpu', 'writes', 'wakeups', 'detail'] as const)
+    for (const k of Object.keys(b[f])) into[f][k] = (into[f][k] ?? 0) + b[f][k]! - (a[f][k] ?? 0);
 }
 
 /**
@@ -299,12 +314,21 @@ function addDiff(into: Usage, a: Usage, b: Usage): void {
  * else (no subscriber, no profiler of the bench's) runs during them.
  */
 export async function measureUsageBlocks(
-  cases: ReadonlyArray<{ label: string; fn: () => Promise<unknown>; /** Awaited at the end of each block, inside the measurement (e.g. until queued work is done). */ settle?: () => Promise<void> }>,
+  cases: ReadonlyArray<{
+    label: string;
+    fn: () => Promise<unknown> /** Awaited at the end of each block, inside the measurement (e.g. until queued work is done). */;
+    settle?: () => Promise<void>;
+  }>,
   g: ProcGroups,
   n: number,
   block = 100,
 ): Promise<Array<{ label: string; calls: number; use: Usage; wallMs: number }>> {
-  const out = cases.map((c) => ({ label: c.label, calls: 0, use: { cpu: {}, writes: {}, wakeups: {}, detail: {} } as Usage, wallMs: 0 }));
+  const out = cases.map((c) => ({
+    label: c.label,
+    calls: 0,
+    use: { cpu: {}, writes: {}, wakeups: {}, detail: {} } as Usage,
+    wallMs: 0,
+  }));
   for (let done = 0; done < n; done += block) {
     const k = Math.min(block, n - done);
     for (const [i, c] of cases.entries()) {
@@ -336,13 +360,25 @@ export function usageLines(label: string, use: Usage, calls: number): string[] {
     `${label} (${calls} calls): CPU ms per call ${total.toFixed(2)} in all = ${per(groups, 2)}; ${MACHINE_LABEL} (/proc/stat, other load included) ${((machine ?? 0) / calls).toFixed(2)}`,
     `  write syscalls per call: ${per(use.writes, 1)}`,
     `  wake-ups (voluntary context switches) per call: ${per(use.wakeups, 1)}`,
-    ...(Object.values(use.detail).some((v) => v !== 0) ? [`  of which (CPU ms per call; a process that ended in between moves its time to its parent's "reaped"): ${per(use.detail, 2)}`] : []),
+    ...(Object.values(use.detail).some((v) => v !== 0)
+      ? [
+          `  of which (CPU ms per call; a process that ended in between moves its time to its parent's "reaped"): ${per(use.detail, 2)}`,
+        ]
+      : []),
   ];
 }
 
 /** Minimal NATS connection surface the counter needs (@nats-io/transport-node's NatsConnection fits). */
 interface Subscribable {
-  subscribe(subject: string, opts: { callback: (err: Error | null, msg: { subject: string; reply?: string; data: Uint8Array; headers?: unknown }) => void }): { unsubscribe(): void };
+  subscribe(
+    subject: string,
+    opts: {
+      callback: (
+        err: Error | null,
+        msg: { subject: string; reply?: string; data: Uint8Array; headers?: unknown },
+      ) => void;
+    },
+  ): { unsubscribe(): void };
   flush(): Promise<void>;
 }
 
@@ -363,7 +399,9 @@ export interface NatsCounts {
  * costs the bench and nats-server CPU.
  */
 export async function countNats(nc: Subscribable, prefix: string): Promise<{ stop: () => Promise<NatsCounts> }> {
-  const families = Object.fromEntries((['requests', 'replies', 'events', 'internal'] as const).map((f) => [f, { msgs: 0, bytes: 0, headerBytes: 0 }])) as NatsCounts['families'];
+  const families = Object.fromEntries(
+    (['requests', 'replies', 'events', 'internal'] as const).map((f) => [f, { msgs: 0, bytes: 0, headerBytes: 0 }]),
+  ) as NatsCounts['families'];
   const subjects = new Map<string, { msgs: number; bytes: number }>();
   const replies = new Set<string>();
   const headerBytes = (h: unknown) => {
@@ -412,11 +450,17 @@ export function natsLines(label: string, c: NatsCounts, calls: number, top = 12)
   const bytes = fams.reduce((a, [, f]) => a + f.bytes + f.headerBytes, 0);
   const lines = [
     `${label} (${calls} calls): NATS ${(msgs / calls).toFixed(2)} messages, ${(bytes / calls).toFixed(0)} bytes per call (payload + headers) = ${fams
-      .map(([k, f]) => `${k} ${(f.msgs / calls).toFixed(2)} msgs / ${(f.bytes / calls).toFixed(0)} + ${(f.headerBytes / calls).toFixed(0)} hdr B`)
+      .map(
+        ([k, f]) =>
+          `${k} ${(f.msgs / calls).toFixed(2)} msgs / ${(f.bytes / calls).toFixed(0)} + ${(f.headerBytes / calls).toFixed(0)} hdr B`,
+      )
       .join(', ')}`,
   ];
   const subjects = [...c.subjects.entries()].sort((x, y) => y[1].msgs - x[1].msgs).slice(0, top);
-  for (const [s, v] of subjects) lines.push(`    ${(v.msgs / calls).toFixed(2).padStart(6)} msgs ${(v.bytes / calls).toFixed(0).padStart(7)} B  ${s}`);
+  for (const [s, v] of subjects)
+    lines.push(
+      `    ${(v.msgs / calls).toFixed(2).padStart(6)} msgs ${(v.bytes / calls).toFixed(0).padStart(7)} B  ${s}`,
+    );
   return lines;
 }
 

@@ -45,9 +45,17 @@ async function main(): Promise<void> {
   const clients: Client[] = [];
   try {
     const gwEnv = { GATEWAY_RATE_PER_SECOND: '1000000', GATEWAY_RATE_BURST: '1000000' };
-    const opts = { prefix, databaseUrl: databaseUrlFor(db), env: { LOG_LEVEL: 'warn' }, appEnv: { 'mcp-gateway': gwEnv } };
+    const opts = {
+      prefix,
+      databaseUrl: databaseUrlFor(db),
+      env: { LOG_LEVEL: 'warn' },
+      appEnv: { 'mcp-gateway': gwEnv },
+    };
     stack = await startStack(opts);
-    baseline = await startApp('mcp-gateway', { ...opts, appEnv: { 'mcp-gateway': { ...gwEnv, GATEWAY_RESUMABLE_STREAMS: 'false' } } });
+    baseline = await startApp('mcp-gateway', {
+      ...opts,
+      appEnv: { 'mcp-gateway': { ...gwEnv, GATEWAY_RESUMABLE_STREAMS: 'false' } },
+    });
     nats = await RawClient.connect(prefix);
     for (const r of [
       await nats.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: TRIVIAL } }),
@@ -60,7 +68,11 @@ async function main(): Promise<void> {
     const cases = await Promise.all(
       (Object.entries(gateways) as Array<[string, RunningApp]>).map(async ([label, app]) => {
         const client = new Client({ name: 'bench', version: '1.0.0' });
-        await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${app.httpPort}/mcp/agents/${AGENT}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${app.httpPort}/mcp/agents/${AGENT}`), {
+            requestInit: { headers: { authorization: `Bearer ${token}` } },
+          }),
+        );
         clients.push(client);
         return { label, pid: app.proc.pid!, client, samples: [] as number[], wallMs: 0, gwCpu: 0, natsCpu: 0 };
       }),
@@ -87,11 +99,18 @@ async function main(): Promise<void> {
         c.natsCpu += (after.nats ?? 0) - (before.nats ?? 0);
       }
     }
-    say(`streams bench: ${N} sequential tools/call per gateway in alternating blocks of ${BLOCK}; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    say(
+      `streams bench: ${N} sequential tools/call per gateway in alternating blocks of ${BLOCK}; load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    );
     say(HEADER);
     for (const c of cases) say(row(`tools/call, ${c.label}`, summarize(c.samples, c.wallMs)));
     say(`${'CPU ms per call'.padEnd(44)} ${'gateway'.padStart(9)} ${'nats-server'.padStart(12)}`);
-    for (const c of cases) say(`${c.label.padEnd(44)} ${(c.gwCpu / c.samples.length).toFixed(3).padStart(9)} ${(c.natsCpu / c.samples.length).toFixed(3).padStart(12)}`);
+    for (const c of cases)
+      say(
+        `${c.label.padEnd(44)} ${(c.gwCpu / c.samples.length).toFixed(3).padStart(9)} ${(c.natsCpu / c.samples.length).toFixed(3).padStart(12)}`,
+      );
   } finally {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
     if (baseline) await stopProcess(baseline.proc);

@@ -53,7 +53,9 @@ async function main(): Promise<void> {
   const db = `tp_bench_${id}`;
   const prefix = `bench${id}`;
   const page = articlePage(200 * 1024);
-  const site = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page));
+  const site = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page),
+  );
   await new Promise<void>((r) => site.listen(0, '127.0.0.1', () => r()));
   const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}/article`;
   const exa = await startExaFake({ apiKeys: [KEY], latencyMs: 0 });
@@ -63,20 +65,26 @@ async function main(): Promise<void> {
     databaseUrl: databaseUrlFor(db),
     apps: ['credentials', 'web-tools'],
     env: { LOG_LEVEL: 'warn' },
-    appEnv: { 'web-tools': { TOOLPLANE_PROFILE: 'production', WEB_FETCH_ALLOWED_HOSTS: '127.0.0.1/32', EXA_BASE_URL: exa.url } },
+    appEnv: {
+      'web-tools': { TOOLPLANE_PROFILE: 'production', WEB_FETCH_ALLOWED_HOSTS: '127.0.0.1/32', EXA_BASE_URL: exa.url },
+    },
   });
   const client = await RawClient.connect(prefix);
   try {
     const call = (subject: string, body: Record<string, unknown>) => async () => {
       const r = await client.req(subject, { org_id: 'bench', ...body }, { timeoutMs: 60_000 });
-      if (r.error || typeof r.text !== 'string' || r.text.includes('"error"')) throw new Error(JSON.stringify(r).slice(0, 500));
+      if (r.error || typeof r.text !== 'string' || r.text.includes('"error"'))
+        throw new Error(JSON.stringify(r).slice(0, 500));
     };
     const sdk = new Exa(KEY, exa.url);
     const args = { query: 'red foxes in towns', num_results: 10 };
     const cases = [
       { label: 'fetch_webpage 200 KB article (web-tools)', fn: call(WebFetchWebpage.subject, { url }) },
       { label: '  baseline: bare HTTP GET of the page', fn: async () => void (await (await fetch(url)).text()) },
-      { label: '  baseline: extraction + markdown only', fn: async () => void renderPage(htmlToReadable(page, url), url) },
+      {
+        label: '  baseline: extraction + markdown only',
+        fn: async () => void renderPage(htmlToReadable(page, url), url),
+      },
       { label: 'web_search, Exa fake at 0 ms (web-tools)', fn: call(WebSearch.subject, { args, exa_api_key: KEY }) },
       {
         label: '  baseline: exa-js search from here',
@@ -85,10 +93,14 @@ async function main(): Promise<void> {
     ];
     // Interleaved, so drift on a noisy box hits every case alike.
     const stats = await measureInterleaved(cases, N);
-    process.stdout.write(`\nToolplane web built-ins benchmark (${new Date().toISOString()}, ${N} sequential calls per case, page ${(page.length / 1024).toFixed(0)} KB)\n${HEADER}\n`);
+    process.stdout.write(
+      `\nToolplane web built-ins benchmark (${new Date().toISOString()}, ${N} sequential calls per case, page ${(page.length / 1024).toFixed(0)} KB)\n${HEADER}\n`,
+    );
     for (const x of stats) process.stdout.write(`${row(x.label, x.s)}\n`);
     const [f, , , s, sb] = stats.map((x) => x.s);
-    process.stdout.write(`\nfetch_webpage p50 ${f!.p50.toFixed(2)} ms; web_search p50 ${s!.p50.toFixed(2)} ms vs exa-js from here ${sb!.p50.toFixed(2)} ms: Toolplane overhead ${(s!.p50 - sb!.p50).toFixed(2)} ms\n`);
+    process.stdout.write(
+      `\nfetch_webpage p50 ${f!.p50.toFixed(2)} ms; web_search p50 ${s!.p50.toFixed(2)} ms vs exa-js from here ${sb!.p50.toFixed(2)} ms: Toolplane overhead ${(s!.p50 - sb!.p50).toFixed(2)} ms\n`,
+    );
   } finally {
     await client.close();
     await stack.stop();

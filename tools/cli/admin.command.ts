@@ -8,14 +8,17 @@ type Scope = 'sandbox' | 'agent' | 'user';
 type Owner = { agent?: string; user?: string };
 /** --agent: an agent secret; --user: an end user's secret; neither: the org's sandbox env. */
 const scopeOf = (o: Owner): { scope: Scope; agent_id?: string; user_id?: string } => {
-  if (o.agent && o.user) throw new Error('--agent and --user: one or the other (a secret belongs to an agent or to an end user)');
+  if (o.agent && o.user)
+    throw new Error('--agent and --user: one or the other (a secret belongs to an agent or to an end user)');
   if (o.user) return { scope: 'user', user_id: o.user };
   return o.agent ? { scope: 'agent', agent_id: o.agent } : { scope: 'sandbox' };
 };
 
 /** Secrets, webhook, sandbox configs and org tokens. */
 export function registerAdminCommands(program: Command, ctx: CliContext): void {
-  const secrets = program.command('secrets').description("encrypted sandbox env vars (default), agent secrets (--agent) or an end user's secrets (--user)");
+  const secrets = program
+    .command('secrets')
+    .description("encrypted sandbox env vars (default), agent secrets (--agent) or an end user's secrets (--user)");
   secrets
     .command('set <key>')
     .description('store a secret; its value is read from stdin or a prompt, never from the command line')
@@ -26,7 +29,13 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .action(async (key: string, o: Owner & { description?: string }) => {
       const value = await readSecret(`value of ${key}`);
       const client = await ctx.client();
-      const { secret } = await client.secrets.set({ org_id: ctx.org, key, value, description: o.description, ...scopeOf(o) });
+      const { secret } = await client.secrets.set({
+        org_id: ctx.org,
+        key,
+        value,
+        description: o.description,
+        ...scopeOf(o),
+      });
       ctx.out({ secret }, () => printLine(`stored ${secret.key} (${secret.scope})`));
     });
   secrets
@@ -35,8 +44,13 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .option('--user <user_id>')
     .action(async (o: Owner) => {
       const client = await ctx.client();
-      const { secrets: list } = await client.secrets.list({ org_id: ctx.org, ...(o.agent || o.user ? scopeOf(o) : {}) });
-      ctx.out({ secrets: list }, () => printTable(list, ['key', 'scope', 'agent_id', 'user_id', 'description', 'updated_at']));
+      const { secrets: list } = await client.secrets.list({
+        org_id: ctx.org,
+        ...(o.agent || o.user ? scopeOf(o) : {}),
+      });
+      ctx.out({ secrets: list }, () =>
+        printTable(list, ['key', 'scope', 'agent_id', 'user_id', 'description', 'updated_at']),
+      );
     });
   secrets
     .command('rm <key>')
@@ -57,7 +71,13 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .action(async (url: string, o: { timeoutMs?: number; failMode?: 'open' | 'closed' }) => {
       const signing_secret = await readSecret('signing secret');
       const client = await ctx.client();
-      const r = await client.webhooks.set({ org_id: ctx.org, url, signing_secret, timeout_ms: o.timeoutMs, fail_mode: o.failMode });
+      const r = await client.webhooks.set({
+        org_id: ctx.org,
+        url,
+        signing_secret,
+        timeout_ms: o.timeoutMs,
+        fail_mode: o.failMode,
+      });
       ctx.out(r, () => printRecord(r.webhook));
     });
   webhook.command('get').action(async () => {
@@ -74,7 +94,11 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .command('set <provider> <config.json>')
     .description('replace the config of a provider (local, e2b, …) with a JSON file (- for stdin)')
     .action(async (provider: string, file: string) => {
-      const r = await (await ctx.client()).sandboxConfigs.upsert({ org_id: ctx.org, provider, config: jsonFile(file) } as never);
+      const r = await (await ctx.client()).sandboxConfigs.upsert({
+        org_id: ctx.org,
+        provider,
+        config: jsonFile(file),
+      } as never);
       ctx.out(r, () => printRecord(r.sandbox_config as Record<string, unknown>));
     });
   sandbox
@@ -87,7 +111,9 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
         ctx.out(r, () => printRecord(r.sandbox_config as Record<string, unknown>));
       } else {
         const r = await client.sandboxConfigs.list({ org_id: ctx.org });
-        ctx.out(r, () => printTable(r.sandbox_configs as Array<Record<string, unknown>>, ['provider', 'fingerprint', 'config']));
+        ctx.out(r, () =>
+          printTable(r.sandbox_configs as Array<Record<string, unknown>>, ['provider', 'fingerprint', 'config']),
+        );
       }
     });
 
@@ -97,16 +123,25 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     .option('--name <name>', 'what the token is for', 'cli')
     .option('--scopes <scope...>', 'scopes (default: all but admin)')
     .option('--ttl-s <seconds>', 'lifetime', (v) => Number(v))
-    .option('--user <user_id>', 'bind the token to this end user (its calls are that user\'s; it cannot act as another)')
+    .option('--user <user_id>', "bind the token to this end user (its calls are that user's; it cannot act as another)")
     .action(async (o: { name: string; scopes?: string[]; ttlS?: number; user?: string }) => {
-      const r = await (await ctx.client()).auth.tokens.create({ org_id: ctx.org, name: o.name, scopes: o.scopes, ttl_s: o.ttlS, ...(o.user ? { user_id: o.user } : {}) } as never);
+      const r = await (await ctx.client()).auth.tokens.create({
+        org_id: ctx.org,
+        name: o.name,
+        scopes: o.scopes,
+        ttl_s: o.ttlS,
+        ...(o.user ? { user_id: o.user } : {}),
+      } as never);
       ctx.out(r, () => printRecord(r));
     });
   token.command('ls').action(async () => {
     const client = await ctx.client();
     const all: Array<Record<string, unknown>> = [];
-    for await (const t of client.paginate(client.auth.tokens.list, { org_id: ctx.org, limit: 200 }, 'tokens')) all.push(t as Record<string, unknown>);
-    ctx.out({ tokens: all }, () => printTable(all, ['token_id', 'name', 'scopes', 'user_id', 'expires_at', 'revoked_at']));
+    for await (const t of client.paginate(client.auth.tokens.list, { org_id: ctx.org, limit: 200 }, 'tokens'))
+      all.push(t as Record<string, unknown>);
+    ctx.out({ tokens: all }, () =>
+      printTable(all, ['token_id', 'name', 'scopes', 'user_id', 'expires_at', 'revoked_at']),
+    );
   });
   token.command('revoke <token_id>').action(async (id: string) => {
     const r = await (await ctx.client()).auth.tokens.revoke({ org_id: ctx.org, token_id: id } as never);

@@ -9,10 +9,29 @@ describe('CLI configuration', () => {
   const saved = { ...process.env };
   const dir = mkdtempSync(join(tmpdir(), 'tp-cli-config-'));
   const profiles = join(dir, 'profiles.json');
-  writeFileSync(profiles, JSON.stringify({ default: { nats_url: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p', keys_dir: 'profile-keys' }, staging: { org: 'staging-org' } }));
+  writeFileSync(
+    profiles,
+    JSON.stringify({
+      default: {
+        nats_url: 'nats://profile:4222',
+        token: 'profile-token',
+        org: 'profile-org',
+        prefix: 'p',
+        keys_dir: 'profile-keys',
+      },
+      staging: { org: 'staging-org' },
+    }),
+  );
 
   beforeEach(() => {
-    for (const k of ['TOOLPLANE_NATS_URL', 'TOOLPLANE_TOKEN', 'TOOLPLANE_ORG', 'TOOLPLANE_PREFIX', 'TOOLPLANE_KEYS_DIR']) delete process.env[k];
+    for (const k of [
+      'TOOLPLANE_NATS_URL',
+      'TOOLPLANE_TOKEN',
+      'TOOLPLANE_ORG',
+      'TOOLPLANE_PREFIX',
+      'TOOLPLANE_KEYS_DIR',
+    ])
+      delete process.env[k];
     process.env.TOOLPLANE_CONFIG = profiles;
   });
   afterAll(() => {
@@ -20,23 +39,39 @@ describe('CLI configuration', () => {
   });
 
   it('takes flags over env over the profile file', () => {
-    expect(loadConfig({})).toEqual({ natsUrl: 'nats://profile:4222', token: 'profile-token', org: 'profile-org', prefix: 'p', keysDir: 'profile-keys', json: false });
+    expect(loadConfig({})).toEqual({
+      natsUrl: 'nats://profile:4222',
+      token: 'profile-token',
+      org: 'profile-org',
+      prefix: 'p',
+      keysDir: 'profile-keys',
+      json: false,
+    });
     process.env.TOOLPLANE_KEYS_DIR = 'env-keys';
     expect(loadConfig({})).toMatchObject({ keysDir: 'env-keys' });
     expect(loadConfig({ keysDir: 'flag-keys' })).toMatchObject({ keysDir: 'flag-keys' });
     process.env.TOOLPLANE_ORG = 'env-org';
     process.env.TOOLPLANE_TOKEN = 'env-token';
     expect(loadConfig({})).toMatchObject({ org: 'env-org', token: 'env-token', natsUrl: 'nats://profile:4222' });
-    expect(loadConfig({ org: 'flag-org', json: true })).toMatchObject({ org: 'flag-org', token: 'env-token', json: true });
+    expect(loadConfig({ org: 'flag-org', json: true })).toMatchObject({
+      org: 'flag-org',
+      token: 'env-token',
+      json: true,
+    });
   });
 
   it('reads a named profile and refuses an unknown one', () => {
-    expect(loadConfig({ profile: 'staging' })).toMatchObject({ org: 'staging-org', natsUrl: 'nats://127.0.0.1:4222', prefix: '' });
+    expect(loadConfig({ profile: 'staging' })).toMatchObject({
+      org: 'staging-org',
+      natsUrl: 'nats://127.0.0.1:4222',
+      prefix: '',
+    });
     expect(() => loadConfig({ profile: 'nope' })).toThrow(UsageError);
   });
 
   it('maps failures to exit codes', () => {
-    const err = (code: string, retryable = false) => new ToolplaneError({ code, message: 'm', retryable, subject: 's' });
+    const err = (code: string, retryable = false) =>
+      new ToolplaneError({ code, message: 'm', retryable, subject: 's' });
     expect(exitCodeOf(new UsageError('x'))).toBe(ExitCode.USAGE);
     expect(exitCodeOf(err('TOOL_NOT_FOUND'))).toBe(ExitCode.NOT_FOUND);
     expect(exitCodeOf(err('UNAUTHENTICATED'))).toBe(ExitCode.AUTH);

@@ -46,7 +46,11 @@ export function loadConfig(flags: GlobalFlags): CliConfig {
     org: flags.org ?? process.env.TOOLPLANE_ORG ?? profile.org,
     prefix: flags.prefix ?? process.env.TOOLPLANE_PREFIX ?? profile.prefix ?? '',
     // The development key directory `npm start` keeps, when the CLI runs beside it.
-    keysDir: flags.keysDir ?? process.env.TOOLPLANE_KEYS_DIR ?? profile.keys_dir ?? (existsSync('.toolplane/keys') ? '.toolplane/keys' : undefined),
+    keysDir:
+      flags.keysDir ??
+      process.env.TOOLPLANE_KEYS_DIR ??
+      profile.keys_dir ??
+      (existsSync('.toolplane/keys') ? '.toolplane/keys' : undefined),
     json: Boolean(flags.json),
   };
 }

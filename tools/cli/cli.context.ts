@@ -28,7 +28,13 @@ export class CliContext {
   client(): Promise<ToolplaneClient> {
     const c = this.config;
     if (!c.token) throw new UsageError('no token: pass --token, set TOOLPLANE_TOKEN or add token to the profile');
-    this.clientP ??= ToolplaneClient.connect({ nats: { servers: c.natsUrl, name: 'toolplane-cli', maxReconnectAttempts: 0 }, token: c.token, org: c.org, prefix: c.prefix, ...(c.keysDir ? { events: { keysDir: c.keysDir } } : {}) });
+    this.clientP ??= ToolplaneClient.connect({
+      nats: { servers: c.natsUrl, name: 'toolplane-cli', maxReconnectAttempts: 0 },
+      token: c.token,
+      org: c.org,
+      prefix: c.prefix,
+      ...(c.keysDir ? { events: { keysDir: c.keysDir } } : {}),
+    });
     return this.clientP;
   }
 

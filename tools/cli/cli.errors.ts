@@ -27,6 +27,7 @@ export function exitCodeOf(e: unknown): number {
     return ExitCode.FAILED;
   }
   const code = (e as { code?: string })?.code;
-  if (code === 'CONNECTION_REFUSED' || /connection refused|ECONNREFUSED/i.test(String((e as Error)?.message))) return ExitCode.UNAVAILABLE;
+  if (code === 'CONNECTION_REFUSED' || /connection refused|ECONNREFUSED/i.test(String((e as Error)?.message)))
+    return ExitCode.UNAVAILABLE;
   return ExitCode.FAILED;
 }

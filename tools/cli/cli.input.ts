@@ -9,6 +9,7 @@ export function jsonFile(path: string): Record<string, unknown> {
   } catch {
     throw new UsageError(`${path} is not a JSON file`);
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`${path} does not hold a JSON object`);
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new UsageError(`${path} does not hold a JSON object`);
   return value as Record<string, unknown>;
 }

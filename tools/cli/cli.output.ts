@@ -11,13 +11,24 @@ export function printError(text: string): void {
   process.stderr.write(`${text}\n`);
 }
 
-const cell = (v: unknown): string => (v === null || v === undefined ? '-' : Array.isArray(v) ? v.join(',') : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const cell = (v: unknown): string =>
+  v === null || v === undefined
+    ? '-'
+    : Array.isArray(v)
+      ? v.join(',')
+      : typeof v === 'object'
+        ? JSON.stringify(v)
+        : String(v);
 
 /** A table: a header row of column names in capitals, then one row per item. */
 export function printTable(rows: Array<Record<string, unknown>>, columns: string[]): void {
   const cells = rows.map((r) => columns.map((c) => cell(r[c]).replace(/\s+/g, ' ').slice(0, 60)));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   printLine(line(columns.map((c) => c.toUpperCase())));
   for (const r of cells) printLine(line(r));
 }

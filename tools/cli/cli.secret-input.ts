@@ -9,7 +9,9 @@ export async function readSecret(label: string): Promise<string> {
   if (!stdin.isTTY) {
     const chunks: Buffer[] = [];
     for await (const c of stdin) chunks.push(c as Buffer);
-    const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+    const value = Buffer.concat(chunks)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
     if (!value) throw new UsageError(`no ${label} on stdin`);
     return value;
   }

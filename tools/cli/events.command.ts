@@ -18,9 +18,19 @@ export function registerEventsCommand(program: Command, ctx: CliContext): void {
       let n = 0;
       // Verified by default with the services' keys (--keys-dir, TOOLPLANE_KEYS_DIR, the profile's keys_dir): an unverifiable event is not shown.
       const verify = o.verify ? {} : { verify: false };
-      for await (const e of client.events({ entities: o.entity, org: ctx.config.org, from: o.all ? 'all' : 'new', signal: ac.signal, ...verify })) {
-        if (ctx.json) process.stdout.write(`${JSON.stringify({ subject: e.subject, seq: e.seq, payload: e.payload })}\n`);
-        else printLine(`${String(e.payload.occurred_at ?? '')}  ${e.subject.replace('toolplane.v1.events.', '')}  ${JSON.stringify(e.payload)}`);
+      for await (const e of client.events({
+        entities: o.entity,
+        org: ctx.config.org,
+        from: o.all ? 'all' : 'new',
+        signal: ac.signal,
+        ...verify,
+      })) {
+        if (ctx.json)
+          process.stdout.write(`${JSON.stringify({ subject: e.subject, seq: e.seq, payload: e.payload })}\n`);
+        else
+          printLine(
+            `${String(e.payload.occurred_at ?? '')}  ${e.subject.replace('toolplane.v1.events.', '')}  ${JSON.stringify(e.payload)}`,
+          );
         if (o.limit && ++n >= o.limit) break;
       }
     });

@@ -30,7 +30,10 @@ async function main(argv: string[]): Promise<number> {
     .option('--token <token>', 'org or operator token (env TOOLPLANE_TOKEN; prefer the env or a profile)')
     .option('--org <org_id>', 'org (env TOOLPLANE_ORG)')
     .option('--prefix <prefix>', 'subject prefix of the deployment (env TOOLPLANE_PREFIX)')
-    .option('--keys-dir <dir>', "the services' event verification keys, <app>.sign.pub (env TOOLPLANE_KEYS_DIR; default .toolplane/keys when present)")
+    .option(
+      '--keys-dir <dir>',
+      "the services' event verification keys, <app>.sign.pub (env TOOLPLANE_KEYS_DIR; default .toolplane/keys when present)",
+    )
     .option('--profile <name>', 'profile of the profile file (TOOLPLANE_CONFIG, ~/.config/toolplane/profiles.json)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -54,9 +57,20 @@ async function main(argv: string[]): Promise<number> {
     const json = argv.includes('--json');
     if (json) {
       const te = e instanceof ToolplaneError ? e : undefined;
-      printJson({ error: { code: te?.code ?? (code === ExitCode.USAGE ? 'USAGE' : code === ExitCode.UNAVAILABLE ? 'UNAVAILABLE' : 'FAILED'), message: (e as Error).message, retryable: te?.retryable ?? false, details: te?.details, trace_id: te?.trace_id } });
+      printJson({
+        error: {
+          code:
+            te?.code ?? (code === ExitCode.USAGE ? 'USAGE' : code === ExitCode.UNAVAILABLE ? 'UNAVAILABLE' : 'FAILED'),
+          message: (e as Error).message,
+          retryable: te?.retryable ?? false,
+          details: te?.details,
+          trace_id: te?.trace_id,
+        },
+      });
     } else {
-      printError(`error: ${e instanceof ToolplaneError ? `${e.code}: ` : ''}${(e as Error).message}${e instanceof ToolplaneError && e.trace_id ? ` (trace ${e.trace_id})` : ''}`);
+      printError(
+        `error: ${e instanceof ToolplaneError ? `${e.code}: ` : ''}${(e as Error).message}${e instanceof ToolplaneError && e.trace_id ? ` (trace ${e.trace_id})` : ''}`,
+      );
     }
     return code;
   } finally {

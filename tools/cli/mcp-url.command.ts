@@ -45,7 +45,14 @@ const isLoopback = (url: string): boolean => ['127.0.0.1', 'localhost', '[::1]']
 export function mcpClientConfigs(o: McpUrlOptions): { url: string; configs: Record<string, unknown> } {
   const url = mcpEndpointUrl(o.gateway, o.endpoint);
   const env = o.tokenEnv;
-  const remoteArgs = ['-y', 'mcp-remote', url, '--header', 'Authorization:${TOOLPLANE_AUTH_HEADER}', ...(new URL(url).protocol === 'http:' && !isLoopback(url) ? ['--allow-http'] : [])];
+  const remoteArgs = [
+    '-y',
+    'mcp-remote',
+    url,
+    '--header',
+    'Authorization:${TOOLPLANE_AUTH_HEADER}',
+    ...(new URL(url).protocol === 'http:' && !isLoopback(url) ? ['--allow-http'] : []),
+  ];
   return {
     url,
     configs: {
@@ -53,7 +60,11 @@ export function mcpClientConfigs(o: McpUrlOptions): { url: string; configs: Reco
       // Claude Code's .mcp.json (and any client taking url + headers) expands ${VAR} itself.
       mcp_json: { mcpServers: { [o.name]: { type: 'http', url, headers: { Authorization: `Bearer \${${env}}` } } } },
       // Claude Desktop runs remote servers with headers through the mcp-remote bridge.
-      claude_desktop: { mcpServers: { [o.name]: { command: 'npx', args: remoteArgs, env: { TOOLPLANE_AUTH_HEADER: `Bearer ${TOKEN_PLACEHOLDER}` } } } },
+      claude_desktop: {
+        mcpServers: {
+          [o.name]: { command: 'npx', args: remoteArgs, env: { TOOLPLANE_AUTH_HEADER: `Bearer ${TOKEN_PLACEHOLDER}` } },
+        },
+      },
       cursor: { mcpServers: { [o.name]: { url, headers: { Authorization: `Bearer \${env:${env}}` } } } },
       openai_agents_python: [
         'import os',
@@ -99,21 +110,28 @@ export function registerMcpUrlCommand(program: Command, ctx: CliContext): void {
     .option('--toolset <name>', 'a published tool set: /mcp/toolsets/<name>')
     .option('--gateway <url>', `the gateway's base URL (env TOOLPLANE_GATEWAY_URL, default ${DEFAULT_GATEWAY_URL})`)
     .option('--name <name>', 'the server name clients show (default toolplane-<id>)')
-    .option('--token-env <NAME>', `the environment variable the configs read the token from (default ${DEFAULT_TOKEN_ENV})`)
+    .option(
+      '--token-env <NAME>',
+      `the environment variable the configs read the token from (default ${DEFAULT_TOKEN_ENV})`,
+    )
     .action((o: { agent?: string; toolset?: string; gateway?: string; name?: string; tokenEnv?: string }) => {
       if (!o.agent === !o.toolset) throw new UsageError('name one endpoint: --agent <agent_id> or --toolset <name>');
       const endpoint: McpEndpoint = o.agent ? { kind: 'agent', id: o.agent } : { kind: 'toolset', id: o.toolset! };
       const gateway = o.gateway ?? process.env.TOOLPLANE_GATEWAY_URL ?? DEFAULT_GATEWAY_URL;
-      if (!URL.canParse(gateway) || !/^https?:$/.test(new URL(gateway).protocol)) throw new UsageError(`--gateway: not an http(s) URL: ${gateway}`);
+      if (!URL.canParse(gateway) || !/^https?:$/.test(new URL(gateway).protocol))
+        throw new UsageError(`--gateway: not an http(s) URL: ${gateway}`);
       const tokenEnv = o.tokenEnv ?? DEFAULT_TOKEN_ENV;
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(tokenEnv)) throw new UsageError(`--token-env: not an environment variable name: ${tokenEnv}`);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(tokenEnv))
+        throw new UsageError(`--token-env: not an environment variable name: ${tokenEnv}`);
       const name = o.name ?? defaultServerName(endpoint);
       if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new UsageError('--name: letters, digits, - and _ (at most 64)');
       const r = mcpClientConfigs({ gateway, endpoint, name, tokenEnv });
       if (ctx.json) return printJson(r);
       printLine(r.url);
       printLine();
-      printLine(`Bearer token: an org token with the tools:execute scope, read from $${tokenEnv} below (never printed here).`);
+      printLine(
+        `Bearer token: an org token with the tools:execute scope, read from $${tokenEnv} below (never printed here).`,
+      );
       for (const [key, title] of SECTIONS) {
         const value = r.configs[key];
         printLine();

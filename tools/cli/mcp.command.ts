@@ -1,4 +1,11 @@
-import { isEvent, McpServerProgressed, McpServerSynced, type EventOf, type McpSyncReport, type ToolplaneClient } from '@toolplane/client';
+import {
+  isEvent,
+  McpServerProgressed,
+  McpServerSynced,
+  type EventOf,
+  type McpSyncReport,
+  type ToolplaneClient,
+} from '@toolplane/client';
 import type { Command } from 'commander';
 import type { CliContext } from './cli.context';
 import { jsonFile } from './cli.input';
@@ -41,7 +48,13 @@ const timer = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()
  * the run's mcp-server.synced (bounded) so the view ends complete. If the events cannot be
  * followed, the sync runs without a live view.
  */
-async function withProgress<T>(ctx: CliContext, client: ToolplaneClient, server: string, trigger: Trigger, run: () => Promise<T>): Promise<T> {
+async function withProgress<T>(
+  ctx: CliContext,
+  client: ToolplaneClient,
+  server: string,
+  trigger: Trigger,
+  run: () => Promise<T>,
+): Promise<T> {
   if (ctx.json) return run();
   const org = ctx.org;
   const ac = new AbortController();
@@ -52,7 +65,13 @@ async function withProgress<T>(ctx: CliContext, client: ToolplaneClient, server:
   const syncedP = new Promise<void>((r) => (synced = r));
   const watch = (async () => {
     let syncId: string | undefined;
-    for await (const e of client.events({ entities: ['mcp-server'], org, from: 'new', signal: ac.signal, onReady: ready })) {
+    for await (const e of client.events({
+      entities: ['mcp-server'],
+      org,
+      from: 'new',
+      signal: ac.signal,
+      onReady: ready,
+    })) {
       if (e.payload.server_name !== server || e.payload.trigger !== trigger) continue;
       if (isEvent(e, McpServerProgressed)) {
         syncId ??= e.payload.sync_id;
@@ -62,7 +81,14 @@ async function withProgress<T>(ctx: CliContext, client: ToolplaneClient, server:
       }
     }
   })();
-  const watching = await Promise.race([readyP.then(() => true), watch.then(() => false, () => false), timer(WATCH_READY_MS).then(() => false)]);
+  const watching = await Promise.race([
+    readyP.then(() => true),
+    watch.then(
+      () => false,
+      () => false,
+    ),
+    timer(WATCH_READY_MS).then(() => false),
+  ]);
   if (!watching) printError('(no live progress: the events stream cannot be followed)');
   try {
     const result = await run();
@@ -76,7 +102,9 @@ async function withProgress<T>(ctx: CliContext, client: ToolplaneClient, server:
 }
 
 export function printSync(name: string, s: McpSyncReport): void {
-  printLine(`${name}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.listed} tools listed${s.complete ? '' : ' (listing incomplete: nothing removed)'}, ${s.duration_ms} ms`);
+  printLine(
+    `${name}: ${s.pages} page${s.pages === 1 ? '' : 's'}, ${s.listed} tools listed${s.complete ? '' : ' (listing incomplete: nothing removed)'}, ${s.duration_ms} ms`,
+  );
   printRecord({ added: s.added, updated: s.updated, removed: s.removed, unchanged: s.unchanged, invalid: s.invalid });
   for (const t of s.invalid_tools) printLine(`  invalid ${t.name}: ${t.reasons.join('; ')}`);
   for (const e of s.errors) printLine(`  ! ${e.code}: ${e.message}`);
@@ -87,11 +115,15 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
   const mcp = program.command('mcp').description('MCP servers');
   mcp
     .command('add <server.json>')
-    .description('register an MCP server ({name, transport, url|command, …}, - for stdin), sync it and print the report')
+    .description(
+      'register an MCP server ({name, transport, url|command, …}, - for stdin), sync it and print the report',
+    )
     .action(async (file: string) => {
       const client = await ctx.client();
       const server = jsonFile(file);
-      const r = await withProgress(ctx, client, String(server.name), 'add', () => client.mcp.servers.add({ org_id: ctx.org, server } as never, { timeoutMs: 120_000 }));
+      const r = await withProgress(ctx, client, String(server.name), 'add', () =>
+        client.mcp.servers.add({ org_id: ctx.org, server } as never, { timeoutMs: 120_000 }),
+      );
       ctx.out(r, () => ('authorization' in r ? printRecord(r.authorization) : printSync(r.server.name, r.sync)));
     });
   mcp.command('ls').action(async () => {
@@ -100,10 +132,14 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
   });
   mcp
     .command('sync <name>')
-    .description('resync a server with a live view of its progress (pages, tools), then its report (added/updated/removed/invalid); --json prints only the report')
+    .description(
+      'resync a server with a live view of its progress (pages, tools), then its report (added/updated/removed/invalid); --json prints only the report',
+    )
     .action(async (name: string) => {
       const client = await ctx.client();
-      const r = await withProgress(ctx, client, name, 'manual', () => client.mcp.servers.sync({ org_id: ctx.org, name }, { timeoutMs: 120_000 }));
+      const r = await withProgress(ctx, client, name, 'manual', () =>
+        client.mcp.servers.sync({ org_id: ctx.org, name }, { timeoutMs: 120_000 }),
+      );
       ctx.out(r, () => printSync(r.server.name, r.sync));
     });
   mcp.command('rm <name>').action(async (name: string) => {

@@ -30,7 +30,8 @@ function readArgs(opts: { args?: string; argsFile?: string }): Record<string, un
   } catch {
     throw new UsageError('the arguments are not JSON');
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError('the arguments are a JSON object');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new UsageError('the arguments are a JSON object');
   return value as Record<string, unknown>;
 }
 
@@ -48,17 +49,32 @@ export function registerToolCommands(program: Command, ctx: CliContext): void {
       let failed = 0;
       for (const [i, file] of files.entries()) {
         try {
-          const { tool } = await client.tools.upsert({ org_id: ctx.org, tool: { source_code: readFileSync(file, 'utf8'), source_type: SOURCE_TYPES[extname(file)]!, tags: opts.tag } });
-          const report = await client.schemas.validate({ json_schema: tool.json_schema as Record<string, unknown> }).catch(() => ({ health: null, reasons: [] as string[] }));
+          const { tool } = await client.tools.upsert({
+            org_id: ctx.org,
+            tool: {
+              source_code: readFileSync(file, 'utf8'),
+              source_type: SOURCE_TYPES[extname(file)]!,
+              tags: opts.tag,
+            },
+          });
+          const report = await client.schemas
+            .validate({ json_schema: tool.json_schema as Record<string, unknown> })
+            .catch(() => ({ health: null, reasons: [] as string[] }));
           pushed.push({ file, name: tool.name, id: tool.id, health: report.health, reasons: report.reasons });
         } catch (e) {
           failed++;
-          pushed.push({ file, error: { code: (e as { code?: string }).code ?? 'FAILED', message: (e as Error).message } });
+          pushed.push({
+            file,
+            error: { code: (e as { code?: string }).code ?? 'FAILED', message: (e as Error).message },
+          });
         }
         progress(i + 1, files.length, file);
       }
       ctx.out({ tools: pushed }, () => {
-        printTable(pushed.map((p) => ({ ...p, error: (p.error as { code?: string })?.code })), ['file', 'name', 'id', 'health', 'error']);
+        printTable(
+          pushed.map((p) => ({ ...p, error: (p.error as { code?: string })?.code })),
+          ['file', 'name', 'id', 'health', 'error'],
+        );
         for (const p of pushed) {
           for (const reason of (p.reasons as string[] | undefined) ?? []) printLine(`  ${String(p.name)}: ${reason}`);
           if (p.error) printLine(`  ${String(p.file)}: ${(p.error as { message: string }).message}`);
@@ -74,7 +90,12 @@ export function registerToolCommands(program: Command, ctx: CliContext): void {
     .action(async (opts: { tag?: string[] }) => {
       const client = await ctx.client();
       const all: Array<Record<string, unknown>> = [];
-      for await (const t of client.paginate(client.tools.list, { org_id: ctx.org, tags: opts.tag, limit: 200 }, 'tools')) all.push(t as Record<string, unknown>);
+      for await (const t of client.paginate(
+        client.tools.list,
+        { org_id: ctx.org, tags: opts.tag, limit: 200 },
+        'tools',
+      ))
+        all.push(t as Record<string, unknown>);
       ctx.out({ tools: all }, () => printTable(all, ['name', 'id', 'tool_type', 'tags', 'description']));
     });
 
@@ -83,8 +104,19 @@ export function registerToolCommands(program: Command, ctx: CliContext): void {
     .description('one tool, by name or id')
     .action(async (ref: string) => {
       const client = await ctx.client();
-      const { tool } = await client.tools.get(ref.startsWith('tool-') ? { org_id: ctx.org, id: ref } : { org_id: ctx.org, name: ref });
-      ctx.out({ tool }, () => printRecord({ name: tool.name, id: tool.id, type: tool.tool_type, tags: tool.tags, description: tool.description, json_schema: tool.json_schema }));
+      const { tool } = await client.tools.get(
+        ref.startsWith('tool-') ? { org_id: ctx.org, id: ref } : { org_id: ctx.org, name: ref },
+      );
+      ctx.out({ tool }, () =>
+        printRecord({
+          name: tool.name,
+          id: tool.id,
+          type: tool.tool_type,
+          tags: tool.tags,
+          description: tool.description,
+          json_schema: tool.json_schema,
+        }),
+      );
     });
 
   tools
@@ -106,10 +138,24 @@ export function registerToolCommands(program: Command, ctx: CliContext): void {
     .action(async (name: string, opts: { args?: string; argsFile?: string; timeoutMs?: number }) => {
       const args = readArgs(opts);
       const client = await ctx.client();
-      const r = (await client.tools.execute({ org_id: ctx.org, tool_name: name, args, timeout_ms: opts.timeoutMs }, { timeoutMs: (opts.timeoutMs ?? 60_000) + 15_000 })) as Record<string, any>;
-      const jaeger = process.env.TOOLPLANE_JAEGER_URL && r.trace_id ? `${process.env.TOOLPLANE_JAEGER_URL.replace(/\/$/, '')}/trace/${r.trace_id}` : undefined;
+      const r = (await client.tools.execute(
+        { org_id: ctx.org, tool_name: name, args, timeout_ms: opts.timeoutMs },
+        { timeoutMs: (opts.timeoutMs ?? 60_000) + 15_000 },
+      )) as Record<string, any>;
+      const jaeger =
+        process.env.TOOLPLANE_JAEGER_URL && r.trace_id
+          ? `${process.env.TOOLPLANE_JAEGER_URL.replace(/\/$/, '')}/trace/${r.trace_id}`
+          : undefined;
       ctx.out(jaeger ? { ...r, jaeger_url: jaeger } : r, () => {
-        printRecord({ status: r.status, result: r.func_return, duration_ms: r.duration_ms, provider: r.provider, trace_id: r.trace_id, ...(jaeger ? { jaeger } : {}), ...(r.error ? { error: `${r.error.code}: ${r.error.message}` } : {}) });
+        printRecord({
+          status: r.status,
+          result: r.func_return,
+          duration_ms: r.duration_ms,
+          provider: r.provider,
+          trace_id: r.trace_id,
+          ...(jaeger ? { jaeger } : {}),
+          ...(r.error ? { error: `${r.error.code}: ${r.error.message}` } : {}),
+        });
         if (r.stdout?.length) printLine(`--- stdout\n${r.stdout.join('')}`);
         if (r.stderr?.length) printLine(`--- stderr\n${r.stderr.join('')}`);
       });

@@ -24,25 +24,43 @@ interface UpsertFlags {
 
 /** Published tool sets (served by the MCP gateway at /mcp/toolsets/<name>): upsert, get, list, delete, and their tools now. */
 export function registerToolsetCommands(program: Command, ctx: CliContext): void {
-  const toolsets = program.command('toolsets').description('published tool sets: what the MCP gateway serves at /mcp/toolsets/<name>');
+  const toolsets = program
+    .command('toolsets')
+    .description('published tool sets: what the MCP gateway serves at /mcp/toolsets/<name>');
 
   toolsets
     .command('upsert <name>')
-    .description('create a toolset or replace its whole definition: its tools by id, by name and by tag (live: a tool tagged later is in it)')
+    .description(
+      'create a toolset or replace its whole definition: its tools by id, by name and by tag (live: a tool tagged later is in it)',
+    )
     .option('--tool <name...>', 'tools by name')
     .option('--tool-id <id...>', 'tools by id')
     .option('--tag <tag...>', 'every tool with any of these tags, now and later')
     .option('--description <text>', 'what the set is for')
     .option('--instructions <text>', "the MCP server's instructions shown to clients")
     .option('--instructions-file <file>', 'the instructions from a file (- for stdin)')
-    .option('--requires-approval <true|false|null>', "override every tool's default_requires_approval for calls through the set (default null: each tool's own)")
+    .option(
+      '--requires-approval <true|false|null>',
+      "override every tool's default_requires_approval for calls through the set (default null: each tool's own)",
+    )
     .action(async (name: string, opts: UpsertFlags) => {
-      if (opts.instructions !== undefined && opts.instructionsFile) throw new UsageError('give --instructions or --instructions-file, not both');
-      const instructions = opts.instructionsFile ? readFileSync(opts.instructionsFile === '-' ? 0 : opts.instructionsFile, 'utf8') : opts.instructions;
+      if (opts.instructions !== undefined && opts.instructionsFile)
+        throw new UsageError('give --instructions or --instructions-file, not both');
+      const instructions = opts.instructionsFile
+        ? readFileSync(opts.instructionsFile === '-' ? 0 : opts.instructionsFile, 'utf8')
+        : opts.instructions;
       const client = await ctx.client();
       const r = await client.toolsets.upsert({
         org_id: ctx.org,
-        toolset: { name, description: opts.description, instructions, tool_ids: opts.toolId, tool_names: opts.tool, tags: opts.tag, requires_approval: approvalFlag(opts.requiresApproval) },
+        toolset: {
+          name,
+          description: opts.description,
+          instructions,
+          tool_ids: opts.toolId,
+          tool_names: opts.tool,
+          tags: opts.tag,
+          requires_approval: approvalFlag(opts.requiresApproval),
+        },
       });
       ctx.out(r, () => printLine(`${r.created ? 'created' : 'updated'} toolset ${r.toolset.name} (${r.toolset.id})`));
     });
@@ -62,10 +80,18 @@ export function registerToolsetCommands(program: Command, ctx: CliContext): void
     .action(async () => {
       const client = await ctx.client();
       const all: Toolset[] = [];
-      for await (const t of client.paginate(client.toolsets.list, { org_id: ctx.org, limit: 200 }, 'toolsets')) all.push(t);
+      for await (const t of client.paginate(client.toolsets.list, { org_id: ctx.org, limit: 200 }, 'toolsets'))
+        all.push(t);
       // An empty list shows as '-', like a null.
-      const rows = all.map((s) => ({ ...s, tool_names: s.tool_names.length ? s.tool_names : null, tool_ids: s.tool_ids.length ? s.tool_ids : null, tags: s.tags.length ? s.tags : null }));
-      ctx.out({ toolsets: all }, () => printTable(rows, ['name', 'id', 'tool_names', 'tool_ids', 'tags', 'requires_approval', 'description']));
+      const rows = all.map((s) => ({
+        ...s,
+        tool_names: s.tool_names.length ? s.tool_names : null,
+        tool_ids: s.tool_ids.length ? s.tool_ids : null,
+        tags: s.tags.length ? s.tags : null,
+      }));
+      ctx.out({ toolsets: all }, () =>
+        printTable(rows, ['name', 'id', 'tool_names', 'tool_ids', 'tags', 'requires_approval', 'description']),
+      );
     });
 
   toolsets
@@ -84,7 +110,13 @@ export function registerToolsetCommands(program: Command, ctx: CliContext): void
     .action(async (name: string) => {
       const client = await ctx.client();
       const all: Array<{ tool: Record<string, unknown>; requires_approval: boolean }> = [];
-      for await (const t of client.paginate(client.toolsets.tools.list, { org_id: ctx.org, name, limit: 200 }, 'tools')) all.push(t);
-      ctx.out({ tools: all }, () => printTable(all.map((t) => ({ ...t.tool, requires_approval: t.requires_approval })), ['name', 'id', 'tool_type', 'tags', 'requires_approval']));
+      for await (const t of client.paginate(client.toolsets.tools.list, { org_id: ctx.org, name, limit: 200 }, 'tools'))
+        all.push(t);
+      ctx.out({ tools: all }, () =>
+        printTable(
+          all.map((t) => ({ ...t.tool, requires_approval: t.requires_approval })),
+          ['name', 'id', 'tool_type', 'tags', 'requires_approval'],
+        ),
+      );
     });
 }

@@ -23,7 +23,8 @@ function kubernetes(namespace: string | undefined): string {
   const ns = namespace ? `\n  namespace: ${namespace}` : '';
   const keys = APP_NAMES.map((app) => ({ app, ...generateX25519() }));
   const docs = keys.map(
-    ({ app, seed }) => `apiVersion: v1\nkind: Secret\nmetadata:\n  name: toolplane-identity-${app}${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ntype: Opaque\nstringData:\n  ${app}.key: ${JSON.stringify(seed)}\n`,
+    ({ app, seed }) =>
+      `apiVersion: v1\nkind: Secret\nmetadata:\n  name: toolplane-identity-${app}${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ntype: Opaque\nstringData:\n  ${app}.key: ${JSON.stringify(seed)}\n`,
   );
   docs.push(
     `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: toolplane-service-keys${ns}\n  labels:\n    app.kubernetes.io/part-of: toolplane\ndata:\n${keys.map(({ app, seed, publicKey }) => `  ${app}.pub: ${JSON.stringify(publicKey)}\n  ${app}.sign.pub: ${JSON.stringify(eventSigningKey(seed).publicKey)}`).join('\n')}\n`,

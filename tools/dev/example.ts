@@ -20,7 +20,8 @@ const source = `def add(a: int, b: int = 2) -> int:
 
 async function main(): Promise<void> {
   const nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
-  const token = process.env.TOOLPLANE_TOKEN ?? (await mintOrgToken(nc, 'acme', { name: 'npm run example', ttl_s: 3600 })).token;
+  const token =
+    process.env.TOOLPLANE_TOKEN ?? (await mintOrgToken(nc, 'acme', { name: 'npm run example', ttl_s: 3600 })).token;
   const ask = async (subject: string, body: unknown) => {
     const h = headers();
     h.set(Headers.AUTHORIZATION, `Bearer ${token}`);

@@ -173,16 +173,22 @@ async function stop(code: number): Promise<void> {
  */
 async function e2bEnv(): Promise<NodeJS.ProcessEnv> {
   if (process.env.E2B_API_KEY || process.env.E2B_API_URL) {
-    say(`E2B: using ${process.env.E2B_API_URL ?? 'E2B (api.e2b.app)'}${process.env.E2B_API_KEY ? ' with E2B_API_KEY from the environment' : ''}`);
+    say(
+      `E2B: using ${process.env.E2B_API_URL ?? 'E2B (api.e2b.app)'}${process.env.E2B_API_KEY ? ' with E2B_API_KEY from the environment' : ''}`,
+    );
     return {};
   }
   try {
     e2bFake = await startE2bFake({ workRoot: join(ROOT, '.toolplane') });
   } catch (e) {
-    say(`E2B: no E2B_API_KEY and the E2B fake could not start (${(e as Error).message}): runner-e2b runs for orgs that set their own key only`);
+    say(
+      `E2B: no E2B_API_KEY and the E2B fake could not start (${(e as Error).message}): runner-e2b runs for orgs that set their own key only`,
+    );
     return {};
   }
-  say(`E2B: no E2B_API_KEY set: runner-e2b uses the local E2B fake at ${e2bFake.apiUrl} (sandboxes are bubblewrap sandboxes on this machine, not E2B's)`);
+  say(
+    `E2B: no E2B_API_KEY set: runner-e2b uses the local E2B fake at ${e2bFake.apiUrl} (sandboxes are bubblewrap sandboxes on this machine, not E2B's)`,
+  );
   return { E2B_API_URL: e2bFake.apiUrl, E2B_SANDBOX_URL: e2bFake.sandboxUrl, E2B_API_KEY: 'e2b_development_fake_key' };
 }
 
@@ -192,17 +198,28 @@ async function e2bEnv(): Promise<NodeJS.ProcessEnv> {
  */
 async function modalEnv(): Promise<NodeJS.ProcessEnv> {
   if (process.env.MODAL_TOKEN_ID || process.env.MODAL_SERVER_URL) {
-    say(`Modal: using ${process.env.MODAL_SERVER_URL ?? 'Modal (api.modal.com)'}${process.env.MODAL_TOKEN_ID ? ' with MODAL_TOKEN_ID/MODAL_TOKEN_SECRET from the environment' : ''}`);
+    say(
+      `Modal: using ${process.env.MODAL_SERVER_URL ?? 'Modal (api.modal.com)'}${process.env.MODAL_TOKEN_ID ? ' with MODAL_TOKEN_ID/MODAL_TOKEN_SECRET from the environment' : ''}`,
+    );
     return {};
   }
   try {
     modalFake = await startModalFake({ workRoot: join(ROOT, '.toolplane') });
   } catch (e) {
-    say(`Modal: no MODAL_TOKEN_ID and the Modal fake could not start (${(e as Error).message}): runner-modal runs for orgs that set their own token only`);
+    say(
+      `Modal: no MODAL_TOKEN_ID and the Modal fake could not start (${(e as Error).message}): runner-modal runs for orgs that set their own token only`,
+    );
     return {};
   }
-  say(`Modal: no MODAL_TOKEN_ID set: runner-modal uses the local Modal fake at ${modalFake.serverUrl} (sandboxes are bubblewrap sandboxes on this machine, not Modal's)`);
-  return { MODAL_SERVER_URL: modalFake.serverUrl, MODAL_TOKEN_ID: 'ak-development-fake', MODAL_TOKEN_SECRET: 'as-development-fake', MODAL_PYTHON: '/usr/bin/python3' };
+  say(
+    `Modal: no MODAL_TOKEN_ID set: runner-modal uses the local Modal fake at ${modalFake.serverUrl} (sandboxes are bubblewrap sandboxes on this machine, not Modal's)`,
+  );
+  return {
+    MODAL_SERVER_URL: modalFake.serverUrl,
+    MODAL_TOKEN_ID: 'ak-development-fake',
+    MODAL_TOKEN_SECRET: 'as-development-fake',
+    MODAL_PYTHON: '/usr/bin/python3',
+  };
 }
 
 /**
@@ -211,16 +228,22 @@ async function modalEnv(): Promise<NodeJS.ProcessEnv> {
  */
 async function exaEnv(): Promise<NodeJS.ProcessEnv> {
   if (process.env.EXA_API_KEY || process.env.EXA_BASE_URL) {
-    say(`Exa: using ${process.env.EXA_BASE_URL ?? 'Exa (api.exa.ai)'}${process.env.EXA_API_KEY ? ' with EXA_API_KEY from the environment' : ''}`);
+    say(
+      `Exa: using ${process.env.EXA_BASE_URL ?? 'Exa (api.exa.ai)'}${process.env.EXA_API_KEY ? ' with EXA_API_KEY from the environment' : ''}`,
+    );
     return {};
   }
   try {
     exaFake = await startExaFake();
   } catch (e) {
-    say(`Exa: no EXA_API_KEY and the Exa fake could not start (${(e as Error).message}): web_search works only for agents with their own EXA_API_KEY`);
+    say(
+      `Exa: no EXA_API_KEY and the Exa fake could not start (${(e as Error).message}): web_search works only for agents with their own EXA_API_KEY`,
+    );
     return {};
   }
-  say(`Exa: no EXA_API_KEY set: web-tools uses the local Exa fake at ${exaFake.url} (canned search results, not Exa's)`);
+  say(
+    `Exa: no EXA_API_KEY set: web-tools uses the local Exa fake at ${exaFake.url} (canned search results, not Exa's)`,
+  );
   return { EXA_BASE_URL: exaFake.url, EXA_API_KEY: 'exa-development-fake-key' };
 }
 
@@ -248,7 +271,11 @@ async function ensureAdminToken(env: NodeJS.ProcessEnv, natsUrl: string): Promis
     say('the development admin token no longer verifies (new key ring or database): making a new one');
   }
   const cli = join(ROOT, 'dist', 'apps', 'credentials', 'src', 'database', 'token-cli.js');
-  const r = spawnSync(process.execPath, [cli, 'operator', '--name', 'development', '--out', ADMIN_TOKEN_FILE], { cwd: ROOT, env, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [cli, 'operator', '--name', 'development', '--out', ADMIN_TOKEN_FILE], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`could not create the development admin token: ${r.stderr.trim()}`);
   say(`created the development admin token in ${ADMIN_TOKEN_FILE}`);
 }
@@ -256,7 +283,12 @@ async function ensureAdminToken(env: NodeJS.ProcessEnv, natsUrl: string): Promis
 async function adminTokenWorks(natsUrl: string): Promise<boolean> {
   const nc = await connect({ servers: natsUrl });
   try {
-    const r = await ask(nc, AuthTokensList.subject, { org_id: 'acme', limit: 1 }, readFileSync(ADMIN_TOKEN_FILE, 'utf8').trim());
+    const r = await ask(
+      nc,
+      AuthTokensList.subject,
+      { org_id: 'acme', limit: 1 },
+      readFileSync(ADMIN_TOKEN_FILE, 'utf8').trim(),
+    );
     return !r.error;
   } finally {
     await nc.close();
@@ -311,7 +343,12 @@ async function main(): Promise<void> {
   const modal = await modalEnv();
   const exa = await exaEnv();
   const gateway = { GATEWAY_PORT: String(GATEWAY_PORT), GATEWAY_HOST: process.env.GATEWAY_HOST ?? '127.0.0.1' };
-  const envOf: Partial<Record<(typeof APPS)[number]['name'], NodeJS.ProcessEnv>> = { 'runner-e2b': e2b, 'runner-modal': modal, 'web-tools': exa, 'mcp-gateway': gateway };
+  const envOf: Partial<Record<(typeof APPS)[number]['name'], NodeJS.ProcessEnv>> = {
+    'runner-e2b': e2b,
+    'runner-modal': modal,
+    'web-tools': exa,
+    'mcp-gateway': gateway,
+  };
   for (const app of APPS) {
     startApp(app.name, app.port, { ...env, ...envOf[app.name] });
     if (!(await waitReady(app.port))) {
@@ -323,8 +360,12 @@ async function main(): Promise<void> {
   say('Toolplane is up:');
   for (const app of APPS) say(`  ${app.name.padEnd(13)} health http://127.0.0.1:${app.port}/readyz`);
   say(`  public API    NATS ${natsUrl}  subjects toolplane.v1.*  (try: npm run example)`);
-  say(`  MCP gateway   http://127.0.0.1:${GATEWAY_PORT}/mcp/agents/<agent_id>  or  /mcp/toolsets/<name>  (bearer: an org token; \`npm run toolplane -- mcp-url --agent <agent_id>\` prints client configs)`);
-  say(`  admin token   ${ADMIN_TOKEN_FILE} (development operator token: mints org tokens; \`npm run token -- --org acme\` prints one)`);
+  say(
+    `  MCP gateway   http://127.0.0.1:${GATEWAY_PORT}/mcp/agents/<agent_id>  or  /mcp/toolsets/<name>  (bearer: an org token; \`npm run toolplane -- mcp-url --agent <agent_id>\` prints client configs)`,
+  );
+  say(
+    `  admin token   ${ADMIN_TOKEN_FILE} (development operator token: mints org tokens; \`npm run token -- --org acme\` prints one)`,
+  );
   say('Press Ctrl+C to stop.');
 }
 

@@ -20,7 +20,8 @@ async function eventually<T>(read: () => Promise<T>, done: (v: T) => boolean, ti
   for (;;) {
     const v = await read();
     if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -46,11 +47,16 @@ describe('Supervisor', () => {
     onCrashLoop: (name, reason) => loops.push({ name, reason }),
     ...over,
   });
-  const node = (script: string, env: Record<string, string> = {}) => () => {
-    const p = spawn(process.execPath, ['-e', script], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: 'ignore' });
-    spawned.push(p);
-    return p;
-  };
+  const node =
+    (script: string, env: Record<string, string> = {}) =>
+    () => {
+      const p = spawn(process.execPath, ['-e', script], {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+        stdio: 'ignore',
+      });
+      spawned.push(p);
+      return p;
+    };
 
   beforeEach(() => {
     lines.length = 0;
@@ -68,10 +74,21 @@ describe('Supervisor', () => {
     const [portA, portB] = [await freePort(), await freePort()];
     const a = sut.add('alpha', node(SERVER, { PORT: String(portA) }));
     const b = sut.add('beta', node(SERVER, { PORT: String(portB) }));
-    expect(await eventually(() => pidServing(portA), (pid) => pid === a.pid)).toBe(a.pid);
-    await eventually(() => pidServing(portB), (pid) => pid === b.pid);
+    expect(
+      await eventually(
+        () => pidServing(portA),
+        (pid) => pid === a.pid,
+      ),
+    ).toBe(a.pid);
+    await eventually(
+      () => pidServing(portB),
+      (pid) => pid === b.pid,
+    );
     a.kill('SIGKILL');
-    const again = await eventually(() => pidServing(portA), (pid) => pid !== undefined && pid !== a.pid);
+    const again = await eventually(
+      () => pidServing(portA),
+      (pid) => pid !== undefined && pid !== a.pid,
+    );
     expect(again).toBe(sut.processOf('alpha')?.pid);
     expect(sut.processOf('beta')?.pid).toBe(b.pid);
     expect(loops).toEqual([]);
@@ -83,7 +100,10 @@ describe('Supervisor', () => {
     const port = await freePort();
     const healthy = sut.add('healthy', node(SERVER, { PORT: String(port) }));
     sut.add('broken', node('process.exit(3)'));
-    await eventually(async () => loops.length, (n) => n === 1);
+    await eventually(
+      async () => loops.length,
+      (n) => n === 1,
+    );
     expect(loops[0]!.name).toBe('broken');
     expect(loops[0]!.reason).toMatch(/^broken is crash-looping: it exited 4 times within 60 s \(last: code 3\)$/);
     const delays = lines.filter((l) => l.startsWith('broken exited')).map((l) => Number(/in (\d+) ms/.exec(l)![1]));
@@ -99,7 +119,10 @@ describe('Supervisor', () => {
     sut = new Supervisor(options());
     const port = await freePort();
     const p = sut.add('alpha', node(SERVER, { PORT: String(port) }));
-    await eventually(() => pidServing(port), (pid) => pid === p.pid);
+    await eventually(
+      () => pidServing(port),
+      (pid) => pid === p.pid,
+    );
     await sut.stopAll(2000);
     expect(p.signalCode).toBe('SIGTERM');
     expect(await pidServing(port)).toBeUndefined();

@@ -21,7 +21,13 @@ export interface SupervisorOptions {
   onCrashLoop: (name: string, reason: string) => void;
 }
 
-export const DEFAULT_SUPERVISOR_OPTIONS = { backoffMs: 1000, backoffMaxMs: 30_000, maxCrashes: 5, windowMs: 60_000, stableAfterMs: 30_000 };
+export const DEFAULT_SUPERVISOR_OPTIONS = {
+  backoffMs: 1000,
+  backoffMaxMs: 30_000,
+  maxCrashes: 5,
+  windowMs: 60_000,
+  stableAfterMs: 30_000,
+};
 
 interface Service {
   name: string;
@@ -98,7 +104,9 @@ export class Supervisor {
       return;
     }
     const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffMs * 2 ** (svc.inARow - 1));
-    this.opts.say(`${svc.name} exited (${how}); restarting it in ${delay} ms (crash ${svc.crashes.length} of ${this.opts.maxCrashes} allowed within ${Math.round(this.opts.windowMs / 1000)} s)`);
+    this.opts.say(
+      `${svc.name} exited (${how}); restarting it in ${delay} ms (crash ${svc.crashes.length} of ${this.opts.maxCrashes} allowed within ${Math.round(this.opts.windowMs / 1000)} s)`,
+    );
     svc.restartTimer = setTimeout(() => {
       if (this.stopping) return;
       this.launch(svc);

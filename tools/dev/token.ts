@@ -16,8 +16,14 @@ async function main(argv: string[]): Promise<void> {
   const nc = await connect({ servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222' });
   try {
     const ttl = value('--ttl');
-    const minted = await mintOrgToken(nc, org, { name: value('--name') ?? 'npm run token', scopes: value('--scopes')?.split(','), ...(ttl ? { ttl_s: Number(ttl) } : {}) });
-    process.stderr.write(`token ${minted.token_id} for org ${org} (${minted.scopes.join(' ')}), expires ${minted.expires_at}\n`);
+    const minted = await mintOrgToken(nc, org, {
+      name: value('--name') ?? 'npm run token',
+      scopes: value('--scopes')?.split(','),
+      ...(ttl ? { ttl_s: Number(ttl) } : {}),
+    });
+    process.stderr.write(
+      `token ${minted.token_id} for org ${org} (${minted.scopes.join(' ')}), expires ${minted.expires_at}\n`,
+    );
     process.stdout.write(`${minted.token}\n`);
   } finally {
     await nc.close();

@@ -7,7 +7,11 @@ import { code, table } from './markdown';
 type Shape = Record<string, z.ZodType>;
 
 /** Where the comments of the shared variables are written (an app's own comment wins). */
-const SHARED_SOURCES = ['libs/platform/src/env.ts', 'libs/platform/src/database.ts', 'libs/observability/src/telemetry.ts'];
+const SHARED_SOURCES = [
+  'libs/platform/src/env.ts',
+  'libs/platform/src/database.ts',
+  'libs/observability/src/telemetry.ts',
+];
 
 /** The apps that have an env schema: `apps/<app>/src/<app>.config.ts`. */
 export function configuredApps(root: string): string[] {
@@ -21,7 +25,10 @@ export const configSource = (root: string, app: string): string => join(root, 'a
 /** The env shape a config module exports (`<name>EnvShape`). */
 export function envShapeOf(mod: Record<string, unknown>, app: string): Shape {
   const found = Object.entries(mod).filter(([k]) => k.endsWith('EnvShape'));
-  if (found.length !== 1) throw new Error(`apps/${app}: expected one export named *EnvShape in its config, found ${found.map(([k]) => k).join(', ') || 'none'}`);
+  if (found.length !== 1)
+    throw new Error(
+      `apps/${app}: expected one export named *EnvShape in its config, found ${found.map(([k]) => k).join(', ') || 'none'}`,
+    );
   return found[0]![1] as Shape;
 }
 
@@ -31,8 +38,14 @@ export function envComments(file: string): Map<string, string> {
   const src = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const out = new Map<string, string>();
   const visit = (n: ts.Node): void => {
-    if (ts.isPropertyAssignment(n) && (ts.isIdentifier(n.name) || ts.isStringLiteral(n.name)) && /^[A-Z][A-Z0-9_]+$/.test(n.name.text)) {
-      const docs = (ts.getLeadingCommentRanges(text, n.getFullStart()) ?? []).map((r) => text.slice(r.pos, r.end)).filter((c) => c.startsWith('/**'));
+    if (
+      ts.isPropertyAssignment(n) &&
+      (ts.isIdentifier(n.name) || ts.isStringLiteral(n.name)) &&
+      /^[A-Z][A-Z0-9_]+$/.test(n.name.text)
+    ) {
+      const docs = (ts.getLeadingCommentRanges(text, n.getFullStart()) ?? [])
+        .map((r) => text.slice(r.pos, r.end))
+        .filter((c) => c.startsWith('/**'));
       const last = docs[docs.length - 1];
       if (last && !out.has(n.name.text)) {
         out.set(
@@ -62,12 +75,21 @@ function typeOf(s: z.ZodType): string {
   const values = js.enum as unknown[] | undefined;
   if (values) {
     const sorted = [...values].map(String).sort();
-    return sorted.join() === '0,1,false,true' ? 'boolean (`true`/`false`/`1`/`0`)' : values.map((v) => code(String(v))).join(', ');
+    return sorted.join() === '0,1,false,true'
+      ? 'boolean (`true`/`false`/`1`/`0`)'
+      : values.map((v) => code(String(v))).join(', ');
   }
   if (js.type === 'integer' || js.type === 'number') {
     const min = typeof js.minimum === 'number' ? js.minimum : undefined;
     const max = typeof js.maximum === 'number' && js.maximum < Number.MAX_SAFE_INTEGER ? js.maximum : undefined;
-    const range = min !== undefined && max !== undefined ? ` ${min}–${max}` : min !== undefined ? ` ≥ ${min}` : max !== undefined ? ` ≤ ${max}` : '';
+    const range =
+      min !== undefined && max !== undefined
+        ? ` ${min}–${max}`
+        : min !== undefined
+          ? ` ≥ ${min}`
+          : max !== undefined
+            ? ` ≤ ${max}`
+            : '';
     return `${js.type}${range}`;
   }
   if (js.format === 'uri') return 'URL';

@@ -8,7 +8,9 @@ import { generatedDocs } from './docs';
  * fails when one is stale. Run from the repository root, after `npm run build`.
  */
 const root = process.cwd();
-const pages = generatedDocs(root, (app) => require(join(__dirname, '..', '..', 'apps', app, 'src', `${app}.config.js`)));
+const pages = generatedDocs(root, (app) =>
+  require(join(__dirname, '..', '..', 'apps', app, 'src', `${app}.config.js`)),
+);
 for (const [file, text] of pages) {
   mkdirSync(dirname(join(root, file)), { recursive: true });
   writeFileSync(join(root, file), text);

@@ -6,7 +6,11 @@ export function cell(text: string): string {
 }
 
 export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
+  return [
+    `| ${head.join(' | ')} |`,
+    `|${head.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`),
+  ].join('\n');
 }
 
 export const code = (s: string): string => `\`${s}\``;

@@ -8,11 +8,25 @@ export function subjectsDoc(): string {
   const requests = (visibility: 'public' | 'internal') =>
     table(
       ['subject', 'served by', visibility === 'public' ? 'scope' : 'callers', 'what it does'],
-      REQUESTS.filter((d) => d.visibility === visibility).map((d) => [code(d.subject), code(d.servedBy), visibility === 'public' ? code(d.scope ?? '') : apps(d.callers), d.summary]),
+      REQUESTS.filter((d) => d.visibility === visibility).map((d) => [
+        code(d.subject),
+        code(d.servedBy),
+        visibility === 'public' ? code(d.scope ?? '') : apps(d.callers),
+        d.summary,
+      ]),
     );
   const events = table(
     ['subject', 'published by', 'delivery', 'what it says'],
-    EVENTS.map((e) => [code(e.subject), apps(e.publishedBy), e.sealed ? `sealed to ${code(e.sealed.to)} (core NATS)` : e.subject.startsWith('toolplane.internal.') ? 'core NATS' : 'JetStream `TOOLPLANE_EVENTS`', e.summary]),
+    EVENTS.map((e) => [
+      code(e.subject),
+      apps(e.publishedBy),
+      e.sealed
+        ? `sealed to ${code(e.sealed.to)} (core NATS)`
+        : e.subject.startsWith('toolplane.internal.')
+          ? 'core NATS'
+          : 'JetStream `TOOLPLANE_EVENTS`',
+      e.summary,
+    ]),
   );
   const queues = table(
     ['subject', 'stream', 'served by', 'what it carries'],
@@ -26,7 +40,7 @@ export function subjectsDoc(): string {
     'Service-only and sealed: only the apps named as callers may send them.',
     requests('internal'),
     `## Events (${EVENTS.length})`,
-    'Only the apps named here may publish an event (its descriptor\'s `publishedBy`).',
+    "Only the apps named here may publish an event (its descriptor's `publishedBy`).",
     events,
     `## Work queues (${WORK_QUEUES.length})`,
     queues,

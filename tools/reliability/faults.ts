@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { FaultRow } from '../../test/support/faults';
 
-
 const ROOT = resolve(__dirname, '..', '..', '..');
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -23,12 +22,27 @@ function main(): number {
   const report = join(mkdtempSync(join(tmpdir(), 'tp-faults-report-')), 'faults.jsonl');
   const pattern = process.env.FAULT_FILES ?? 'test/e2e/faults-';
   say(`fault suite: each scenario ${repeat}×, files matching ${pattern}`);
-  const jest = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), pattern, '--selectProjects', 'e2e', '--ci'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-    env: { TOOLPLANE_TEST_READY_TIMEOUT_MS: '120000', ...process.env, FAULT_REPEAT: repeat, FAULT_REPORT: report, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules`.trim() },
-  });
-  const rows: FaultRow[] = existsSync(report) ? readFileSync(report, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as FaultRow) : [];
+  const jest = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), pattern, '--selectProjects', 'e2e', '--ci'],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env: {
+        TOOLPLANE_TEST_READY_TIMEOUT_MS: '120000',
+        ...process.env,
+        FAULT_REPEAT: repeat,
+        FAULT_REPORT: report,
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --experimental-vm-modules`.trim(),
+      },
+    },
+  );
+  const rows: FaultRow[] = existsSync(report)
+    ? readFileSync(report, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as FaultRow)
+    : [];
   printTable(rows);
   say(`\nevery attempt: ${report}`);
   return jest.status === 0 && rows.length > 0 && rows.every((r) => r.pass) ? 0 : 1;
@@ -41,7 +55,12 @@ function printTable(rows: readonly FaultRow[]): void {
   const lines = [...by].map(([scenario, rs]) => {
     const shown = rs.find((r) => !r.pass) ?? rs.at(-1)!;
     const passed = rs.filter((r) => r.pass).length;
-    return { scenario, saw: shown.saw, stored: shown.stored, result: `${passed === rs.length ? 'pass' : 'FAIL'} ${passed}/${rs.length}` };
+    return {
+      scenario,
+      saw: shown.saw,
+      stored: shown.stored,
+      result: `${passed === rs.length ? 'pass' : 'FAIL'} ${passed}/${rs.length}`,
+    };
   });
   const cols = ['scenario', 'saw', 'stored', 'result'] as const;
   const heads = { scenario: 'scenario', saw: 'what the caller saw', stored: 'what was stored', result: 'result' };

@@ -62,7 +62,14 @@ export class NonceLedger {
     for (const n of this.sent) if (!this.own.has(n) && !this.typed.has(n)) lost++;
     let repeats = 0;
     for (const count of this.seen.values()) repeats += Math.max(0, count - 1);
-    return { sent: this.sent.size, echoed: this.own.size, failed: this.typed.size, lost, duplicated: repeats + this.crossed, foreign: this.foreign };
+    return {
+      sent: this.sent.size,
+      echoed: this.own.size,
+      failed: this.typed.size,
+      lost,
+      duplicated: repeats + this.crossed,
+      foreign: this.foreign,
+    };
   }
 }
 
@@ -110,7 +117,11 @@ export class Tally {
   }
 
   toString(): string {
-    return this.entries().map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+    return (
+      this.entries()
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    );
   }
 }
 
@@ -143,7 +154,10 @@ export interface LeakRow {
  * the JIT fill up in the first round; a leak keeps growing in the next). A process that is gone
  * (NaN) fails.
  */
-export function leakRows(samples: ReadonlyArray<{ service: string; rss: readonly number[] }>, boundMiB: number): LeakRow[] {
+export function leakRows(
+  samples: ReadonlyArray<{ service: string; rss: readonly number[] }>,
+  boundMiB: number,
+): LeakRow[] {
   return samples.map(({ service, rss }) => {
     const [start = Number.NaN, warm = Number.NaN, first = Number.NaN] = rss;
     const last = rss.at(-1) ?? Number.NaN;

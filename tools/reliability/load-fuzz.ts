@@ -5,14 +5,21 @@
  * within REPLY_BOUND_MS, a reply its contract accepts or a typed error other than INTERNAL.
  */
 import fc from 'fast-check';
-import { judgeReply, mutatedSource, PUBLIC_REQUEST_SUBJECTS, requestsFor, validPayloads } from '../../test/support/fuzz';
+import {
+  judgeReply,
+  mutatedSource,
+  PUBLIC_REQUEST_SUBJECTS,
+  requestsFor,
+  validPayloads,
+} from '../../test/support/fuzz';
 import { RawClient } from '../../test/support/nats-client';
 import { Tally } from './load-accounting';
 
 const REPLY_BOUND_MS = 30_000;
 /** Cases per subject in each round (a round covers every public subject, then mutated sources). */
 const PER_SUBJECT = 5;
-const ADD = 'def add(a: int, b: int = 2) -> int:\n    """Add.\n\n    Args:\n        a (int): A.\n        b (int): B.\n    """\n    return a + b\n';
+const ADD =
+  'def add(a: int, b: int = 2) -> int:\n    """Add.\n\n    Args:\n        a (int): A.\n        b (int): B.\n    """\n    return a + b\n';
 
 export interface FuzzFinding {
   subject: string;
@@ -38,9 +45,16 @@ export async function startFuzzSoak(prefix: string, org: string, seed: number, c
   const add = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } });
   if (add.error) throw new Error(`fuzz setup: ${JSON.stringify(add.error)}`);
   // What the destructive examples delete: a tool and a token of their own.
-  const victim = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: 'def victim() -> int:\n    """Victim."""\n    return 1\n' } });
+  const victim = await client.req('toolplane.v1.tools.upsert', {
+    org_id: org,
+    tool: { source_code: 'def victim() -> int:\n    """Victim."""\n    return 1\n' },
+  });
   const token = await client.mint(org, { name: 'fuzz victim', scopes: ['tools:read'] });
-  const valid = validPayloads(org, { tool: victim.tool.id, server: 'mcp-00000000-0000-4000-8000-000000000000', token: token.token_id });
+  const valid = validPayloads(org, {
+    tool: victim.tool.id,
+    server: 'mcp-00000000-0000-4000-8000-000000000000',
+    token: token.token_id,
+  });
   const report: FuzzReport = { seed, cases: 0, rounds: 0, codes: new Tally(), findings: [] };
   let stopping = false;
 
@@ -49,7 +63,11 @@ export async function startFuzzSoak(prefix: string, org: string, seed: number, c
     let reply: unknown;
     report.cases++;
     try {
-      reply = await client.req(subject, raw ?? (typeof body === 'object' && body !== null ? body : JSON.stringify(body)), { timeoutMs: REPLY_BOUND_MS });
+      reply = await client.req(
+        subject,
+        raw ?? (typeof body === 'object' && body !== null ? body : JSON.stringify(body)),
+        { timeoutMs: REPLY_BOUND_MS },
+      );
     } catch (e) {
       // The test client mints a token for the org a case names first; a typed refusal of that (an org
       // an earlier case deleted through auth.orgs.delete) is a typed answer, not a missing reply.
@@ -59,7 +77,11 @@ export async function startFuzzSoak(prefix: string, org: string, seed: number, c
         return;
       }
       report.codes.add('NO_REPLY');
-      report.findings.push({ subject, problem: `no reply within ${REPLY_BOUND_MS} ms (${(e as Error).message})`, request: shown(raw ?? body) });
+      report.findings.push({
+        subject,
+        problem: `no reply within ${REPLY_BOUND_MS} ms (${(e as Error).message})`,
+        request: shown(raw ?? body),
+      });
       return;
     }
     const { code, problem } = judgeReply(subject, reply);
@@ -73,10 +95,12 @@ export async function startFuzzSoak(prefix: string, org: string, seed: number, c
     const cases: Array<[string, unknown]> = [];
     for (const subject of PUBLIC_REQUEST_SUBJECTS) {
       const salt = [...subject].reduce((h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
-      for (const body of fc.sample(requestsFor(valid[subject]!), { seed: s + salt, numRuns: PER_SUBJECT })) cases.push([subject, body]);
+      for (const body of fc.sample(requestsFor(valid[subject]!), { seed: s + salt, numRuns: PER_SUBJECT }))
+        cases.push([subject, body]);
     }
     const python = valid['toolplane.v1.schemas.generate']!.source_code as string;
-    for (const source_code of fc.sample(mutatedSource(python), { seed: s, numRuns: PER_SUBJECT })) cases.push(['toolplane.v1.schemas.generate', { source_code, source_type: 'python' }]);
+    for (const source_code of fc.sample(mutatedSource(python), { seed: s, numRuns: PER_SUBJECT }))
+      cases.push(['toolplane.v1.schemas.generate', { source_code, source_type: 'python' }]);
     return cases;
   };
 

@@ -34,7 +34,18 @@ import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
 import { RawClient } from '../../test/support/nats-client';
 import { startStack, type RunningApp, type Stack } from '../../test/support/stack';
 import { deleteStreams } from '../../test/setup/global-teardown';
-import { latencySummary, leakRows, mixedOp, NO_REPLY, NO_RESPONDERS, NonceLedger, ppidOf, rssMiBOf, Tally, type LeakRow } from './load-accounting';
+import {
+  latencySummary,
+  leakRows,
+  mixedOp,
+  NO_REPLY,
+  NO_RESPONDERS,
+  NonceLedger,
+  ppidOf,
+  rssMiBOf,
+  Tally,
+  type LeakRow,
+} from './load-accounting';
 import { startFuzzSoak, type FuzzReport, type FuzzSoak } from './load-fuzz';
 
 const num = (name: string, fallback: number): number => {
@@ -78,7 +89,11 @@ interface PhaseResult {
 }
 
 class LoadDriver {
-  readonly ledgers: Record<Exclude<Kind, 'read'>, NonceLedger> = { execute: new NonceLedger(), mcp: new NonceLedger(), upsert: new NonceLedger() };
+  readonly ledgers: Record<Exclude<Kind, 'read'>, NonceLedger> = {
+    execute: new NonceLedger(),
+    mcp: new NonceLedger(),
+    upsert: new NonceLedger(),
+  };
   /** Executions answered with a result (success or a tool error): each must have a record. */
   readonly withResult: Record<'execute' | 'mcp', number> = { execute: 0, mcp: 0 };
   private seq = 0;
@@ -111,7 +126,11 @@ class LoadDriver {
     const ledger = this.ledgers[kind];
     ledger.send(nonce);
     const args = kind === 'execute' ? { nonce } : { text: nonce };
-    const r = await this.client.req('toolplane.v1.tools.execute', { org_id: this.org, tool_name: kind === 'execute' ? 'echo' : MCP_TOOL, args }, { timeoutMs: CALL_TIMEOUT_MS });
+    const r = await this.client.req(
+      'toolplane.v1.tools.execute',
+      { org_id: this.org, tool_name: kind === 'execute' ? 'echo' : MCP_TOOL, args },
+      { timeoutMs: CALL_TIMEOUT_MS },
+    );
     if (r.error) {
       ledger.fail(nonce);
       return String(r.error.code);
@@ -126,7 +145,11 @@ class LoadDriver {
   }
 
   private async read(): Promise<string | undefined> {
-    const r = await this.client.req('toolplane.v1.tools.get', { org_id: this.org, name: 'echo' }, { timeoutMs: CALL_TIMEOUT_MS });
+    const r = await this.client.req(
+      'toolplane.v1.tools.get',
+      { org_id: this.org, name: 'echo' },
+      { timeoutMs: CALL_TIMEOUT_MS },
+    );
     if (r.error) return String(r.error.code);
     return r.tool?.name === 'echo' ? undefined : 'WRONG_TOOL';
   }
@@ -137,7 +160,11 @@ class LoadDriver {
     const k = this.upserts++ % NOTES;
     this.ledgers.upsert.send(nonce);
     const source = `def note_${k}() -> str:\n    """Note ${nonce}."""\n    return "${k}"\n`;
-    const r = await this.client.req('toolplane.v1.tools.upsert', { org_id: this.org, tool: { source_code: source, tags: ['load'] } }, { timeoutMs: CALL_TIMEOUT_MS });
+    const r = await this.client.req(
+      'toolplane.v1.tools.upsert',
+      { org_id: this.org, tool: { source_code: source, tags: ['load'] } },
+      { timeoutMs: CALL_TIMEOUT_MS },
+    );
     if (r.error) {
       this.ledgers.upsert.fail(nonce);
       return String(r.error.code);
@@ -149,7 +176,13 @@ class LoadDriver {
 }
 
 /** Runs `count` operations (or until `untilMs`, whichever first) on CONCURRENCY workers. */
-async function phase(label: string, driver: LoadDriver, pick: (i: number) => Kind, count: number, untilMs?: number): Promise<PhaseResult> {
+async function phase(
+  label: string,
+  driver: LoadDriver,
+  pick: (i: number) => Kind,
+  count: number,
+  untilMs?: number,
+): Promise<PhaseResult> {
   const samples = new Map<Kind, number[]>(KINDS.map((k) => [k, []]));
   const errors = new Tally();
   let next = 0;
@@ -170,7 +203,10 @@ async function phase(label: string, driver: LoadDriver, pick: (i: number) => Kin
 
 /** Every service process of the stack, replicas as `<app>#2`, … */
 function services(stack: Stack): Array<{ label: string; app: RunningApp }> {
-  const out: Array<{ label: string; app: RunningApp }> = [...stack.apps.values()].map((app) => ({ label: app.name, app }));
+  const out: Array<{ label: string; app: RunningApp }> = [...stack.apps.values()].map((app) => ({
+    label: app.name,
+    app,
+  }));
   const seen = new Map<string, number>();
   for (const app of stack.replicas) {
     const n = (seen.get(app.name) ?? 1) + 1;
@@ -237,7 +273,10 @@ async function storedRecords(db: string, org: string, expected: number): Promise
     const deadline = Date.now() + 60_000;
     let last = -1;
     for (;;) {
-      const r = await pg.query<{ tool_name: string; n: number }>(`SELECT tool_name, count(*)::int AS n FROM executor.executions WHERE org_id = $1 GROUP BY tool_name`, [org]);
+      const r = await pg.query<{ tool_name: string; n: number }>(
+        `SELECT tool_name, count(*)::int AS n FROM executor.executions WHERE org_id = $1 GROUP BY tool_name`,
+        [org],
+      );
       const by = new Map(r.rows.map((x) => [x.tool_name, x.n]));
       const total = [...by.values()].reduce((a, b) => a + b, 0);
       if ((total >= expected && total === last) || Date.now() > deadline) return by;
@@ -266,10 +305,19 @@ function printPhases(results: readonly PhaseResult[]): void {
       const s = r.samples.get(kind)!;
       if (!s.length) continue;
       const x = latencySummary(s, r.wallMs);
-      const errs = r.errors.entries().filter(([k]) => k.startsWith(`${kind}: `)).map(([k, n]) => `${k.slice(kind.length + 2)} ${n}`).join(', ') || '0';
-      say(`| ${r.label} | ${kind} | ${x.n} | ${x.p50.toFixed(1)} | ${x.p99.toFixed(1)} | ${x.max.toFixed(1)} | ${x.perSecond.toFixed(1)} | ${errs} |`);
+      const errs =
+        r.errors
+          .entries()
+          .filter(([k]) => k.startsWith(`${kind}: `))
+          .map(([k, n]) => `${k.slice(kind.length + 2)} ${n}`)
+          .join(', ') || '0';
+      say(
+        `| ${r.label} | ${kind} | ${x.n} | ${x.p50.toFixed(1)} | ${x.p99.toFixed(1)} | ${x.max.toFixed(1)} | ${x.perSecond.toFixed(1)} | ${errs} |`,
+      );
     }
-    say(`| ${r.label} | **all** | ${total} | | | | **${((total / r.wallMs) * 1000).toFixed(1)}** | ${r.errors.total} |`);
+    say(
+      `| ${r.label} | **all** | ${total} | | | | **${((total / r.wallMs) * 1000).toFixed(1)}** | ${r.errors.total} |`,
+    );
   }
 }
 
@@ -279,8 +327,14 @@ async function main(): Promise<number> {
   const prefix = `load${id}`;
   const org = `load-${id}`;
   const failures: string[] = [];
-  say(`Toolplane load (${new Date().toISOString()}): ${DURATION_S ? `soak of ${DURATION_S} s in all: ${(DURATION_S / (2 * ROUNDS)).toFixed(1)} s` : `${CALLS} calls`} per phase × 2 phases × ${ROUNDS} rounds at concurrency ${CONCURRENCY}, warm-up ${WARMUP}${REPLICAS > 1 ? `, then 1 vs ${REPLICAS} replicas` : ''}${FUZZ ? `, fuzz soak alongside (seed ${FUZZ_SEED})` : ''}`);
-  say(`machine: ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at start (shared with whatever else runs here)`);
+  say(
+    `Toolplane load (${new Date().toISOString()}): ${DURATION_S ? `soak of ${DURATION_S} s in all: ${(DURATION_S / (2 * ROUNDS)).toFixed(1)} s` : `${CALLS} calls`} per phase × 2 phases × ${ROUNDS} rounds at concurrency ${CONCURRENCY}, warm-up ${WARMUP}${REPLICAS > 1 ? `, then 1 vs ${REPLICAS} replicas` : ''}${FUZZ ? `, fuzz soak alongside (seed ${FUZZ_SEED})` : ''}`,
+  );
+  say(
+    `machine: ${availableParallelism()} cores, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} at start (shared with whatever else runs here)`,
+  );
   await createDatabase(db);
   let stack: Stack | undefined;
   let client: RawClient | undefined;
@@ -289,17 +343,29 @@ async function main(): Promise<number> {
   mcp.tools = [echoTool(MCP_TOOL)];
   try {
     // A busy box (this one is shared) can take well over 30 s to start seven services side by side.
-    stack = await startStack({ prefix, databaseUrl: databaseUrlFor(db), readyTimeoutMs: 180_000, env: { LOG_LEVEL: 'warn' }, appEnv: RUNNER_CONCURRENCY ? { 'runner-local': { RUNNER_MAX_CONCURRENCY: RUNNER_CONCURRENCY } } : {} });
+    stack = await startStack({
+      prefix,
+      databaseUrl: databaseUrlFor(db),
+      readyTimeoutMs: 180_000,
+      env: { LOG_LEVEL: 'warn' },
+      appEnv: RUNNER_CONCURRENCY ? { 'runner-local': { RUNNER_MAX_CONCURRENCY: RUNNER_CONCURRENCY } } : {},
+    });
     await mcp.start();
     client = await RawClient.connect(prefix);
     const up = await client.req('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ECHO } });
     if (up.error) throw new Error(`upsert echo: ${JSON.stringify(up.error)}`);
-    const added = await client.req('toolplane.v1.mcp.servers.add', { org_id: org, server: { name: 'load', transport: 'streamable_http', url: mcp.url } }, { timeoutMs: 60_000 });
+    const added = await client.req(
+      'toolplane.v1.mcp.servers.add',
+      { org_id: org, server: { name: 'load', transport: 'streamable_http', url: mcp.url } },
+      { timeoutMs: 60_000 },
+    );
     if (added.error) throw new Error(`add MCP server: ${JSON.stringify(added.error)}`);
     const driver = new LoadDriver(client, org);
     const rss: Array<Map<string, { rss: number; tree: number; procs: number }>> = [await settledMemory(stack)];
     if (FUZZ) fuzz = await startFuzzSoak(prefix, `${org}-fuzz`, FUZZ_SEED);
-    say(`  stack up (${services(stack).length} services), echo tool and MCP server registered${FUZZ ? ', fuzz soak started' : ''}`);
+    say(
+      `  stack up (${services(stack).length} services), echo tool and MCP server registered${FUZZ ? ', fuzz soak started' : ''}`,
+    );
 
     const results: PhaseResult[] = [];
     results.push(await phase('warm-up (mixed)', driver, mixedOp, WARMUP));
@@ -308,7 +374,9 @@ async function main(): Promise<number> {
     const phaseMs = DURATION_S ? (DURATION_S * 1000) / (ROUNDS * 2) : undefined;
     const limit = DURATION_S ? Number.MAX_SAFE_INTEGER : CALLS;
     for (let round = 1; round <= ROUNDS; round++) {
-      results.push(await phase(`round ${round}: executions`, driver, () => 'execute', limit, phaseMs && Date.now() + phaseMs));
+      results.push(
+        await phase(`round ${round}: executions`, driver, () => 'execute', limit, phaseMs && Date.now() + phaseMs),
+      );
       results.push(await phase(`round ${round}: mixed`, driver, mixedOp, limit, phaseMs && Date.now() + phaseMs));
       rss.push(await settledMemory(stack));
       say(`  round ${round} done (load average ${loadavg()[0]!.toFixed(2)})`);
@@ -326,48 +394,78 @@ async function main(): Promise<number> {
     for (const [kind, ledger] of Object.entries(driver.ledgers)) {
       const r = ledger.report();
       say(`| ${kind} | ${r.sent} | ${r.echoed} | ${r.failed} | ${r.lost} | ${r.duplicated} | ${r.foreign} |`);
-      if (r.lost || r.duplicated || r.foreign) failures.push(`${kind}: ${r.lost} lost, ${r.duplicated} duplicated, ${r.foreign} foreign`);
+      if (r.lost || r.duplicated || r.foreign)
+        failures.push(`${kind}: ${r.lost} lost, ${r.duplicated} duplicated, ${r.foreign} foreign`);
     }
     const expected = driver.withResult.execute + driver.withResult.mcp;
     const stored = await storedRecords(db, org, expected);
     say('\n| execution records (executor.executions) | sent | answered with a result | stored |');
     say('|---|---:|---:|---:|');
-    for (const [kind, tool] of [['execute', 'echo'], ['mcp', MCP_TOOL]] as const) {
+    for (const [kind, tool] of [
+      ['execute', 'echo'],
+      ['mcp', MCP_TOOL],
+    ] as const) {
       const sent = driver.ledgers[kind].report().sent;
       const n = stored.get(tool) ?? 0;
       say(`| ${tool} | ${sent} | ${driver.withResult[kind]} | ${n} |`);
-      if (n < driver.withResult[kind] || n > sent) failures.push(`records of ${tool}: ${n} stored, ${driver.withResult[kind]} answered, ${sent} sent`);
+      if (n < driver.withResult[kind] || n > sent)
+        failures.push(`records of ${tool}: ${n} stored, ${driver.withResult[kind]} answered, ${sent} sent`);
     }
 
-    say(`\n## Memory (RSS MiB, least of 6 readings over 3 s after each stage; leak bound: growth from the end of round 1 to the end of round ${ROUNDS} ≤ ${RSS_BOUND_MB} MiB per service)`);
+    say(
+      `\n## Memory (RSS MiB, least of 6 readings over 3 s after each stage; leak bound: growth from the end of round 1 to the end of round ${ROUNDS} ≤ ${RSS_BOUND_MB} MiB per service)`,
+    );
     const labels = [...rss[0]!.keys()];
-    const rows: LeakRow[] = leakRows(labels.map((l) => ({ service: l, rss: rss.map((m) => m.get(l)?.rss ?? Number.NaN) })), RSS_BOUND_MB);
-    say('| service | start | after warm-up | after round 1 | after last round | growth last − round 1 | with children start → end (procs) | verdict |');
+    const rows: LeakRow[] = leakRows(
+      labels.map((l) => ({ service: l, rss: rss.map((m) => m.get(l)?.rss ?? Number.NaN) })),
+      RSS_BOUND_MB,
+    );
+    say(
+      '| service | start | after warm-up | after round 1 | after last round | growth last − round 1 | with children start → end (procs) | verdict |',
+    );
     say('|---|---:|---:|---:|---:|---:|---|---|');
     for (const r of rows) {
       const a = rss[0]!.get(r.service)!;
       const b = rss.at(-1)!.get(r.service)!;
-      say(`| ${r.service} | ${f1(r.start)} | ${f1(r.warm)} | ${f1(r.first)} | ${f1(r.last)} | ${f1(r.growth)} | ${f1(a.tree)} (${a.procs}) → ${f1(b.tree)} (${b.procs}) | ${r.pass ? 'pass' : 'FAIL'} |`);
-      if (!r.pass) failures.push(`${r.service}: RSS grew ${f1(r.growth)} MiB in the rounds after the first (bound ${RSS_BOUND_MB})`);
+      say(
+        `| ${r.service} | ${f1(r.start)} | ${f1(r.warm)} | ${f1(r.first)} | ${f1(r.last)} | ${f1(r.growth)} | ${f1(a.tree)} (${a.procs}) → ${f1(b.tree)} (${b.procs}) | ${r.pass ? 'pass' : 'FAIL'} |`,
+      );
+      if (!r.pass)
+        failures.push(
+          `${r.service}: RSS grew ${f1(r.growth)} MiB in the rounds after the first (bound ${RSS_BOUND_MB})`,
+        );
     }
     if (ROUNDS < 2) say('(one round: the growth shown is from the warm-up; set LOAD_ROUNDS ≥ 2 for the leak check)');
 
     if (fuzzReport) {
-      say(`\n## Fuzz soak alongside (seed ${fuzzReport.seed}): ${fuzzReport.cases} cases in ${fuzzReport.rounds} full rounds over every public subject`);
+      say(
+        `\n## Fuzz soak alongside (seed ${fuzzReport.seed}): ${fuzzReport.cases} cases in ${fuzzReport.rounds} full rounds over every public subject`,
+      );
       say(`answers: ${fuzzReport.codes}`);
-      say(fuzzReport.findings.length ? `findings (${fuzzReport.findings.length}):` : 'findings: none (every case got a contract-valid reply or a typed error other than INTERNAL)');
+      say(
+        fuzzReport.findings.length
+          ? `findings (${fuzzReport.findings.length}):`
+          : 'findings: none (every case got a contract-valid reply or a typed error other than INTERNAL)',
+      );
       for (const f of fuzzReport.findings.slice(0, 20)) say(`  ${f.subject}: ${f.problem}: ${f.request}`);
       if (fuzzReport.findings.length) {
         failures.push(`fuzz: ${fuzzReport.findings.length} findings`);
         say('what the services logged as errors (last 5 lines each):');
-        for (const { label, app } of services(stack)) for (const line of errorLines(app.output()).slice(-5)) say(`  ${label}: ${line}`);
+        for (const { label, app } of services(stack))
+          for (const line of errorLines(app.output()).slice(-5)) say(`  ${label}: ${line}`);
       }
     }
 
     if (replicaPhases) printReplicas(stack, replicaPhases);
 
-    for (const { label, app } of services(stack)) if (app.proc.exitCode !== null || app.proc.signalCode !== null) failures.push(`${label} exited (${app.proc.exitCode ?? app.proc.signalCode})`);
-    say(`\nload average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end`);
+    for (const { label, app } of services(stack))
+      if (app.proc.exitCode !== null || app.proc.signalCode !== null)
+        failures.push(`${label} exited (${app.proc.exitCode ?? app.proc.signalCode})`);
+    say(
+      `\nload average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} at the end`,
+    );
   } finally {
     await fuzz?.stop().catch(() => undefined);
     await client?.close();
@@ -375,9 +473,14 @@ async function main(): Promise<number> {
     if (mcp.port) await mcp.stop(); // (stop() of a server that never listened would never resolve)
     await deleteStreams(prefix);
     await dropDatabase(db);
-    if (process.env.TOOLPLANE_TEST_KEYS_DIR) rmSync(process.env.TOOLPLANE_TEST_KEYS_DIR, { recursive: true, force: true });
+    if (process.env.TOOLPLANE_TEST_KEYS_DIR)
+      rmSync(process.env.TOOLPLANE_TEST_KEYS_DIR, { recursive: true, force: true });
   }
-  say(failures.length ? `\nFAIL:\n${failures.map((f) => `  - ${f}`).join('\n')}` : '\nPASS: 0 lost, 0 duplicated, records match, RSS within the bound, every service alive');
+  say(
+    failures.length
+      ? `\nFAIL:\n${failures.map((f) => `  - ${f}`).join('\n')}`
+      : '\nPASS: 0 lost, 0 duplicated, records match, RSS within the bound, every service alive',
+  );
   return failures.length ? 1 : 0;
 }
 
@@ -389,7 +492,8 @@ async function main(): Promise<number> {
 async function replicaRun(stack: Stack, driver: LoadDriver): Promise<ReplicaRun> {
   const n = DURATION_S ? Math.max(1000, CALLS) : CALLS;
   const one = await phase('replicas: 1 executor + 1 runner-local', driver, () => 'execute', n);
-  for (let i = 1; i < REPLICAS; i++) await Promise.all([stack.addReplica('executor'), stack.addReplica('runner-local')]);
+  for (let i = 1; i < REPLICAS; i++)
+    await Promise.all([stack.addReplica('executor'), stack.addReplica('runner-local')]);
   await phase('replicas: warm-up', driver, () => 'execute', Math.min(500, n));
   const runners = services(stack).filter((s) => s.app.name === 'runner-local');
   const before = await Promise.all(runners.map((r) => runsServed(r.app)));
@@ -424,13 +528,17 @@ function printReplicas(stack: Stack, { one, many, served }: ReplicaRun): void {
   const a = latencySummary(one.samples.get('execute')!, one.wallMs);
   const b = latencySummary(many.samples.get('execute')!, many.wallMs);
   const procs = services(stack).filter((s) => s.app.name === 'runner-local' || s.app.name === 'executor');
-  say(`throughput ${REPLICAS}× / 1×: ${(b.perSecond / a.perSecond).toFixed(2)} (${b.perSecond.toFixed(1)} vs ${a.perSecond.toFixed(1)} calls/s); processes: ${procs.map((r) => `${r.label} pid ${r.app.proc.pid}`).join(', ')}`);
+  say(
+    `throughput ${REPLICAS}× / 1×: ${(b.perSecond / a.perSecond).toFixed(2)} (${b.perSecond.toFixed(1)} vs ${a.perSecond.toFixed(1)} calls/s); processes: ${procs.map((r) => `${r.label} pid ${r.app.proc.pid}`).join(', ')}`,
+  );
   say(`runs each runner-local served in the replicated phase: ${served}`);
 }
 
 // A run whose event loop empties while main still awaits would end silently with 0: say so, and fail.
 process.once('beforeExit', () => {
-  process.stderr.write(`load: the event loop emptied before the run ended (active: ${process.getActiveResourcesInfo().join(', ') || 'none'})\n`);
+  process.stderr.write(
+    `load: the event loop emptied before the run ended (active: ${process.getActiveResourcesInfo().join(', ') || 'none'})\n`,
+  );
   process.exit(2);
 });
 

@@ -12,5 +12,19 @@ import { SandboxConfigsModule } from './sandbox-configs/sandbox-configs.module';
 import { SecretsModule } from './secrets/secrets.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
-@Module({ imports: [CryptoModule, CredentialsCacheModule, databaseModule(CREDENTIALS_DB), SecretsModule, WebhooksModule, SandboxConfigsModule, EnvResolutionModule, OrgSecretsModule, OAuthTokensModule, SealedValuesModule, AuthModule] })
+@Module({
+  imports: [
+    CryptoModule,
+    CredentialsCacheModule,
+    databaseModule(CREDENTIALS_DB),
+    SecretsModule,
+    WebhooksModule,
+    SandboxConfigsModule,
+    EnvResolutionModule,
+    OrgSecretsModule,
+    OAuthTokensModule,
+    SealedValuesModule,
+    AuthModule,
+  ],
+})
 export class CredentialsModule {}

@@ -9,7 +9,10 @@ export const KEY_BYTES = 32;
 /** `k1:base64,k2:base64` (commas or newlines) → id → key. Errors name entries by position, never by value. */
 export function parseKeyRingSpec(spec: string): Map<string, Buffer> {
   const keys = new Map<string, Buffer>();
-  const entries = spec.split(/[,\n]/).map((e) => e.trim()).filter((e) => e && !e.startsWith('#'));
+  const entries = spec
+    .split(/[,\n]/)
+    .map((e) => e.trim())
+    .filter((e) => e && !e.startsWith('#'));
   if (!entries.length) throw new Error('no keys given');
   entries.forEach((entry, i) => {
     const at = entry.indexOf(':');

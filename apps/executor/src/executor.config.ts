@@ -78,7 +78,9 @@ export type ExecutorConfig = z.infer<z.ZodObject<typeof executorEnvShape>>;
 export function loadExecutorConfig(env: NodeJS.ProcessEnv = process.env): ExecutorConfig {
   const c = parseEnv('executor', executorEnvShape, env);
   if (c.EXECUTE_DEFAULT_TIMEOUT_MS > c.EXECUTE_MAX_TIMEOUT_MS) {
-    throw new Error('executor: invalid configuration\n  EXECUTE_DEFAULT_TIMEOUT_MS: must not exceed EXECUTE_MAX_TIMEOUT_MS');
+    throw new Error(
+      'executor: invalid configuration\n  EXECUTE_DEFAULT_TIMEOUT_MS: must not exceed EXECUTE_MAX_TIMEOUT_MS',
+    );
   }
   return c;
 }

@@ -19,7 +19,11 @@ import type { GatewayConfig } from './mcp-gateway.config';
   controllers: [McpController],
   providers: [
     // JWTs of the configured identity providers (GATEWAY_OIDC_ISSUERS); none configured: org tokens only.
-    { provide: OIDC_VERIFIER, inject: [APP_CONFIG], useFactory: (config: GatewayConfig) => OidcVerifier.fromConfig(config) },
+    {
+      provide: OIDC_VERIFIER,
+      inject: [APP_CONFIG],
+      useFactory: (config: GatewayConfig) => OidcVerifier.fromConfig(config),
+    },
     GatewayAuth,
     OidcMetadata,
     SessionStore,

@@ -4,5 +4,10 @@ import { loadGatewayConfig } from './mcp-gateway.config';
 
 main(() => {
   const config = loadGatewayConfig();
-  return { name: 'mcp-gateway', config, module: GatewayModule, http: { host: config.GATEWAY_HOST, port: config.GATEWAY_PORT } };
+  return {
+    name: 'mcp-gateway',
+    config,
+    module: GatewayModule,
+    http: { host: config.GATEWAY_HOST, port: config.GATEWAY_PORT },
+  };
 });

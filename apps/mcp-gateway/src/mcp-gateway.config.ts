@@ -5,10 +5,27 @@ import { baseEnvShape, boolEnv, ConfigError, jsonEnv, parseEnv } from '@toolplan
 const list = z
   .string()
   .default('')
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
 
 /** Asymmetric JWS algorithms only: never `none`, never a shared secret (HS*). */
-export const OIDC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const;
+export const OIDC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
 const claimName = z.string().min(1).max(256);
 
 /**
@@ -33,7 +50,8 @@ export const OidcIssuerConfig = z.strictObject({
   algorithms: z.array(z.enum(OIDC_ALGORITHMS)).min(1).default(['RS256', 'ES256', 'EdDSA', 'PS256']),
 });
 export type OidcIssuerConfig = z.infer<typeof OidcIssuerConfig>;
-const OIDC_EXAMPLE = '[{"issuer": "https://idp.example.com", "org": {"claim": "org_id"}, "scope_map": {"mcp:tools": ["tools:read", "tools:execute"]}}]';
+const OIDC_EXAMPLE =
+  '[{"issuer": "https://idp.example.com", "org": {"claim": "org_id"}, "scope_map": {"mcp:tools": ["tools:read", "tools:execute"]}}]';
 
 /**
  * The MCP gateway: the HTTP edge where any MCP client reaches an agent's tools. It holds no state
@@ -61,7 +79,12 @@ export const gatewayEnvShape = {
   /** Host header values accepted (comma-separated host[:port]); empty: any (set it when clients reach the gateway by name). */
   GATEWAY_ALLOWED_HOSTS: list,
   /** A POST body larger than this is refused with 413 before it is parsed. */
-  GATEWAY_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(1024 * 1024),
+  GATEWAY_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(16 * 1024 * 1024)
+    .default(1024 * 1024),
   /** Requests per second per token (a token bucket of GATEWAY_RATE_BURST), past which 429 with Retry-After. */
   GATEWAY_RATE_PER_SECOND: z.coerce.number().min(0.1).default(200),
   GATEWAY_RATE_BURST: z.coerce.number().int().min(1).default(400),
@@ -88,14 +111,21 @@ export const gatewayEnvShape = {
   /** How long stored SSE events are kept (the stream's max age): longer than a call may last plus the client's reconnection. */
   GATEWAY_STREAM_RETENTION_MS: z.coerce.number().int().min(60_000).default(900_000),
   /** The stream's size bound in bytes; past it the oldest events go first. */
-  GATEWAY_STREAM_MAX_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  GATEWAY_STREAM_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(256 * 1024 * 1024),
   /** A replica serving a stream stores a heartbeat this often; a resume that sees none for 3 intervals answers that the replica is gone. */
   GATEWAY_STREAM_HEARTBEAT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** The SSE `retry` field of a stream's priming event: how long a client waits before it reconnects. */
   GATEWAY_SSE_RETRY_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   /** Identity providers whose JWT access tokens are accepted besides org tokens (JSON array of OidcIssuerConfig). */
   GATEWAY_OIDC_ISSUERS: jsonEnv(
-    z.array(OidcIssuerConfig).max(16).refine((a) => new Set(a.map((i) => i.issuer)).size === a.length, 'each issuer once'),
+    z
+      .array(OidcIssuerConfig)
+      .max(16)
+      .refine((a) => new Set(a.map((i) => i.issuer)).size === a.length, 'each issuer once'),
     '[]',
     OIDC_EXAMPLE,
   ),
@@ -105,7 +135,10 @@ export type GatewayConfig = z.infer<z.ZodObject<typeof gatewayEnvShape>>;
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const config = parseEnv('mcp-gateway', gatewayEnvShape, env);
   const problems = oidcProblems(config);
-  if (problems.length) throw new ConfigError(`mcp-gateway: invalid configuration\n${problems.map((p) => `  GATEWAY_OIDC_ISSUERS: ${p}`).join('\n')}`);
+  if (problems.length)
+    throw new ConfigError(
+      `mcp-gateway: invalid configuration\n${problems.map((p) => `  GATEWAY_OIDC_ISSUERS: ${p}`).join('\n')}`,
+    );
   return config;
 }
 
@@ -118,10 +151,15 @@ function oidcProblems(config: GatewayConfig): string[] {
   const problems: string[] = [];
   const dev = config.TOOLPLANE_PROFILE === 'development';
   for (const [i, issuer] of config.GATEWAY_OIDC_ISSUERS.entries()) {
-    for (const [field, url] of [['issuer', issuer.issuer], ['jwks_uri', issuer.jwks_uri]] as const) {
-      if (url && new URL(url).protocol === 'http:' && !(dev && isLoopback(url))) problems.push(`${i}.${field}: https only (http for 127.0.0.1/localhost in development)`);
+    for (const [field, url] of [
+      ['issuer', issuer.issuer],
+      ['jwks_uri', issuer.jwks_uri],
+    ] as const) {
+      if (url && new URL(url).protocol === 'http:' && !(dev && isLoopback(url)))
+        problems.push(`${i}.${field}: https only (http for 127.0.0.1/localhost in development)`);
     }
-    if (!dev && !issuer.audience && !config.GATEWAY_PUBLIC_URL) problems.push(`${i}.audience: set it, or GATEWAY_PUBLIC_URL (the resource tokens are issued for)`);
+    if (!dev && !issuer.audience && !config.GATEWAY_PUBLIC_URL)
+      problems.push(`${i}.audience: set it, or GATEWAY_PUBLIC_URL (the resource tokens are issued for)`);
   }
   return problems;
 }

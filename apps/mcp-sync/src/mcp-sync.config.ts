@@ -18,12 +18,18 @@ export const StdioAllowEntry = z.strictObject({
       z
         .string()
         .refine((p) => isAbsolute(p) && normalize(p) === p, 'absolute, normalized paths')
-        .refine((p) => p !== STDIO_HOME && !p.startsWith(`${STDIO_HOME}/`), `not under ${STDIO_HOME}, the server's own working directory`),
+        .refine(
+          (p) => p !== STDIO_HOME && !p.startsWith(`${STDIO_HOME}/`),
+          `not under ${STDIO_HOME}, the server's own working directory`,
+        ),
     )
     .max(32)
     .default([]),
   /** Names of env vars a tenant may set for it (default: any but loader and interpreter injection variables). */
-  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).max(128).optional(),
+  env: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))
+    .max(128)
+    .optional(),
 });
 export type StdioAllowEntry = z.infer<typeof StdioAllowEntry>;
 
@@ -31,7 +37,12 @@ const ms = (def: number, min = 100) => z.coerce.number().int().min(min).default(
 const list = z
   .string()
   .default('')
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
 
 export const mcpSyncEnvShape = {
   ...baseEnvShape,
@@ -44,7 +55,11 @@ export const mcpSyncEnvShape = {
    * `[{"command": "/abs/program", "args": ["^pattern$", ...], "read_paths": ["/abs/dir"], "env": ["NAME"]?}]`.
    * Empty: no stdio server can run.
    */
-  MCP_STDIO_ALLOWED_COMMANDS: jsonEnv(z.array(StdioAllowEntry).max(256), '[]', '[{"command": "/abs/program", "args": ["^pattern$"], "read_paths": ["/abs/dir"]}]'),
+  MCP_STDIO_ALLOWED_COMMANDS: jsonEnv(
+    z.array(StdioAllowEntry).max(256),
+    '[]',
+    '[{"command": "/abs/program", "args": ["^pattern$"], "read_paths": ["/abs/dir"]}]',
+  ),
   /** `bwrap`: each stdio server in a bubblewrap sandbox (refuses stdio when bubblewrap is missing); `unsafe`: a plain child process, announced at start. */
   MCP_STDIO_ISOLATION: z.enum(['bwrap', 'unsafe']).default('bwrap'),
   MCP_STDIO_BWRAP: z.string().default('/usr/bin/bwrap'),
@@ -99,7 +114,12 @@ export const mcpSyncEnvShape = {
    * Largest registry message a sync sends (serialized JSON): a bigger tool set is staged in pages
    * under it, then applied at once. Also capped by the NATS server's max_payload (less 4 KiB).
    */
-  MCP_SYNC_MESSAGE_BYTES: z.coerce.number().int().min(16 * 1024, 'at least 16384 (16 KiB)').max(64 * 1024 * 1024, 'at most 67108864 (64 MiB, the NATS limit)').default(512 * 1024),
+  MCP_SYNC_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(16 * 1024, 'at least 16384 (16 KiB)')
+    .max(64 * 1024 * 1024, 'at most 67108864 (64 MiB, the NATS limit)')
+    .default(512 * 1024),
   /** Resolving a server's `{{VAR}}` templates from the org's secrets (credentials service). */
   CREDENTIALS_REQUEST_TIMEOUT_MS: ms(5_000),
   /** How long an OAuth authorization URL (its state and PKCE verifier) stays valid. */
@@ -114,14 +134,19 @@ export const mcpSyncEnvShape = {
    */
   MCP_OAUTH_CLIENT_METADATA_URL: z.url({ protocol: /^https$/ }).optional(),
 };
-export type McpSyncConfig = Omit<z.infer<z.ZodObject<typeof mcpSyncEnvShape>>, 'MCP_STDIO_ENABLED'> & { MCP_STDIO_ENABLED: boolean };
+export type McpSyncConfig = Omit<z.infer<z.ZodObject<typeof mcpSyncEnvShape>>, 'MCP_STDIO_ENABLED'> & {
+  MCP_STDIO_ENABLED: boolean;
+};
 
 export function loadMcpSyncConfig(env: NodeJS.ProcessEnv = process.env): McpSyncConfig {
   const c = parseEnv('mcp-sync', mcpSyncEnvShape, env);
   const problems: string[] = [];
-  if (c.MCP_ENCRYPTION_KEY !== undefined && Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64').length !== 32) problems.push('  MCP_ENCRYPTION_KEY: must be base64 of 32 bytes');
-  if (c.MCP_ENCRYPTION_KEY !== undefined && c.MCP_ENCRYPTION_KEY_FILE !== undefined) problems.push('  MCP_ENCRYPTION_KEY_FILE: give MCP_ENCRYPTION_KEY or MCP_ENCRYPTION_KEY_FILE, not both');
-  if (c.MCP_RECONNECT_BASE_MS > c.MCP_RECONNECT_MAX_MS) problems.push('  MCP_RECONNECT_BASE_MS: must not exceed MCP_RECONNECT_MAX_MS');
+  if (c.MCP_ENCRYPTION_KEY !== undefined && Buffer.from(c.MCP_ENCRYPTION_KEY, 'base64').length !== 32)
+    problems.push('  MCP_ENCRYPTION_KEY: must be base64 of 32 bytes');
+  if (c.MCP_ENCRYPTION_KEY !== undefined && c.MCP_ENCRYPTION_KEY_FILE !== undefined)
+    problems.push('  MCP_ENCRYPTION_KEY_FILE: give MCP_ENCRYPTION_KEY or MCP_ENCRYPTION_KEY_FILE, not both');
+  if (c.MCP_RECONNECT_BASE_MS > c.MCP_RECONNECT_MAX_MS)
+    problems.push('  MCP_RECONNECT_BASE_MS: must not exceed MCP_RECONNECT_MAX_MS');
   if (problems.length) throw new ConfigError(`mcp-sync: invalid configuration\n${problems.join('\n')}`);
   return { ...c, MCP_STDIO_ENABLED: c.MCP_STDIO_ENABLED ?? c.TOOLPLANE_PROFILE === 'development' };
 }

@@ -12,7 +12,9 @@ describe('loadE2bRunnerConfig', () => {
   });
 
   it('names every invalid variable, never its value', () => {
-    expect(() => loadE2bRunnerConfig({ E2B_API_URL: 'not a url', E2B_TOOL_UID: '0', E2B_WATCH_PATHS: 'tmp' })).toThrow(/E2B_API_URL[\s\S]*E2B_TOOL_UID[\s\S]*E2B_WATCH_PATHS/);
+    expect(() => loadE2bRunnerConfig({ E2B_API_URL: 'not a url', E2B_TOOL_UID: '0', E2B_WATCH_PATHS: 'tmp' })).toThrow(
+      /E2B_API_URL[\s\S]*E2B_TOOL_UID[\s\S]*E2B_WATCH_PATHS/,
+    );
     expect(() => loadE2bRunnerConfig({ E2B_DEPLOYMENT: 'has space' })).toThrow(/E2B_DEPLOYMENT/);
   });
 });

@@ -20,7 +20,10 @@ export const e2bEnvShape = {
   /** Template of the sandboxes when the org's sandbox config names none. */
   E2B_TEMPLATE: z.string().min(1).max(256).default('base'),
   /** Tag `toolplane-runner-deployment` of every sandbox this deployment makes: how a restarted runner finds them again (and only them). */
-  E2B_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ -').default('toolplane'),
+  E2B_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ -')
+    .default('toolplane'),
   // Admission and the pool
   E2B_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(64),
   /** Calls of one org at once (default: three quarters of E2B_MAX_CONCURRENCY); waiting orgs take turns. */
@@ -38,10 +41,22 @@ export const e2bEnvShape = {
   /** A failed requirements install is the answer (DEPENDENCY_INSTALL_FAILED) for this long before a call tries again (prepare always does). */
   E2B_BUILD_RETRY_MS: z.coerce.number().int().min(0).default(30_000),
   // A call's output
-  E2B_STDOUT_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
-  E2B_STDERR_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
+  E2B_STDOUT_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
+  E2B_STDERR_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
   /** Output (stdout + stderr) past which the launcher stops the tool: OUTPUT_LIMIT_EXCEEDED. */
-  E2B_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  E2B_MAX_OUTPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024 * 1024),
   /** Time a command gets past its tool's timeout (the launcher stops the tool itself at the timeout) before it is given up and its sandbox killed. */
   E2B_COMMAND_GRACE_MS: z.coerce.number().int().min(100).default(10_000),
   /** Internet access of sandboxes whose sandbox config does not say. */
@@ -60,9 +75,17 @@ export const e2bEnvShape = {
   /** The runner's dir in each sandbox: harnesses, environments, per-call dirs. */
   E2B_STATE_DIR: absolute.default('/home/user/.toolplane'),
   /** The sandbox user the launcher runs as. root (E2B's default template has it): the launcher drops each tool to E2B_TOOL_UID. */
-  E2B_COMMAND_USER: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/).default('root'),
+  E2B_COMMAND_USER: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/)
+    .default('root'),
   /** Uid tools run as when the launcher runs as root: no sudo, no home, owns nothing but its call's work dir. */
-  E2B_TOOL_UID: z.coerce.number().int().min(1).max(2 ** 31 - 2).default(1500),
+  E2B_TOOL_UID: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 2)
+    .default(1500),
   /** Paths whose changes (ctime) make a sandbox dirty after a call (it is then killed, never reused). */
   E2B_WATCH_PATHS: list.default(['/home/user', '/tmp', '/var/tmp', '/dev/shm']).pipe(z.array(absolute)),
 };

@@ -3,7 +3,12 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { baseEnvShape, boolEnv as bool, jsonEnv, parseCidr, parseEnv } from '@toolplane/platform';
 
-const list = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean));
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 
 export const runnerEnvShape = {
   ...baseEnvShape,
@@ -16,9 +21,21 @@ export const runnerEnvShape = {
   RUNNER_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   /** Calls of one org run at once (default: three quarters of RUNNER_MAX_CONCURRENCY); waiting orgs take turns. */
   RUNNER_MAX_CONCURRENCY_PER_ORG: z.coerce.number().int().min(1).max(1024).optional(),
-  RUNNER_STDOUT_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
-  RUNNER_STDERR_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
-  RUNNER_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024 * 1024),
+  RUNNER_STDOUT_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
+  RUNNER_STDERR_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
+  RUNNER_MAX_OUTPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024),
   /** Unprivileged uid/gid for tool processes when the runner itself runs as root. */
   RUNNER_RUN_AS_UID: z.coerce.number().int().min(1).default(65534),
   RUNNER_RUN_AS_GID: z.coerce.number().int().min(1).default(65534),

@@ -15,7 +15,9 @@ describe('loadModalRunnerConfig', () => {
   });
 
   it('names every invalid variable', () => {
-    expect(() => loadModalRunnerConfig({ MODAL_SERVER_URL: 'not a url', MODAL_TOOL_UID: '0', MODAL_WATCH_PATHS: 'tmp' })).toThrow(/MODAL_SERVER_URL[\s\S]*MODAL_TOOL_UID[\s\S]*MODAL_WATCH_PATHS/);
+    expect(() =>
+      loadModalRunnerConfig({ MODAL_SERVER_URL: 'not a url', MODAL_TOOL_UID: '0', MODAL_WATCH_PATHS: 'tmp' }),
+    ).toThrow(/MODAL_SERVER_URL[\s\S]*MODAL_TOOL_UID[\s\S]*MODAL_WATCH_PATHS/);
     expect(() => loadModalRunnerConfig({ MODAL_DEPLOYMENT: 'has space' })).toThrow(/MODAL_DEPLOYMENT/);
   });
 });

@@ -14,9 +14,15 @@ export const modalEnvShape = {
   /** Modal environment of the apps and sandboxes (default: the workspace's default). */
   MODAL_ENVIRONMENT: z.string().min(1).max(64).optional(),
   /** The Modal app every sandbox belongs to. */
-  MODAL_APP: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('toolplane-runner'),
+  MODAL_APP: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .default('toolplane-runner'),
   /** Tag `toolplane-deployment` of every sandbox this deployment makes: how a restarted runner finds them again (and only them). */
-  MODAL_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ -').default('toolplane'),
+  MODAL_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ -')
+    .default('toolplane'),
   /** Base image of the sandboxes (a slim Python); requirements are installed into /opt/toolplane/venv at image build time. */
   MODAL_IMAGE: z.string().min(1).default('python:3.12-slim'),
   MODAL_SDK_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('error'),
@@ -48,9 +54,21 @@ export const modalEnvShape = {
   MODAL_PIP_FIND_LINKS: list.default([]),
   MODAL_PIP_NO_INDEX: bool.default(false),
   // A call's output
-  MODAL_STDOUT_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
-  MODAL_STDERR_LIMIT_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
-  MODAL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  MODAL_STDOUT_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
+  MODAL_STDERR_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
+  MODAL_MAX_OUTPUT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024 * 1024),
   // Inside the sandbox
   MODAL_PYTHON: absolute.default('/usr/local/bin/python3'),
   MODAL_NODE: absolute.default('/usr/bin/node'),
@@ -58,11 +76,21 @@ export const modalEnvShape = {
    * Image build step (a shell command, run as a Dockerfile RUN line) that gives TypeScript/JavaScript
    * tools' images MODAL_NODE. The default installs Debian's nodejs when the base has no node.
    */
-  MODAL_NODE_INSTALL: z.string().min(1).default('command -v node >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends nodejs && rm -rf /var/lib/apt/lists/*)'),
+  MODAL_NODE_INSTALL: z
+    .string()
+    .min(1)
+    .default(
+      'command -v node >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends nodejs && rm -rf /var/lib/apt/lists/*)',
+    ),
   /** The runner's dir in each sandbox: harnesses and per-call dirs. */
   MODAL_STATE_DIR: absolute.default('/root/.toolplane'),
   /** Uid tools run as when the launcher runs as root. */
-  MODAL_TOOL_UID: z.coerce.number().int().min(1).max(2 ** 31 - 2).default(1500),
+  MODAL_TOOL_UID: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 2)
+    .default(1500),
   MODAL_WATCH_PATHS: list.default(['/root', '/tmp', '/var/tmp', '/dev/shm']).pipe(z.array(absolute)),
   /** Time an exec gets past its tool's timeout (the launcher stops the tool itself at the timeout); rounded up to whole seconds, Modal's unit. */
   MODAL_COMMAND_GRACE_MS: z.coerce.number().int().min(100).default(10_000),

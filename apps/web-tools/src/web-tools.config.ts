@@ -4,7 +4,12 @@ import { baseEnvShape, parseEnv } from '@toolplane/platform';
 const list = z
   .string()
   .default('')
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
 
 /**
  * web-tools reads only its own settings: no database, no key ring, no other service's secrets.
@@ -18,7 +23,11 @@ export const webToolsEnvShape = {
   /** Where the Exa SDK sends requests (tests and the development profile point it at tools/fakes/exa). */
   EXA_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.exa.ai'),
   /** A fetch_webpage response larger than this is cut off with CONTENT_TOO_LARGE. */
-  WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
+  WEB_FETCH_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(5 * 1024 * 1024),
   /** Bound on a whole fetch (every redirect hop, headers and body) and on one Exa call. */
   WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   WEB_SEARCH_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),

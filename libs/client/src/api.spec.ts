@@ -1,4 +1,11 @@
-import { REQUESTS, ToolsExecute, ToolsGet, ToolsUpsert, ToolsExecuteBatch, SchemasValidate } from '@toolplane/contracts';
+import {
+  REQUESTS,
+  ToolsExecute,
+  ToolsGet,
+  ToolsUpsert,
+  ToolsExecuteBatch,
+  SchemasValidate,
+} from '@toolplane/contracts';
 import { API, apiEntries, methodPath } from './api';
 import { backoffDelay, isIdempotent } from './retry';
 
@@ -6,7 +13,9 @@ describe('the client facade', () => {
   const entries = apiEntries(API);
 
   it('has a method for every public subject of the catalog, at the path its subject names', () => {
-    const publicSubjects = REQUESTS.filter((d) => d.visibility === 'public').map((d) => d.subject).sort();
+    const publicSubjects = REQUESTS.filter((d) => d.visibility === 'public')
+      .map((d) => d.subject)
+      .sort();
     expect(entries.map((e) => e.descriptor.subject).sort()).toEqual(publicSubjects);
     for (const e of entries) expect(e.path).toEqual(methodPath(e.descriptor.subject));
   });
@@ -32,7 +41,9 @@ describe('the retry policy', () => {
     expect(isIdempotent(ToolsExecute, { org_id: 'o', tool_name: 't', args: {} })).toBe(false);
     expect(isIdempotent(ToolsExecute, { org_id: 'o', tool_name: 't', args: {}, idempotency_key: 'k' })).toBe(true);
     expect(isIdempotent(ToolsExecuteBatch, { org_id: 'o', calls: [{ idempotency_key: 'a' }, {}] })).toBe(false);
-    expect(isIdempotent(ToolsExecuteBatch, { org_id: 'o', calls: [{ idempotency_key: 'a' }, { idempotency_key: 'b' }] })).toBe(true);
+    expect(
+      isIdempotent(ToolsExecuteBatch, { org_id: 'o', calls: [{ idempotency_key: 'a' }, { idempotency_key: 'b' }] }),
+    ).toBe(true);
   });
 
   it('backs off exponentially up to a cap, with full jitter', () => {

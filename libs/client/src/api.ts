@@ -68,15 +68,46 @@ export const API = {
     executeBatch: ToolsExecuteBatch,
     environment: ToolsEnvironment,
   },
-  agents: { tools: { attach: AgentToolsAttach, detach: AgentToolsDetach, list: AgentToolsList, definitions: AgentToolsDefinitions } },
-  toolsets: { upsert: ToolsetsUpsert, get: ToolsetsGet, list: ToolsetsList, delete: ToolsetsDelete, tools: { list: ToolsetsToolsList } },
-  schemas: { generate: SchemasGenerate, validate: SchemasValidate, strictify: SchemasStrictify, normalize: SchemasNormalize },
-  executions: { get: ExecutionsGet, list: ExecutionsList, approve: ExecutionsApprove, deny: ExecutionsDeny, submitResult: ExecutionsSubmitResult },
+  agents: {
+    tools: {
+      attach: AgentToolsAttach,
+      detach: AgentToolsDetach,
+      list: AgentToolsList,
+      definitions: AgentToolsDefinitions,
+    },
+  },
+  toolsets: {
+    upsert: ToolsetsUpsert,
+    get: ToolsetsGet,
+    list: ToolsetsList,
+    delete: ToolsetsDelete,
+    tools: { list: ToolsetsToolsList },
+  },
+  schemas: {
+    generate: SchemasGenerate,
+    validate: SchemasValidate,
+    strictify: SchemasStrictify,
+    normalize: SchemasNormalize,
+  },
+  executions: {
+    get: ExecutionsGet,
+    list: ExecutionsList,
+    approve: ExecutionsApprove,
+    deny: ExecutionsDeny,
+    submitResult: ExecutionsSubmitResult,
+  },
   secrets: { set: SecretsSet, list: SecretsList, delete: SecretsDelete },
   webhooks: { set: WebhooksSet, get: WebhooksGet, delete: WebhooksDelete },
   sandboxConfigs: { upsert: SandboxConfigsUpsert, get: SandboxConfigsGet, list: SandboxConfigsList },
   mcp: {
-    servers: { add: McpServersAdd, get: McpServersGet, list: McpServersList, update: McpServersUpdate, remove: McpServersRemove, sync: McpServersSync },
+    servers: {
+      add: McpServersAdd,
+      get: McpServersGet,
+      list: McpServersList,
+      update: McpServersUpdate,
+      remove: McpServersRemove,
+      sync: McpServersSync,
+    },
     oauth: { complete: McpOAuthComplete },
   },
   /** End users' connected accounts on the org's MCP servers (`account: "user"`). */
@@ -118,17 +149,28 @@ export function methodPath(subject: string): string[] {
 }
 
 /** Every descriptor of `API` with its path. */
-export function apiEntries(node: object = API, path: string[] = []): Array<{ path: string[]; descriptor: RequestDescriptor }> {
+export function apiEntries(
+  node: object = API,
+  path: string[] = [],
+): Array<{ path: string[]; descriptor: RequestDescriptor }> {
   return Object.entries(node).flatMap(([k, v]) =>
-    (v as { kind?: string }).kind === 'request' ? [{ path: [...path, k], descriptor: v as RequestDescriptor }] : apiEntries(v as object, [...path, k]),
+    (v as { kind?: string }).kind === 'request'
+      ? [{ path: [...path, k], descriptor: v as RequestDescriptor }]
+      : apiEntries(v as object, [...path, k]),
   );
 }
 
 /** Builds the facade object, each leaf calling `call(descriptor, req, opts)`. */
-export function buildFacade<T extends object>(node: T, call: (d: RequestDescriptor, req: unknown, opts?: CallOptions) => Promise<unknown>): Facade<T> {
+export function buildFacade<T extends object>(
+  node: T,
+  call: (d: RequestDescriptor, req: unknown, opts?: CallOptions) => Promise<unknown>,
+): Facade<T> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
-    out[k] = (v as { kind?: string }).kind === 'request' ? (req: unknown, opts?: CallOptions) => call(v as RequestDescriptor, req, opts) : buildFacade(v as object, call);
+    out[k] =
+      (v as { kind?: string }).kind === 'request'
+        ? (req: unknown, opts?: CallOptions) => call(v as RequestDescriptor, req, opts)
+        : buildFacade(v as object, call);
   }
   return out as Facade<T>;
 }

@@ -1,4 +1,10 @@
-import { connect, headers as natsHeaders, type ConnectionOptions, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  connect,
+  headers as natsHeaders,
+  type ConnectionOptions,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import { context, propagation, trace, type TextMapSetter } from '@opentelemetry/api';
 import {
   ErrorEnvelope,
@@ -64,7 +70,9 @@ export class ToolplaneClient {
   ) {
     this.prefix = opts.prefix ?? '';
     this.retryPolicy = { ...DEFAULT_RETRY, ...opts.retry };
-    const api = buildFacade(API, (d: RequestDescriptor, req: unknown, o?: CallOptions) => this.call(d, req as never, o));
+    const api = buildFacade(API, (d: RequestDescriptor, req: unknown, o?: CallOptions) =>
+      this.call(d, req as never, o),
+    );
     this.tools = api.tools;
     this.agents = api.agents;
     this.toolsets = api.toolsets;
@@ -80,7 +88,9 @@ export class ToolplaneClient {
 
   static async connect(opts: ClientOptions): Promise<ToolplaneClient> {
     const given = 'request' in opts.nats && typeof (opts.nats as NatsConnection).request === 'function';
-    const nc = given ? (opts.nats as NatsConnection) : await connect({ name: 'toolplane-client', noAsyncTraces: true, ...(opts.nats as ConnectionOptions) });
+    const nc = given
+      ? (opts.nats as NatsConnection)
+      : await connect({ name: 'toolplane-client', noAsyncTraces: true, ...(opts.nats as ConnectionOptions) });
     return new ToolplaneClient(nc, !given, opts);
   }
 
@@ -98,7 +108,12 @@ export class ToolplaneClient {
     const body = this.withOrg(req);
     const checked = d.request.safeParse(body);
     if (!checked.success) {
-      throw new ToolplaneError({ code: ClientErrorCode.CONTRACT_VIOLATION, message: checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '), retryable: false, subject: d.subject });
+      throw new ToolplaneError({
+        code: ClientErrorCode.CONTRACT_VIOLATION,
+        message: checked.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+        retryable: false,
+        subject: d.subject,
+      });
     }
     const policy = opts.retry === false ? { ...this.retryPolicy, attempts: 1 } : { ...this.retryPolicy, ...opts.retry };
     const attempts = isIdempotent(d, body) ? Math.max(1, policy.attempts) : 1;
@@ -123,7 +138,10 @@ export class ToolplaneClient {
     if (token) h.set(Headers.AUTHORIZATION, `Bearer ${token}`);
     const traceId = trace.getSpanContext(context.active())?.traceId ?? '';
     const subject = this.prefix ? `${this.prefix}.${d.subject}` : d.subject;
-    const request = this.nc.request(subject, data, { timeout: opts.timeoutMs ?? this.opts.timeoutMs ?? 15_000, headers: h });
+    const request = this.nc.request(subject, data, {
+      timeout: opts.timeoutMs ?? this.opts.timeoutMs ?? 15_000,
+      headers: h,
+    });
     let msg;
     if (opts.signal) {
       const signal = opts.signal;
@@ -149,7 +167,13 @@ export class ToolplaneClient {
     try {
       json = JSON.parse(decoder.decode(msg.data));
     } catch {
-      throw new ToolplaneError({ code: ClientErrorCode.MALFORMED_REPLY, message: `${d.subject} answered with something other than JSON`, retryable: false, trace_id: traceId, subject: d.subject });
+      throw new ToolplaneError({
+        code: ClientErrorCode.MALFORMED_REPLY,
+        message: `${d.subject} answered with something other than JSON`,
+        retryable: false,
+        trace_id: traceId,
+        subject: d.subject,
+      });
     }
     if (json && typeof json === 'object' && 'error' in json) {
       const env = ErrorEnvelope.safeParse(json);
@@ -157,7 +181,13 @@ export class ToolplaneClient {
     }
     const reply = d.reply.safeParse(json);
     if (!reply.success) {
-      throw new ToolplaneError({ code: ClientErrorCode.MALFORMED_REPLY, message: `${d.subject} answered outside its contract: ${reply.error.issues[0]?.message ?? ''}`, retryable: false, trace_id: traceId, subject: d.subject });
+      throw new ToolplaneError({
+        code: ClientErrorCode.MALFORMED_REPLY,
+        message: `${d.subject} answered outside its contract: ${reply.error.issues[0]?.message ?? ''}`,
+        retryable: false,
+        trace_id: traceId,
+        subject: d.subject,
+      });
     }
     return reply.data as ReplyOf<D>;
   }
@@ -186,21 +216,52 @@ export class ToolplaneClient {
   }
 
   /** Registers (creates or updates) the Python tool in `path`; its name defaults to the function's. */
-  async registerPythonFile(path: string, tool: Partial<RequestIn<typeof API.tools.upsert>['tool']> = {}, opts?: CallOptions): Promise<ReplyOf<typeof API.tools.upsert>['tool']> {
+  async registerPythonFile(
+    path: string,
+    tool: Partial<RequestIn<typeof API.tools.upsert>['tool']> = {},
+    opts?: CallOptions,
+  ): Promise<ReplyOf<typeof API.tools.upsert>['tool']> {
     const source_code = await readFile(path, 'utf8');
-    if (!source_code.trim()) throw new ToolplaneError({ code: ClientErrorCode.CONTRACT_VIOLATION, message: `${basename(path)} is empty`, retryable: false, subject: API.tools.upsert.subject });
-    const r = await this.tools.upsert({ org_id: this.requireOrg(), tool: { ...tool, source_code, source_type: 'python' } } as RequestIn<typeof API.tools.upsert>, opts);
+    if (!source_code.trim())
+      throw new ToolplaneError({
+        code: ClientErrorCode.CONTRACT_VIOLATION,
+        message: `${basename(path)} is empty`,
+        retryable: false,
+        subject: API.tools.upsert.subject,
+      });
+    const r = await this.tools.upsert(
+      { org_id: this.requireOrg(), tool: { ...tool, source_code, source_type: 'python' } } as RequestIn<
+        typeof API.tools.upsert
+      >,
+      opts,
+    );
     return r.tool;
   }
 
   /** The model-ready tool definitions of an agent (default format openai_chat). */
-  definitionsFor(agentId: string, req: Partial<RequestIn<typeof API.agents.tools.definitions>> = {}, opts?: CallOptions): Promise<ReplyOf<typeof API.agents.tools.definitions>> {
-    return this.agents.tools.definitions({ org_id: this.requireOrg(), agent_id: agentId, format: 'openai_chat', ...req } as RequestIn<typeof API.agents.tools.definitions>, opts);
+  definitionsFor(
+    agentId: string,
+    req: Partial<RequestIn<typeof API.agents.tools.definitions>> = {},
+    opts?: CallOptions,
+  ): Promise<ReplyOf<typeof API.agents.tools.definitions>> {
+    return this.agents.tools.definitions(
+      { org_id: this.requireOrg(), agent_id: agentId, format: 'openai_chat', ...req } as RequestIn<
+        typeof API.agents.tools.definitions
+      >,
+      opts,
+    );
   }
 
   /** Runs the tool calls of one agent step (results in input order; one failure never fails the batch). */
-  executeBatch(calls: RequestIn<typeof API.tools.executeBatch>['calls'], req: Partial<RequestIn<typeof API.tools.executeBatch>> = {}, opts?: CallOptions): Promise<ReplyOf<typeof API.tools.executeBatch>> {
-    return this.tools.executeBatch({ org_id: this.requireOrg(), ...req, calls } as RequestIn<typeof API.tools.executeBatch>, opts);
+  executeBatch(
+    calls: RequestIn<typeof API.tools.executeBatch>['calls'],
+    req: Partial<RequestIn<typeof API.tools.executeBatch>> = {},
+    opts?: CallOptions,
+  ): Promise<ReplyOf<typeof API.tools.executeBatch>> {
+    return this.tools.executeBatch(
+      { org_id: this.requireOrg(), ...req, calls } as RequestIn<typeof API.tools.executeBatch>,
+      opts,
+    );
   }
 
   /**
@@ -210,20 +271,33 @@ export class ToolplaneClient {
    */
   async waitFor(
     executionId: string,
-    opts: { intervalMs?: number; timeoutMs?: number; signal?: AbortSignal; until?: (e: ExecutionRecord) => boolean } = {},
+    opts: {
+      intervalMs?: number;
+      timeoutMs?: number;
+      signal?: AbortSignal;
+      until?: (e: ExecutionRecord) => boolean;
+    } = {},
   ): Promise<ReplyOf<typeof API.executions.get>> {
     const deadline = Date.now() + (opts.timeoutMs ?? 5 * 60_000);
     const done = opts.until ?? ((e: ExecutionRecord) => FINAL_EXECUTION_STATES.has(e.status));
     let interval = opts.intervalMs ?? 100;
     for (;;) {
       try {
-        const r = await this.executions.get({ org_id: this.requireOrg(), execution_id: executionId } as RequestIn<typeof API.executions.get>, { signal: opts.signal });
+        const r = await this.executions.get(
+          { org_id: this.requireOrg(), execution_id: executionId } as RequestIn<typeof API.executions.get>,
+          { signal: opts.signal },
+        );
         if (done(r.execution)) return r;
       } catch (e) {
         if (!(e instanceof ToolplaneError && e.code === 'EXECUTION_NOT_FOUND')) throw e;
       }
       if (Date.now() >= deadline) {
-        throw new ToolplaneError({ code: ClientErrorCode.REQUEST_TIMEOUT, message: `execution ${executionId} did not finish in time`, retryable: true, subject: API.executions.get.subject });
+        throw new ToolplaneError({
+          code: ClientErrorCode.REQUEST_TIMEOUT,
+          message: `execution ${executionId} did not finish in time`,
+          retryable: true,
+          subject: API.executions.get.subject,
+        });
       }
       await sleep(interval, opts.signal).catch(() => {
         throw aborted(API.executions.get.subject);
@@ -243,11 +317,22 @@ export class ToolplaneClient {
   }
 
   private requireOrg(): string {
-    if (!this.opts.org) throw new ToolplaneError({ code: ClientErrorCode.CONTRACT_VIOLATION, message: 'this helper needs the client option `org`', retryable: false, subject: '' });
+    if (!this.opts.org)
+      throw new ToolplaneError({
+        code: ClientErrorCode.CONTRACT_VIOLATION,
+        message: 'this helper needs the client option `org`',
+        retryable: false,
+        subject: '',
+      });
     return this.opts.org;
   }
 }
 
 function aborted(subject: string): ToolplaneError {
-  return new ToolplaneError({ code: ClientErrorCode.ABORTED, message: `${subject}: aborted`, retryable: false, subject });
+  return new ToolplaneError({
+    code: ClientErrorCode.ABORTED,
+    message: `${subject}: aborted`,
+    retryable: false,
+    subject,
+  });
 }

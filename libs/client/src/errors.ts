@@ -26,8 +26,27 @@ export class ToolplaneError extends ToolplaneErrorBase<string> {
   declare readonly trace_id: string;
   readonly subject: string;
 
-  constructor(init: { code: string; message: string; retryable: boolean; details?: Record<string, unknown>; trace_id?: string; subject: string }, options?: { cause?: unknown }) {
-    super({ code: init.code, message: init.message, retryable: init.retryable, details: init.details, trace_id: init.trace_id ?? '' }, options);
+  constructor(
+    init: {
+      code: string;
+      message: string;
+      retryable: boolean;
+      details?: Record<string, unknown>;
+      trace_id?: string;
+      subject: string;
+    },
+    options?: { cause?: unknown },
+  ) {
+    super(
+      {
+        code: init.code,
+        message: init.message,
+        retryable: init.retryable,
+        details: init.details,
+        trace_id: init.trace_id ?? '',
+      },
+      options,
+    );
     this.subject = init.subject;
   }
 
@@ -38,13 +57,38 @@ export class ToolplaneError extends ToolplaneErrorBase<string> {
   /** A transport failure of one attempt (no responders and timeouts may be retried; the rest not). */
   static fromTransport(subject: string, e: unknown, traceId: string): ToolplaneError {
     const err = e as { cause?: unknown; message?: string };
-    if (e instanceof NoRespondersError || err?.cause instanceof NoRespondersError || /no responders/i.test(err?.message ?? '')) {
-      return new ToolplaneError({ code: ClientErrorCode.NO_RESPONDERS, message: `no service answers ${subject}`, retryable: true, trace_id: traceId, subject }, { cause: e });
+    if (
+      e instanceof NoRespondersError ||
+      err?.cause instanceof NoRespondersError ||
+      /no responders/i.test(err?.message ?? '')
+    ) {
+      return new ToolplaneError(
+        {
+          code: ClientErrorCode.NO_RESPONDERS,
+          message: `no service answers ${subject}`,
+          retryable: true,
+          trace_id: traceId,
+          subject,
+        },
+        { cause: e },
+      );
     }
     if (e instanceof TimeoutError || err?.cause instanceof TimeoutError || /timeout/i.test(err?.message ?? '')) {
-      return new ToolplaneError({ code: ClientErrorCode.REQUEST_TIMEOUT, message: `no reply to ${subject} in time`, retryable: true, trace_id: traceId, subject }, { cause: e });
+      return new ToolplaneError(
+        {
+          code: ClientErrorCode.REQUEST_TIMEOUT,
+          message: `no reply to ${subject} in time`,
+          retryable: true,
+          trace_id: traceId,
+          subject,
+        },
+        { cause: e },
+      );
     }
-    return new ToolplaneError({ code: 'TRANSPORT_FAILED', message: err?.message ?? String(e), retryable: false, trace_id: traceId, subject }, { cause: e });
+    return new ToolplaneError(
+      { code: 'TRANSPORT_FAILED', message: err?.message ?? String(e), retryable: false, trace_id: traceId, subject },
+      { cause: e },
+    );
   }
 }
 

@@ -1,6 +1,13 @@
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { APP_NAMES, EVENTS, EVENTS_STREAM, type AppName, type EventDescriptor, type EventOf } from '@toolplane/contracts';
+import {
+  APP_NAMES,
+  EVENTS,
+  EVENTS_STREAM,
+  type AppName,
+  type EventDescriptor,
+  type EventOf,
+} from '@toolplane/contracts';
 import { ed25519PublicKeys } from '@toolplane/crypto';
 import { EventVerifier, StaticPublisherKeys, type EventDropReason } from '@toolplane/messaging';
 import { readFileSync } from 'node:fs';
@@ -46,7 +53,10 @@ export interface ToolplaneEvent {
 }
 
 /** Narrows an event to a descriptor's payload type: `if (isEvent(e, McpServerProgressed)) e.payload.pages`. */
-export function isEvent<D extends EventDescriptor>(e: ToolplaneEvent, d: D): e is ToolplaneEvent & { payload: EventOf<D> } {
+export function isEvent<D extends EventDescriptor>(
+  e: ToolplaneEvent,
+  d: D,
+): e is ToolplaneEvent & { payload: EventOf<D> } {
   return e.subject === d.subject;
 }
 
@@ -69,9 +79,12 @@ function verifierOf(opts: EventsOptions): EventVerifier | undefined {
       }
     }
   }
-  for (const [app, list] of Object.entries(opts.publisherKeys ?? {})) keys[app as AppName] = [...(keys[app as AppName] ?? []), ...ed25519PublicKeys((list ?? []).join('\n'))];
+  for (const [app, list] of Object.entries(opts.publisherKeys ?? {}))
+    keys[app as AppName] = [...(keys[app as AppName] ?? []), ...ed25519PublicKeys((list ?? []).join('\n'))];
   if (!Object.values(keys).some((k) => k?.length)) {
-    throw new Error('events are verified by default: give publisherKeys or keysDir (the services\' <app>.sign.pub keys), or verify: false to trust the bus');
+    throw new Error(
+      "events are verified by default: give publisherKeys or keysDir (the services' <app>.sign.pub keys), or verify: false to trust the bus",
+    );
   }
   return new EventVerifier(new StaticPublisherKeys(keys));
 }
@@ -80,15 +93,24 @@ function verifierOf(opts: EventsOptions): EventVerifier | undefined {
  * Follows the events stream with an ordered (ephemeral) consumer; ends when `signal` aborts. Each
  * event is first checked for its publisher's signature (see `publisherKeys`, `verify`).
  */
-export async function* subscribeEvents(nc: NatsConnection, prefix: string, opts: EventsOptions = {}): AsyncGenerator<ToolplaneEvent> {
+export async function* subscribeEvents(
+  nc: NatsConnection,
+  prefix: string,
+  opts: EventsOptions = {},
+): AsyncGenerator<ToolplaneEvent> {
   const verifier = verifierOf(opts);
   const p = prefix ? `${prefix}.` : '';
   // One filter subject (NATS 2.9 has no `filter_subjects`): several entities are filtered here.
   const entities = opts.entities?.length ? new Set(opts.entities) : undefined;
-  const filter_subject = entities?.size === 1 ? `${p}toolplane.v1.events.${[...entities][0]}.*` : `${p}toolplane.v1.events.>`;
+  const filter_subject =
+    entities?.size === 1 ? `${p}toolplane.v1.events.${[...entities][0]}.*` : `${p}toolplane.v1.events.>`;
   const from = opts.from ?? 'new';
   const start =
-    from === 'new' ? { deliver_policy: DeliverPolicy.New } : from === 'all' ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.toISOString() };
+    from === 'new'
+      ? { deliver_policy: DeliverPolicy.New }
+      : from === 'all'
+        ? { deliver_policy: DeliverPolicy.All }
+        : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.toISOString() };
   const consumer = await jetstream(nc).consumers.get(streamName(prefix), { filter_subjects: filter_subject, ...start });
   const messages = await consumer.consume();
   opts.onReady?.();
@@ -102,7 +124,12 @@ export async function* subscribeEvents(nc: NatsConnection, prefix: string, opts:
       const descriptor = bySubject.get(subject);
       if (verifier) {
         // An event the contracts do not know has no owner to check: dropped. History reads (from: all or a date) take old events.
-        const verdict = descriptor ? verifier.verify(descriptor.publishedBy, m.subject, m.headers, m.data, { history: from !== 'new', seq: m.seq }) : ({ ok: false, reason: 'not_owner' } as const);
+        const verdict = descriptor
+          ? verifier.verify(descriptor.publishedBy, m.subject, m.headers, m.data, {
+              history: from !== 'new',
+              seq: m.seq,
+            })
+          : ({ ok: false, reason: 'not_owner' } as const);
         if (!verdict.ok) {
           opts.onDropped?.(subject, verdict.reason);
           continue;

@@ -1,9 +1,19 @@
-import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate, ToolsExecute, ToolsExecuteBatch, type RequestDescriptor } from '@toolplane/contracts';
+import {
+  SchemasGenerate,
+  SchemasNormalize,
+  SchemasStrictify,
+  SchemasValidate,
+  ToolsExecute,
+  ToolsExecuteBatch,
+  type RequestDescriptor,
+} from '@toolplane/contracts';
 import type { RetryPolicy } from './api';
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, baseDelayMs: 100, maxDelayMs: 2_000 };
 
-const READ_ONLY_SCHEMAS = new Set([SchemasGenerate, SchemasValidate, SchemasStrictify, SchemasNormalize].map((d) => d.subject));
+const READ_ONLY_SCHEMAS = new Set(
+  [SchemasGenerate, SchemasValidate, SchemasStrictify, SchemasNormalize].map((d) => d.subject),
+);
 const EXECUTES = new Set([ToolsExecute, ToolsExecuteBatch].map((d) => d.subject));
 
 /**

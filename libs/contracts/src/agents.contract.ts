@@ -21,7 +21,8 @@ const ToolRefs = {
   tool_ids: z.array(ToolId).min(1).max(MAX_TOOLS_PER_REQUEST).optional(),
   tool_names: z.array(ToolRefName).min(1).max(MAX_TOOLS_PER_REQUEST).optional(),
 };
-const oneRefList = (r: { tool_ids?: unknown; tool_names?: unknown }): boolean => (r.tool_ids === undefined) !== (r.tool_names === undefined);
+const oneRefList = (r: { tool_ids?: unknown; tool_names?: unknown }): boolean =>
+  (r.tool_ids === undefined) !== (r.tool_names === undefined);
 const oneRefListMessage = { message: 'give exactly one of tool_ids or tool_names' };
 
 /** One tool of an agent's set, with the agent's settings for it. */
@@ -42,7 +43,12 @@ export const AgentToolsAttach = defineRequest({
   scope: 'tools:write',
   summary: `Attach tools of the org to an agent (by ids or names, at most ${MAX_TOOLS_PER_REQUEST}), all or none: one unknown tool is TOOL_NOT_FOUND and nothing changes. Attaching an attached tool is a no-op unless requires_approval is given: true/false overrides the tool's default_requires_approval for this agent, null clears the override.`,
   request: z
-    .strictObject({ org_id: OrgId, agent_id: AgentId, ...ToolRefs, requires_approval: z.boolean().nullable().optional() })
+    .strictObject({
+      org_id: OrgId,
+      agent_id: AgentId,
+      ...ToolRefs,
+      requires_approval: z.boolean().nullable().optional(),
+    })
     .refine(oneRefList, oneRefListMessage),
   reply: z.object({
     /** The requested tools as attached now, in request order. */
@@ -67,7 +73,8 @@ export const AgentToolsList = defineRequest({
   visibility: 'public',
   servedBy: 'registry',
   scope: 'tools:read',
-  summary: "An agent's tools with its settings for each, in the order they were attached, a page at a time. An agent with no tools has an empty list.",
+  summary:
+    "An agent's tools with its settings for each, in the order they were attached, a page at a time. An agent with no tools has an empty list.",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: AgentId,
@@ -87,7 +94,12 @@ const Description = z.string().optional();
 /** Chat Completions `tools[]` item (ChatCompletionFunctionTool). */
 export const OpenAIChatToolDefinition = z.strictObject({
   type: z.literal('function'),
-  function: z.strictObject({ name: FunctionName, description: Description, parameters: JsonObject, strict: z.boolean() }),
+  function: z.strictObject({
+    name: FunctionName,
+    description: Description,
+    parameters: JsonObject,
+    strict: z.boolean(),
+  }),
 });
 /** Responses API `tools[]` item (FunctionTool). */
 export const OpenAIResponsesToolDefinition = z.strictObject({
@@ -106,36 +118,38 @@ export const AnthropicToolDefinition = z.strictObject({
 });
 /** Gemini's Schema: a select subset of the OpenAPI 3.0 schema object (as @google/genai types it; int64 bounds as strings). */
 const Int64 = z.string().regex(/^-?[0-9]{1,19}$/);
-export const GeminiSchema = z.strictObject({
-  type: z.enum(['STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']).optional(),
-  description: z.string().optional(),
-  title: z.string().optional(),
-  format: z.string().optional(),
-  nullable: z.boolean().optional(),
-  enum: z.array(z.string()).optional(),
-  pattern: z.string().optional(),
-  minimum: z.number().optional(),
-  maximum: z.number().optional(),
-  minLength: Int64.optional(),
-  maxLength: Int64.optional(),
-  minItems: Int64.optional(),
-  maxItems: Int64.optional(),
-  minProperties: Int64.optional(),
-  maxProperties: Int64.optional(),
-  required: z.array(z.string()).optional(),
-  propertyOrdering: z.array(z.string()).optional(),
-  default: z.unknown().optional(),
-  example: z.unknown().optional(),
-  get items() {
-    return GeminiSchema.optional();
-  },
-  get properties() {
-    return z.record(z.string(), GeminiSchema).optional();
-  },
-  get anyOf() {
-    return z.array(GeminiSchema).optional();
-  },
-}).meta({ id: 'GeminiSchema' });
+export const GeminiSchema = z
+  .strictObject({
+    type: z.enum(['STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']).optional(),
+    description: z.string().optional(),
+    title: z.string().optional(),
+    format: z.string().optional(),
+    nullable: z.boolean().optional(),
+    enum: z.array(z.string()).optional(),
+    pattern: z.string().optional(),
+    minimum: z.number().optional(),
+    maximum: z.number().optional(),
+    minLength: Int64.optional(),
+    maxLength: Int64.optional(),
+    minItems: Int64.optional(),
+    maxItems: Int64.optional(),
+    minProperties: Int64.optional(),
+    maxProperties: Int64.optional(),
+    required: z.array(z.string()).optional(),
+    propertyOrdering: z.array(z.string()).optional(),
+    default: z.unknown().optional(),
+    example: z.unknown().optional(),
+    get items() {
+      return GeminiSchema.optional();
+    },
+    get properties() {
+      return z.record(z.string(), GeminiSchema).optional();
+    },
+    get anyOf() {
+      return z.array(GeminiSchema).optional();
+    },
+  })
+  .meta({ id: 'GeminiSchema' });
 export type GeminiSchema = z.infer<typeof GeminiSchema>;
 /**
  * Gemini `tools[].functionDeclarations[]` item (absent parameters: the function takes none); its
@@ -159,7 +173,12 @@ export const JsonSchemaToolDefinition = z.strictObject({
 });
 
 /** A tool of the agent's set that is not in `definitions`, and why (an INVALID schema, a provider limit). */
-export const ExcludedTool = z.object({ tool_id: ToolId, name: z.string(), health: SchemaHealth, reasons: z.array(z.string()) });
+export const ExcludedTool = z.object({
+  tool_id: ToolId,
+  name: z.string(),
+  health: SchemaHealth,
+  reasons: z.array(z.string()),
+});
 export type ExcludedTool = z.infer<typeof ExcludedTool>;
 /** A tool sent other than asked, and why (not strict-able, so sent non-strict; keywords a provider lacks, converted or dropped). */
 export const DefinitionWarning = z.object({ tool_id: ToolId, name: z.string(), reasons: z.array(z.string()) });
@@ -200,7 +219,10 @@ export const AgentToolsDefinitions = defineRequest({
       strict: z.boolean().default(false),
       if_none_match: z.string().min(1).max(128).optional(),
     })
-    .refine((r) => !(r.format === 'gemini' && r.strict), { message: 'gemini has no strict mode: leave strict out', path: ['strict'] }),
+    .refine((r) => !(r.format === 'gemini' && r.strict), {
+      message: 'gemini has no strict mode: leave strict out',
+      path: ['strict'],
+    }),
   reply: z.union([AgentToolDefinitions, z.object({ not_modified: z.literal(true), etag: z.string() })]),
 });
 
@@ -208,21 +230,34 @@ export const AgentToolsDefinitions = defineRequest({
 export const AgentToolDetachment = z.object({ agent_id: AgentId, tool_id: ToolId, name: z.string() });
 export type AgentToolDetachment = z.infer<typeof AgentToolDetachment>;
 
-const AgentToolsEventBase = z.object({ event_id: z.string(), occurred_at: z.string(), org_id: OrgId, agent_id: AgentId });
+const AgentToolsEventBase = z.object({
+  event_id: z.string(),
+  occurred_at: z.string(),
+  org_id: OrgId,
+  agent_id: AgentId,
+});
 
 export const AgentToolsAttached = defineEvent({
   subject: 'toolplane.v1.events.agent-tools.attached',
   publishedBy: ['registry'],
   summary: "Tools were attached to an agent, or the agent's settings for attached tools changed.",
   payload: AgentToolsEventBase.extend({
-    tools: z.array(z.object({ tool_id: ToolId, tool_name: z.string(), requires_approval: z.boolean(), requires_approval_override: z.boolean().nullable() })),
+    tools: z.array(
+      z.object({
+        tool_id: ToolId,
+        tool_name: z.string(),
+        requires_approval: z.boolean(),
+        requires_approval_override: z.boolean().nullable(),
+      }),
+    ),
   }),
 });
 
 export const AgentToolsDetached = defineEvent({
   subject: 'toolplane.v1.events.agent-tools.detached',
   publishedBy: ['registry'],
-  summary: 'Tools were detached from an agent: asked for (request), or their tool was deleted (tool_deleted) or removed by its source, e.g. an MCP resync (source_removed).',
+  summary:
+    'Tools were detached from an agent: asked for (request), or their tool was deleted (tool_deleted) or removed by its source, e.g. an MCP resync (source_removed).',
   payload: AgentToolsEventBase.extend({
     tools: z.array(z.object({ tool_id: ToolId, tool_name: z.string() })),
     cause: z.enum(['request', 'tool_deleted', 'source_removed']),

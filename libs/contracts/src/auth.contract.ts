@@ -40,7 +40,13 @@ export const AuthTokensCreate = defineRequest({
     /** Bind the token to this end user (signed into it as the `uid` claim). */
     user_id: EndUserId.optional(),
   }),
-  reply: z.object({ token: z.string(), token_id: TokenId, scopes: z.array(Scope), expires_at: z.string(), user_id: z.string().nullable().default(null) }),
+  reply: z.object({
+    token: z.string(),
+    token_id: TokenId,
+    scopes: z.array(Scope),
+    expires_at: z.string(),
+    user_id: z.string().nullable().default(null),
+  }),
 });
 
 export const AuthTokensList = defineRequest({
@@ -49,7 +55,11 @@ export const AuthTokensList = defineRequest({
   servedBy: 'credentials',
   scope: 'admin',
   summary: "The org's tokens (metadata only), newest first, a page at a time.",
-  request: z.strictObject({ org_id: OrgId, limit: z.number().int().min(1).max(200).default(50), cursor: z.string().max(512).optional() }),
+  request: z.strictObject({
+    org_id: OrgId,
+    limit: z.number().int().min(1).max(200).default(50),
+    cursor: z.string().max(512).optional(),
+  }),
   reply: z.object({ tokens: z.array(TokenMetadata), next_cursor: z.string().nullable() }),
 });
 
@@ -91,7 +101,8 @@ export const AuthStateGet = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: APP_NAMES,
-  summary: 'The token verification state (signing public keys, revocations, deleted orgs); `unchanged` when the caller has this version.',
+  summary:
+    'The token verification state (signing public keys, revocations, deleted orgs); `unchanged` when the caller has this version.',
   request: z.strictObject({ version: z.string().max(64).optional() }),
   reply: z.union([z.object({ unchanged: z.literal(true), version: z.string() }), AuthState]),
 });
@@ -117,6 +128,6 @@ export const AuthChanged = defineEvent({
 export const OrgDeleted = defineEvent({
   subject: 'toolplane.internal.v1.events.org.deleted',
   publishedBy: ['credentials'],
-  summary: "An org was deleted with its stored credentials: drop every session and token held for it.",
+  summary: 'An org was deleted with its stored credentials: drop every session and token held for it.',
   payload: z.object({ org_id: OrgId }),
 });

@@ -1,4 +1,11 @@
-import { AgentToolsAttach, AgentToolsAttached, AgentToolsDefinitions, AgentToolsDetach, AgentToolsDetached, AgentToolsList } from './agents.contract';
+import {
+  AgentToolsAttach,
+  AgentToolsAttached,
+  AgentToolsDefinitions,
+  AgentToolsDetach,
+  AgentToolsDetached,
+  AgentToolsList,
+} from './agents.contract';
 import { AuthOrgsDelete, AuthStateGet, AuthTokensCreate, AuthTokensList, AuthTokensRevoke } from './auth.contract';
 import {
   ExecutionEnvResolve,
@@ -20,8 +27,26 @@ import {
   WebhooksSet,
 } from './credentials.contract';
 import type { EventDescriptor, RequestDescriptor, WorkQueueDescriptor } from './descriptor';
-import { EXECUTION_EVENTS, ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList, ExecutionsSubmitResult, ExecutionWork } from './executions.contract';
-import { E2bRunnerEnvironment, E2bRunnerRun, LocalRunnerEnvironment, ModalRunnerEnvironment, ModalRunnerRun, LocalRunnerRun, ToolsEnvironment, ToolsExecute, ToolsExecuteBatch } from './execute.contract';
+import {
+  EXECUTION_EVENTS,
+  ExecutionsApprove,
+  ExecutionsDeny,
+  ExecutionsGet,
+  ExecutionsList,
+  ExecutionsSubmitResult,
+  ExecutionWork,
+} from './executions.contract';
+import {
+  E2bRunnerEnvironment,
+  E2bRunnerRun,
+  LocalRunnerEnvironment,
+  ModalRunnerEnvironment,
+  ModalRunnerRun,
+  LocalRunnerRun,
+  ToolsEnvironment,
+  ToolsExecute,
+  ToolsExecuteBatch,
+} from './execute.contract';
 import {
   CONNECTION_EVENTS,
   ConnectionsGet,
@@ -43,7 +68,15 @@ import {
 } from './mcp.contract';
 import { SchemasGenerate, SchemasNormalize, SchemasStrictify, SchemasValidate } from './schemas.contract';
 import { ToolCreated, ToolDeleted, ToolsDelete, ToolsGet, ToolsList, ToolsUpsert, ToolUpdated } from './tools.contract';
-import { ToolsetDeleted, ToolsetsDelete, ToolsetsGet, ToolsetsList, ToolsetsToolsList, ToolsetsUpsert, ToolsetUpserted } from './toolsets.contract';
+import {
+  ToolsetDeleted,
+  ToolsetsDelete,
+  ToolsetsGet,
+  ToolsetsList,
+  ToolsetsToolsList,
+  ToolsetsUpsert,
+  ToolsetUpserted,
+} from './toolsets.contract';
 import { WebFetchWebpage, WebSearch } from './web.contract';
 
 /** Every request subject, public and internal. */
@@ -118,7 +151,20 @@ export const REQUESTS: readonly RequestDescriptor[] = [
   WebSearch,
 ];
 
-export const EVENTS: readonly EventDescriptor[] = [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, ToolsetUpserted, ToolsetDeleted, McpServerSynced, McpServerProgressed, McpServerRemoved, ...CONNECTION_EVENTS, ...EXECUTION_EVENTS];
+export const EVENTS: readonly EventDescriptor[] = [
+  ToolCreated,
+  ToolUpdated,
+  ToolDeleted,
+  AgentToolsAttached,
+  AgentToolsDetached,
+  ToolsetUpserted,
+  ToolsetDeleted,
+  McpServerSynced,
+  McpServerProgressed,
+  McpServerRemoved,
+  ...CONNECTION_EVENTS,
+  ...EXECUTION_EVENTS,
+];
 
 /** Every JetStream work queue. */
 export const WORK_QUEUES: readonly WorkQueueDescriptor[] = [ExecutionWork];

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
-export const OrgId = z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'org_id: letters, digits, . _ : -');
+export const OrgId = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, 'org_id: letters, digits, . _ : -');
 /**
  * The end user a call is made for (org → agent → end user), e.g. the `sub` of the JWT the MCP
  * gateway verified: an opaque id, recorded on the call's execution and its events, the key of the
@@ -15,7 +19,9 @@ export const EndUserId = z
   .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'user_id: no control characters');
 export const JsonObject = z.record(z.string(), z.unknown());
 /** Python/TypeScript identifiers as OpenAI accepts them for function names. */
-export const ToolName = z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/, 'a function name of 1-64 letters, digits or _');
+export const ToolName = z
+  .string()
+  .regex(/^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/, 'a function name of 1-64 letters, digits or _');
 export const MAX_SOURCE_BYTES = 256 * 1024;
 /** Largest docstring (Python: its value) or JSDoc comment schemas.generate reads, in UTF-8 bytes. */
 export const MAX_DOCSTRING_BYTES = 64 * 1024;
@@ -33,20 +39,27 @@ export const MAX_JSON_DEPTH = 64;
  * as they are and never stored as text) are exempt from the text rule, not from the depth.
  * Returns the first offending path.
  */
-export function findWireIssue(value: unknown, opaque: readonly string[] = []): { path: string; message: string } | undefined {
+export function findWireIssue(
+  value: unknown,
+  opaque: readonly string[] = [],
+): { path: string; message: string } | undefined {
   // Opaque fields by path: `args`, or `calls.*.args` (`*`: any key or index at that level).
   const patterns = opaque.map((o) => o.split('.'));
   const deepest = Math.max(0, ...patterns.map((p) => p.length));
-  const isOpaque = (keys: readonly string[]) => patterns.some((p) => p.length === keys.length && p.every((seg, i) => seg === '*' || seg === keys[i]));
+  const isOpaque = (keys: readonly string[]) =>
+    patterns.some((p) => p.length === keys.length && p.every((seg, i) => seg === '*' || seg === keys[i]));
   // `keys` is the path as far as an opaque pattern can reach; `depth` the nesting.
-  const stack: Array<{ v: unknown; path: string; keys: string[]; depth: number; text: boolean }> = [{ v: value, path: '', keys: [], depth: 0, text: true }];
+  const stack: Array<{ v: unknown; path: string; keys: string[]; depth: number; text: boolean }> = [
+    { v: value, path: '', keys: [], depth: 0, text: true },
+  ];
   while (stack.length) {
     const { v, path, keys, depth, text } = stack.pop()!;
     if (typeof v === 'string') {
       const why = text ? unstorable(v) : undefined;
       if (why) return { path: path || '(root)', message: why };
     } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) return { path: path || '(root)', message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
+      if (depth >= MAX_JSON_DEPTH)
+        return { path: path || '(root)', message: `nested deeper than ${MAX_JSON_DEPTH} levels` };
       for (const [k, child] of Array.isArray(v) ? v.entries() : Object.entries(v)) {
         const childPath = path ? `${path}.${k}` : String(k);
         const childKeys = text && depth < deepest ? [...keys, String(k)] : keys;
@@ -62,6 +75,7 @@ export function findWireIssue(value: unknown, opaque: readonly string[] = []): {
 
 function unstorable(s: string): string | undefined {
   if (s.includes('\u0000')) return 'contains a NUL character (U+0000), which cannot be stored';
-  if (!(s as string & { isWellFormed(): boolean }).isWellFormed()) return 'contains a lone UTF-16 surrogate (not valid Unicode)';
+  if (!(s as string & { isWellFormed(): boolean }).isWellFormed())
+    return 'contains a lone UTF-16 surrogate (not valid Unicode)';
   return undefined;
 }

@@ -32,13 +32,21 @@ export const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'env n
 export const EnvValue = z.string().max(32_768);
 export const AgentId = z.string().min(1).max(128);
 
-const SecretKey = EnvName.refine((k) => !(RESERVED_ENV_NAMES as readonly string[]).includes(k), { message: 'reserved name (TOOLPLANE_ORG_ID, TOOLPLANE_AGENT_ID, TOOLPLANE_TOOL_ID)' });
+const SecretKey = EnvName.refine((k) => !(RESERVED_ENV_NAMES as readonly string[]).includes(k), {
+  message: 'reserved name (TOOLPLANE_ORG_ID, TOOLPLANE_AGENT_ID, TOOLPLANE_TOOL_ID)',
+});
 const agentMatchesScope = (r: { scope?: SecretScope; agent_id?: string }): boolean =>
   r.scope === undefined || (r.scope === 'agent') === (r.agent_id !== undefined);
-const agentRule = { message: 'agent_id is required with scope "agent" and not allowed with the other scopes', path: ['agent_id'] };
+const agentRule = {
+  message: 'agent_id is required with scope "agent" and not allowed with the other scopes',
+  path: ['agent_id'],
+};
 const userMatchesScope = (r: { scope?: SecretScope; user_id?: string }): boolean =>
   r.scope === undefined || (r.scope === 'user') === (r.user_id !== undefined);
-const userRule = { message: 'user_id is required with scope "user" and not allowed with the other scopes', path: ['user_id'] };
+const userRule = {
+  message: 'user_id is required with scope "user" and not allowed with the other scopes',
+  path: ['user_id'],
+};
 
 /** A secret as the API shows it: metadata only, never the value. */
 export const SecretMetadata = z.object({
@@ -86,7 +94,12 @@ export const SecretsList = defineRequest({
   servedBy: 'credentials',
   scope: 'secrets:read',
   summary: "The org's secrets (keys and metadata, never values), optionally of one scope, one agent or one end user.",
-  request: z.strictObject({ org_id: OrgId, scope: SecretScope.optional(), agent_id: AgentId.optional(), user_id: EndUserId.optional() }),
+  request: z.strictObject({
+    org_id: OrgId,
+    scope: SecretScope.optional(),
+    agent_id: AgentId.optional(),
+    user_id: EndUserId.optional(),
+  }),
   reply: z.object({ secrets: z.array(SecretMetadata) }),
 });
 
@@ -97,7 +110,14 @@ export const SecretsDelete = defineRequest({
   scope: 'secrets:write',
   summary: 'Delete one secret of the org.',
   request: z
-    .strictObject({ org_id: OrgId, scope: SecretScope, agent_id: AgentId.optional(), user_id: EndUserId.optional(), provider: Provider.optional(), key: EnvName })
+    .strictObject({
+      org_id: OrgId,
+      scope: SecretScope,
+      agent_id: AgentId.optional(),
+      user_id: EndUserId.optional(),
+      provider: Provider.optional(),
+      key: EnvName,
+    })
     .refine(agentMatchesScope, agentRule)
     .refine(userMatchesScope, userRule),
   reply: z.object({ deleted: z.literal(true) }),
@@ -117,7 +137,8 @@ export const WebhooksSet = defineRequest({
   visibility: 'public',
   servedBy: 'credentials',
   scope: 'secrets:write',
-  summary: "Set the org's credentials webhook (called at execution time; its reply's env is merged). The signing secret is stored encrypted and never returned.",
+  summary:
+    "Set the org's credentials webhook (called at execution time; its reply's env is merged). The signing secret is stored encrypted and never returned.",
   request: z.strictObject({
     org_id: OrgId,
     url: z.url({ protocol: /^https?$/ }).max(2048),
@@ -150,28 +171,32 @@ export const WebhooksDelete = defineRequest({
 });
 
 /** Provider settings of a sandbox config. Its env vars are `scope: "sandbox"` secrets. */
-export const SandboxSettings = z.strictObject({
-  timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
-  memory_mb: z.number().int().min(16).max(65_536).optional(),
-  cpu: z.number().min(0.1).max(64).optional(),
-  network: z.enum(['none', 'egress']).optional(),
-  pip_requirements: z.array(PipRequirement).max(256).optional(),
-  template: z.string().min(1).max(256).optional(),
-  /** local: let package builds run build scripts (npm lifecycle scripts, sdist builds when the runner installs wheels only); default off. */
-  build_scripts: z.boolean().optional(),
-  /**
-   * This provider runs the org's custom tools that do not name one (`metadata_.sandbox`). At most
-   * one config of an org is the default: setting it here clears it on the others. No default: local.
-   */
-  default: z.boolean().optional(),
-  /**
-   * Providers to try, in order, when this one cannot take a call (PROVIDER_UNAVAILABLE-class
-   * errors only: the tool did not start). The result names the provider that failed (`fallback_from`).
-   */
-  fallback_providers: z.array(Provider).max(3).optional(),
-  /** Remote providers: calls one sandbox may run at once (default 1). */
-  calls_per_sandbox: z.number().int().min(1).max(64).optional(),
-}).refine((c) => !c.fallback_providers || new Set(c.fallback_providers).size === c.fallback_providers.length, { message: 'fallback_providers: each provider once' });
+export const SandboxSettings = z
+  .strictObject({
+    timeout_ms: z.number().int().min(100).max(3_600_000).optional(),
+    memory_mb: z.number().int().min(16).max(65_536).optional(),
+    cpu: z.number().min(0.1).max(64).optional(),
+    network: z.enum(['none', 'egress']).optional(),
+    pip_requirements: z.array(PipRequirement).max(256).optional(),
+    template: z.string().min(1).max(256).optional(),
+    /** local: let package builds run build scripts (npm lifecycle scripts, sdist builds when the runner installs wheels only); default off. */
+    build_scripts: z.boolean().optional(),
+    /**
+     * This provider runs the org's custom tools that do not name one (`metadata_.sandbox`). At most
+     * one config of an org is the default: setting it here clears it on the others. No default: local.
+     */
+    default: z.boolean().optional(),
+    /**
+     * Providers to try, in order, when this one cannot take a call (PROVIDER_UNAVAILABLE-class
+     * errors only: the tool did not start). The result names the provider that failed (`fallback_from`).
+     */
+    fallback_providers: z.array(Provider).max(3).optional(),
+    /** Remote providers: calls one sandbox may run at once (default 1). */
+    calls_per_sandbox: z.number().int().min(1).max(64).optional(),
+  })
+  .refine((c) => !c.fallback_providers || new Set(c.fallback_providers).size === c.fallback_providers.length, {
+    message: 'fallback_providers: each provider once',
+  });
 export type SandboxSettings = z.infer<typeof SandboxSettings>;
 
 export const SandboxConfig = z.object({
@@ -220,7 +245,8 @@ export const ExecutionEnvResolve = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['executor'],
-  summary: "Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < the end user's secrets < per-call env < reserved ids.",
+  summary:
+    "Resolve the environment of one tool call: sandbox-config vars < webhook < agent secrets < the end user's secrets < per-call env < reserved ids.",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: AgentId.optional(),
@@ -312,7 +338,12 @@ export const OrgSecretsResolve = defineRequest({
   callers: ['mcp-sync'],
   summary:
     "Decrypt the secrets of these names for MCP server templates: the end user's (user_id) over the agent's (agent_id) over the org-wide ones (scope sandbox, no agent, no provider); names none of them has come back in missing.",
-  request: z.strictObject({ org_id: OrgId, agent_id: AgentId.optional(), user_id: EndUserId.optional(), names: z.array(EnvName).min(1).max(256) }),
+  request: z.strictObject({
+    org_id: OrgId,
+    agent_id: AgentId.optional(),
+    user_id: EndUserId.optional(),
+    names: z.array(EnvName).min(1).max(256),
+  }),
   reply: z.object({ values: z.record(z.string(), z.string()), missing: z.array(z.string()) }),
 });
 
@@ -334,7 +365,12 @@ const TokenUserId = z.string().min(1).max(256);
  * Tokens are bound to their issuer: one record per (org, MCP server, end user or the org, issuer =
  * token endpoint URL).
  */
-const OAuthTokenRef = { org_id: OrgId, server_id: z.string().min(1).max(128), issuer: z.url({ protocol: /^https?$/ }).max(2048), user_id: TokenUserId.optional() };
+const OAuthTokenRef = {
+  org_id: OrgId,
+  server_id: z.string().min(1).max(128),
+  issuer: z.url({ protocol: /^https?$/ }).max(2048),
+  user_id: TokenUserId.optional(),
+};
 
 /** Internal: mcp-sync stores (or replaces) an MCP server's OAuth tokens, sealed like every secret. */
 export const McpOAuthTokensStore = defineRequest({
@@ -389,7 +425,12 @@ export const McpOAuthTokensList = defineRequest({
   servedBy: 'credentials',
   callers: ['mcp-sync'],
   summary: "The org's stored OAuth token records (one user's or one server's), without their tokens.",
-  request: z.strictObject({ org_id: OrgId, server_id: z.string().min(1).max(128).optional(), user_id: TokenUserId.optional(), users_only: z.boolean().optional() }),
+  request: z.strictObject({
+    org_id: OrgId,
+    server_id: z.string().min(1).max(128).optional(),
+    user_id: TokenUserId.optional(),
+    users_only: z.boolean().optional(),
+  }),
   reply: z.object({ records: z.array(OAuthTokenRecord).max(10_000) }),
 });
 
@@ -409,7 +450,8 @@ export const SealedValuesSeal = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['mcp-sync', 'executor'],
-  summary: 'Seal a value of another service under the credentials key ring (AES-256-GCM envelope, bound to purpose, org and ref); the caller stores the blob.',
+  summary:
+    'Seal a value of another service under the credentials key ring (AES-256-GCM envelope, bound to purpose, org and ref); the caller stores the blob.',
   request: z.strictObject({ ...SealRef, plaintext: z.string().max(8 * 1024 * 1024) }),
   reply: z.object({ key_id: z.string(), blob: z.string() }),
 });
@@ -420,7 +462,15 @@ export const SealedValuesOpen = defineRequest({
   visibility: 'internal',
   servedBy: 'credentials',
   callers: ['mcp-sync', 'executor'],
-  summary: 'Open a value sealed under the credentials key ring; says whether it should be sealed again under the active key (rotation).',
-  request: z.strictObject({ ...SealRef, key_id: z.string().min(1).max(128), blob: z.string().min(1).max(12 * 1024 * 1024) }),
+  summary:
+    'Open a value sealed under the credentials key ring; says whether it should be sealed again under the active key (rotation).',
+  request: z.strictObject({
+    ...SealRef,
+    key_id: z.string().min(1).max(128),
+    blob: z
+      .string()
+      .min(1)
+      .max(12 * 1024 * 1024),
+  }),
   reply: z.object({ plaintext: z.string(), stale: z.boolean() }),
 });

@@ -72,8 +72,10 @@ export function defineRequest<Req extends z.ZodType, Rep extends z.ZodType>(
   if (d.subject.startsWith('toolplane.internal.') !== (d.visibility === 'internal')) {
     throw new Error(`Subject ${d.subject} does not match its visibility ${d.visibility}`);
   }
-  if (d.visibility === 'public' && (!d.scope || d.callers)) throw new Error(`Public subject ${d.subject} names a scope and no callers`);
-  if (d.visibility === 'internal' && (!d.callers?.length || d.scope)) throw new Error(`Internal subject ${d.subject} names its callers and no scope`);
+  if (d.visibility === 'public' && (!d.scope || d.callers))
+    throw new Error(`Public subject ${d.subject} names a scope and no callers`);
+  if (d.visibility === 'internal' && (!d.callers?.length || d.scope))
+    throw new Error(`Internal subject ${d.subject} names its callers and no scope`);
   return { kind: 'request', ...d };
 }
 
@@ -86,9 +88,13 @@ export function defineWorkQueue<P extends z.ZodType>(d: Omit<WorkQueueDescriptor
 
 export function defineEvent<P extends z.ZodType>(d: Omit<EventDescriptor<P>, 'kind'>): EventDescriptor<P> {
   if (!EVENT_SUBJECT.test(d.subject)) throw new Error(`Bad event subject: ${d.subject}`);
-  if (d.sealed && !d.subject.startsWith('toolplane.internal.')) throw new Error(`Sealed event ${d.subject} must be internal`);
+  if (d.sealed && !d.subject.startsWith('toolplane.internal.'))
+    throw new Error(`Sealed event ${d.subject} must be internal`);
   if (!d.publishedBy?.length) throw new Error(`Event ${d.subject} names the apps that publish it (publishedBy)`);
-  if (d.sealed && (d.sealed.from.length !== d.publishedBy.length || d.sealed.from.some((a) => !d.publishedBy.includes(a)))) {
+  if (
+    d.sealed &&
+    (d.sealed.from.length !== d.publishedBy.length || d.sealed.from.some((a) => !d.publishedBy.includes(a)))
+  ) {
     throw new Error(`Sealed event ${d.subject}: sealed.from and publishedBy name the same apps`);
   }
   return { kind: 'event', ...d };

@@ -42,10 +42,17 @@ describe('the error code table', () => {
       ].sort(),
     );
     // libs/contracts/src/errors.ts FALLBACK_CODES
-    expect(sorted(FALLBACK_CODES)).toEqual([ErrorCode.PROVIDER_UNAVAILABLE, ErrorCode.PROVIDER_RATE_LIMITED, ErrorCode.RUNNER_UNAVAILABLE].sort());
+    expect(sorted(FALLBACK_CODES)).toEqual(
+      [ErrorCode.PROVIDER_UNAVAILABLE, ErrorCode.PROVIDER_RATE_LIMITED, ErrorCode.RUNNER_UNAVAILABLE].sort(),
+    );
     // apps/executor/src/executions/tool-runner.ts NOT_STARTED_CODES
     expect(sorted(NOT_STARTED_CODES)).toEqual(
-      [...FALLBACK_CODES, ErrorCode.ENVIRONMENT_BUILDING, ErrorCode.CREDENTIALS_UNAVAILABLE, ErrorCode.PROVIDER_AUTH_FAILED].sort(),
+      [
+        ...FALLBACK_CODES,
+        ErrorCode.ENVIRONMENT_BUILDING,
+        ErrorCode.CREDENTIALS_UNAVAILABLE,
+        ErrorCode.PROVIDER_AUTH_FAILED,
+      ].sort(),
     );
     // apps/executor/src/builtins/builtin-calls.ts INFRASTRUCTURE_CODES
     expect(sorted(INFRASTRUCTURE_CODES)).toEqual(
@@ -63,9 +70,16 @@ describe('the error code table', () => {
     );
     // apps/mcp-sync/src/connections/connection-pool.ts PERMANENT and AWAITING_USER
     expect(sorted(CONNECTION_PERMANENT_CODES)).toEqual(
-      [ErrorCode.MCP_URL_REFUSED, ErrorCode.SECRET_NOT_FOUND, ErrorCode.MCP_TRANSPORT_DISABLED, ErrorCode.ENCRYPTION_KEY_MISSING].sort(),
+      [
+        ErrorCode.MCP_URL_REFUSED,
+        ErrorCode.SECRET_NOT_FOUND,
+        ErrorCode.MCP_TRANSPORT_DISABLED,
+        ErrorCode.ENCRYPTION_KEY_MISSING,
+      ].sort(),
     );
-    expect(sorted(AWAITING_USER_CODES)).toEqual([ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE].sort());
+    expect(sorted(AWAITING_USER_CODES)).toEqual(
+      [ErrorCode.MCP_AUTHORIZATION_REQUIRED, ErrorCode.MCP_OAUTH_REAUTHORIZE].sort(),
+    );
     // apps/mcp-sync/src/connections/oauth-tokens.ts NO_REDISCOVERY
     expect(sorted(NO_REDISCOVERY_CODES)).toEqual(
       [
@@ -79,7 +93,9 @@ describe('the error code table', () => {
     // libs/messaging/src/messaging-client.ts DOWN
     expect(sorted(DEPENDENCY_DOWN_CODES)).toEqual([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_TIMEOUT].sort());
     // apps/mcp-gateway/src/calls/call-tool.service.ts TOOL_LEVEL
-    expect(sorted(TOOL_LEVEL_CODES)).toEqual([ErrorCode.INVALID_ARGUMENTS, ErrorCode.SCHEMA_INVALID, ErrorCode.EXECUTION_DENIED].sort());
+    expect(sorted(TOOL_LEVEL_CODES)).toEqual(
+      [ErrorCode.INVALID_ARGUMENTS, ErrorCode.SCHEMA_INVALID, ErrorCode.EXECUTION_DENIED].sort(),
+    );
   });
 
   it('has one row for every code, with a meaning and every trait', () => {
@@ -94,9 +110,19 @@ describe('the error code table', () => {
     for (const code of Object.values(ErrorCode)) {
       const row = ERROR_CODES[code];
       // A fallback proves the tool did not start; a provider that could not take the call may later.
-      if (row.fallback) expect({ code, notStarted: row.notStarted, retryable: row.retryable }).toEqual({ code, notStarted: true, retryable: true });
+      if (row.fallback)
+        expect({ code, notStarted: row.notStarted, retryable: row.retryable }).toEqual({
+          code,
+          notStarted: true,
+          retryable: true,
+        });
       // A service that is down could not be asked: never its answer about the request.
-      if (row.dependencyDown) expect({ code, infrastructure: row.infrastructure, retryable: row.retryable }).toEqual({ code, infrastructure: true, retryable: true });
+      if (row.dependencyDown)
+        expect({ code, infrastructure: row.infrastructure, retryable: row.retryable }).toEqual({
+          code,
+          infrastructure: true,
+          retryable: true,
+        });
       // Waiting for a person is not something another discovery fixes.
       if (row.awaitingUser) expect({ code, noRediscovery: row.noRediscovery }).toEqual({ code, noRediscovery: true });
       expect(isRetryable(code)).toBe(row.retryable);
@@ -109,12 +135,19 @@ describe('ToolplaneError', () => {
     expect(new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'm').retryable).toBe(true);
     expect(new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'm', undefined, false).retryable).toBe(false);
     expect(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'm', undefined, { retryable: true }).retryable).toBe(true);
-    expect(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'm', undefined, { cause: new Error('x') }).retryable).toBe(false);
+    expect(new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, 'm', undefined, { cause: new Error('x') }).retryable).toBe(
+      false,
+    );
   });
 
   it('keeps the error it wraps as its ES2022 cause, and has none when it wraps nothing', () => {
     const original = new Error('connect ECONNREFUSED 10.0.0.1:443');
-    const err = new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'the provider is unreachable', { provider: 'e2b' }, { cause: original });
+    const err = new ToolplaneError(
+      ErrorCode.PROVIDER_UNAVAILABLE,
+      'the provider is unreachable',
+      { provider: 'e2b' },
+      { cause: original },
+    );
     expect(err.cause).toBe(original);
     expect(err.details).toEqual({ provider: 'e2b' });
     expect(err).toBeInstanceOf(ToolplaneErrorBase);
@@ -127,7 +160,12 @@ describe('ToolplaneError', () => {
 
   it('never serialises its cause: the cause is not enumerable and not in JSON', () => {
     const secret = new Error('GET https://api.example.com/?token=sk-live-123 failed');
-    const err = new ToolplaneError(ErrorCode.FETCH_FAILED, 'Could not fetch https://api.example.com', { url: 'https://api.example.com' }, { cause: secret });
+    const err = new ToolplaneError(
+      ErrorCode.FETCH_FAILED,
+      'Could not fetch https://api.example.com',
+      { url: 'https://api.example.com' },
+      { cause: secret },
+    );
     expect(Object.keys(err)).not.toContain('cause');
     expect(JSON.stringify(err)).not.toContain('sk-live-123');
     expect(JSON.stringify({ ...err })).not.toContain('sk-live-123');

@@ -187,10 +187,13 @@ function row(meaning: string, ...traits: ErrorCodeTrait[]): ErrorCodeTraits {
 export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   [ErrorCode.MALFORMED_MESSAGE]: row('The body is not UTF-8 JSON.', 'infrastructure'),
   [ErrorCode.CONTRACT_VIOLATION]: row(
-    "Wrong shape, missing `org_id`, unknown field, text Postgres cannot store (a NUL or a lone UTF-16 surrogate, anywhere but in tool arguments), JSON nested deeper than 64 levels; `details.issues[]` names each path.",
+    'Wrong shape, missing `org_id`, unknown field, text Postgres cannot store (a NUL or a lone UTF-16 surrogate, anywhere but in tool arguments), JSON nested deeper than 64 levels; `details.issues[]` names each path.',
     'infrastructure',
   ),
-  [ErrorCode.PAYLOAD_TOO_LARGE]: row("A request over the service's `MAX_REQUEST_BYTES` or NATS' max payload, or a reply that would not fit in one NATS message.", 'infrastructure'),
+  [ErrorCode.PAYLOAD_TOO_LARGE]: row(
+    "A request over the service's `MAX_REQUEST_BYTES` or NATS' max payload, or a reply that would not fit in one NATS message.",
+    'infrastructure',
+  ),
   [ErrorCode.UNAUTHENTICATED]: row(
     'No org token, or a malformed, forged, expired, revoked or deleted-org one; an internal subject without a valid service seal.',
     'infrastructure',
@@ -201,20 +204,48 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   ),
   [ErrorCode.TOKEN_NOT_FOUND]: row("`auth.tokens.revoke` of a token that is not this org's."),
   [ErrorCode.TOOL_NOT_FOUND]: row("No such tool in this org (other orgs' tools are invisible)."),
-  [ErrorCode.TOOL_NAME_CONFLICT]: row('`tools.upsert` named a tool an external source owns (an `external_mcp` tool); `details.tool`, `tool_type`.'),
+  [ErrorCode.TOOL_NAME_CONFLICT]: row(
+    '`tools.upsert` named a tool an external source owns (an `external_mcp` tool); `details.tool`, `tool_type`.',
+  ),
   [ErrorCode.TOOL_READ_ONLY]: row(
     '`tools.upsert` or `tools.delete` of a built-in tool (`letta_builtin`, `letta_core`, `letta_memory_core`); `details.tool`, `tool_id`, `tool_type`.',
   ),
   [ErrorCode.TOOLSET_NOT_FOUND]: row('No toolset (published tool set) of this name in the org.'),
-  [ErrorCode.SCHEMA_GENERATION_FAILED]: row('The source cannot become a schema; `details.reason`, `line`, `function`, `parameter`.'),
+  [ErrorCode.SCHEMA_GENERATION_FAILED]: row(
+    'The source cannot become a schema; `details.reason`, `line`, `function`, `parameter`.',
+  ),
   [ErrorCode.SCHEMA_INVALID]: row("The tool's json_schema cannot check arguments.", 'toolLevel'),
-  [ErrorCode.INVALID_ARGUMENTS]: row("The args do not match the tool's schema (missing, wrong type, unknown); the tool is not run.", 'toolLevel'),
-  [ErrorCode.BATCH_TOO_LARGE]: row('A batch with more calls than the executor takes in one request (`EXECUTE_BATCH_MAX_CALLS`): nothing ran.'),
+  [ErrorCode.INVALID_ARGUMENTS]: row(
+    "The args do not match the tool's schema (missing, wrong type, unknown); the tool is not run.",
+    'toolLevel',
+  ),
+  [ErrorCode.BATCH_TOO_LARGE]: row(
+    'A batch with more calls than the executor takes in one request (`EXECUTE_BATCH_MAX_CALLS`): nothing ran.',
+  ),
   [ErrorCode.UNSUPPORTED_TOOL]: row('No executor for this tool type or source type yet.'),
-  [ErrorCode.RUNNER_UNAVAILABLE]: row('No runner is serving (answered at once, not after a timeout).', 'retryable', 'fallback', 'notStarted'),
-  [ErrorCode.SERVICE_UNAVAILABLE]: row('A service is down (or a dependency of it, such as its database).', 'retryable', 'dependencyDown', 'infrastructure'),
-  [ErrorCode.SERVICE_RESTARTING]: row('The service stopped (e.g. a rolling restart) before it could finish the request: retry it.', 'retryable', 'infrastructure'),
-  [ErrorCode.REQUEST_TIMEOUT]: row('A service did not answer in time (e.g. a runner died mid-call).', 'retryable', 'dependencyDown', 'infrastructure'),
+  [ErrorCode.RUNNER_UNAVAILABLE]: row(
+    'No runner is serving (answered at once, not after a timeout).',
+    'retryable',
+    'fallback',
+    'notStarted',
+  ),
+  [ErrorCode.SERVICE_UNAVAILABLE]: row(
+    'A service is down (or a dependency of it, such as its database).',
+    'retryable',
+    'dependencyDown',
+    'infrastructure',
+  ),
+  [ErrorCode.SERVICE_RESTARTING]: row(
+    'The service stopped (e.g. a rolling restart) before it could finish the request: retry it.',
+    'retryable',
+    'infrastructure',
+  ),
+  [ErrorCode.REQUEST_TIMEOUT]: row(
+    'A service did not answer in time (e.g. a runner died mid-call).',
+    'retryable',
+    'dependencyDown',
+    'infrastructure',
+  ),
   [ErrorCode.REQUEST_CANCELLED]: row(
     "The caller cancelled the request (e.g. an MCP client's `notifications/cancelled`): its work was stopped, and a call's record ends `failed` with this code.",
   ),
@@ -224,7 +255,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
     'notStarted',
     'noRediscovery',
   ),
-  [ErrorCode.SECRET_NOT_FOUND]: row('No secret of that identity in this org.', 'permanentForConnection', 'noRediscovery'),
+  [ErrorCode.SECRET_NOT_FOUND]: row(
+    'No secret of that identity in this org.',
+    'permanentForConnection',
+    'noRediscovery',
+  ),
   [ErrorCode.WEBHOOK_NOT_FOUND]: row('No webhook in this org.'),
   [ErrorCode.WEBHOOK_URL_REFUSED]: row('The webhook URL is not allowed (SSRF policy, scheme, credentials in the URL).'),
   [ErrorCode.SANDBOX_CONFIG_NOT_FOUND]: row('No sandbox config of that identity in this org.'),
@@ -234,15 +269,25 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
   ),
   [ErrorCode.MCP_SERVER_NOT_FOUND]: row('No MCP server of that id or name in this org.'),
   [ErrorCode.MCP_SERVER_EXISTS]: row('An MCP server of that name exists in this org.'),
-  [ErrorCode.MCP_TRANSPORT_DISABLED]: row('Stdio servers are off here (`MCP_STDIO_ENABLED`).', 'permanentForConnection'),
-  [ErrorCode.MCP_COMMAND_REFUSED]: row('A stdio server whose program, arguments or env names are not in `MCP_STDIO_ALLOWED_COMMANDS`.'),
+  [ErrorCode.MCP_TRANSPORT_DISABLED]: row(
+    'Stdio servers are off here (`MCP_STDIO_ENABLED`).',
+    'permanentForConnection',
+  ),
+  [ErrorCode.MCP_COMMAND_REFUSED]: row(
+    'A stdio server whose program, arguments or env names are not in `MCP_STDIO_ALLOWED_COMMANDS`.',
+  ),
   [ErrorCode.MCP_URL_REFUSED]: row(
     'The server (or OAuth token, or redirect target) URL is not http(s) or resolves to a private, loopback, link-local or metadata address that is not allowlisted.',
     'permanentForConnection',
     'noRediscovery',
   ),
-  [ErrorCode.MCP_CONNECTION_FAILED]: row('Connect, initialize or an OAuth request (metadata, registration, token) failed or timed out.', 'retryable'),
-  [ErrorCode.MCP_TOOL_UNAVAILABLE]: row('Reserved for an MCP server tool that cannot be called; no service gives it in this version.'),
+  [ErrorCode.MCP_CONNECTION_FAILED]: row(
+    'Connect, initialize or an OAuth request (metadata, registration, token) failed or timed out.',
+    'retryable',
+  ),
+  [ErrorCode.MCP_TOOL_UNAVAILABLE]: row(
+    'Reserved for an MCP server tool that cannot be called; no service gives it in this version.',
+  ),
   [ErrorCode.MCP_OAUTH_FAILED]: row(
     'An OAuth flow failed: `mcp.oauth.complete` with an unknown, used or expired state; the authorization server refused the client, the code or the registration; metadata naming another resource; no way to register a client.',
   ),
@@ -257,26 +302,45 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
     'awaitingUser',
   ),
   [ErrorCode.CONNECTION_NOT_FOUND]: row('`connections.get`: the end user has not connected that MCP server.'),
-  [ErrorCode.EXECUTION_NOT_FOUND]: row("No execution of that id in this org (never created, another org's, or past its retention)."),
-  [ErrorCode.IDEMPOTENCY_CONFLICT]: row('The `idempotency_key` was used (in its window) for another tool or other args; nothing ran; `details.execution_id`.'),
+  [ErrorCode.EXECUTION_NOT_FOUND]: row(
+    "No execution of that id in this org (never created, another org's, or past its retention).",
+  ),
+  [ErrorCode.IDEMPOTENCY_CONFLICT]: row(
+    'The `idempotency_key` was used (in its window) for another tool or other args; nothing ran; `details.execution_id`.',
+  ),
   [ErrorCode.EXECUTION_IN_PROGRESS]: row(
     'A sync retry with the key of a call still queued or running did not see it finish within its own timeout; `details.execution_id` (nothing ran twice).',
     'retryable',
   ),
-  [ErrorCode.EXECUTION_NOT_PENDING]: row('`approve`/`deny` of an execution not waiting for approval (approved, denied or expired already); `details.status`.'),
+  [ErrorCode.EXECUTION_NOT_PENDING]: row(
+    '`approve`/`deny` of an execution not waiting for approval (approved, denied or expired already); `details.status`.',
+  ),
   [ErrorCode.EXECUTION_ALREADY_COMPLETED]: row(
     '`submit-result` for an execution that is not waiting for its client (a second submission, or a call Toolplane ran); `details.status`.',
   ),
-  [ErrorCode.EXECUTOR_LOST]: row('Outcome: the executor running the call died before recording its outcome; it was not run again (unless the tool is declared idempotent).'),
-  [ErrorCode.EXECUTION_DENIED]: row('Outcome: a human denied the call (its `func_return` carries the reason).', 'toolLevel'),
+  [ErrorCode.EXECUTOR_LOST]: row(
+    'Outcome: the executor running the call died before recording its outcome; it was not run again (unless the tool is declared idempotent).',
+  ),
+  [ErrorCode.EXECUTION_DENIED]: row(
+    'Outcome: a human denied the call (its `func_return` carries the reason).',
+    'toolLevel',
+  ),
   [ErrorCode.EXECUTION_EXPIRED]: row('Outcome: nobody approved or denied the call within its approval TTL.'),
   [ErrorCode.TOOL_EXCEPTION]: row('Outcome: the tool raised.'),
-  [ErrorCode.LANGUAGE_UNAVAILABLE]: row("`run_code` in a language the call's provider does not run; `details.language`, `provider`, `languages`."),
-  [ErrorCode.EXECUTION_TIMEOUT]: row("Outcome: the tool ran past its timeout (the process group is killed at the deadline)."),
+  [ErrorCode.LANGUAGE_UNAVAILABLE]: row(
+    "`run_code` in a language the call's provider does not run; `details.language`, `provider`, `languages`.",
+  ),
+  [ErrorCode.EXECUTION_TIMEOUT]: row(
+    'Outcome: the tool ran past its timeout (the process group is killed at the deadline).',
+  ),
   [ErrorCode.OUTPUT_LIMIT_EXCEEDED]: row('Outcome: the tool wrote more output than the runner keeps.'),
   [ErrorCode.SANDBOX_FAILURE]: row('Outcome: the sandbox crashed, broke its protocol or could not be spawned.'),
-  [ErrorCode.DEPENDENCY_INSTALL_FAILED]: row('Outcome: pip or npm could not install a requirement; the message names it and quotes pip.'),
-  [ErrorCode.SANDBOX_LOST]: row('Outcome: a remote sandbox died or vanished during the call (the tool may have started); the runner replaces it.'),
+  [ErrorCode.DEPENDENCY_INSTALL_FAILED]: row(
+    'Outcome: pip or npm could not install a requirement; the message names it and quotes pip.',
+  ),
+  [ErrorCode.SANDBOX_LOST]: row(
+    'Outcome: a remote sandbox died or vanished during the call (the tool may have started); the runner replaces it.',
+  ),
   [ErrorCode.ENVIRONMENT_BUILDING]: row(
     "The tool's environment (its pip/npm requirements) is still being built: the call did not run; `details.provider`, `status`, `requirements_hash`, `progress?`; the build goes on (`tools.environment` tells when it is ready).",
     'retryable',
@@ -288,18 +352,41 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeTraits>> = {
     'fallback',
     'notStarted',
   ),
-  [ErrorCode.PROVIDER_RATE_LIMITED]: row("The provider is rate-limiting or out of quota; the org's fallback list applies.", 'retryable', 'fallback', 'notStarted'),
-  [ErrorCode.PROVIDER_AUTH_FAILED]: row("The provider refused the org's (or the runner's) credentials: fix the E2B_API_KEY / Modal token.", 'notStarted'),
+  [ErrorCode.PROVIDER_RATE_LIMITED]: row(
+    "The provider is rate-limiting or out of quota; the org's fallback list applies.",
+    'retryable',
+    'fallback',
+    'notStarted',
+  ),
+  [ErrorCode.PROVIDER_AUTH_FAILED]: row(
+    "The provider refused the org's (or the runner's) credentials: fix the E2B_API_KEY / Modal token.",
+    'notStarted',
+  ),
   [ErrorCode.URL_SCHEME_UNSUPPORTED]: row('A URL whose scheme is not http or https; `details.scheme`.'),
   [ErrorCode.EGRESS_REFUSED]: row(
     "The SSRF policy refused the target (or a redirect's target): a private, loopback, link-local or other non-global address not on the operator's allowlist. Nothing was sent to it.",
   ),
-  [ErrorCode.CONTENT_TOO_LARGE]: row('The response is larger than the fetch cap (`details.limit_bytes`); the rest was not read.'),
-  [ErrorCode.CONTENT_TYPE_UNSUPPORTED]: row('A content type fetch_webpage does not read; `details.content_type`, `supported`.'),
-  [ErrorCode.FETCH_FAILED]: row('The target could not be reached or answered an HTTP error (`details.status` when it answered).', 'retryable'),
-  [ErrorCode.FETCH_TIMEOUT]: row('The target did not answer in full within the fetch timeout; `details.timeout_ms`.', 'retryable'),
-  [ErrorCode.SEARCH_NOT_CONFIGURED]: row("web_search with no Exa key: neither the agent's EXA_API_KEY secret nor the service's config."),
-  [ErrorCode.INTERNAL]: row('Anything unexpected; the message says nothing more, the trace id finds it.', 'infrastructure'),
+  [ErrorCode.CONTENT_TOO_LARGE]: row(
+    'The response is larger than the fetch cap (`details.limit_bytes`); the rest was not read.',
+  ),
+  [ErrorCode.CONTENT_TYPE_UNSUPPORTED]: row(
+    'A content type fetch_webpage does not read; `details.content_type`, `supported`.',
+  ),
+  [ErrorCode.FETCH_FAILED]: row(
+    'The target could not be reached or answered an HTTP error (`details.status` when it answered).',
+    'retryable',
+  ),
+  [ErrorCode.FETCH_TIMEOUT]: row(
+    'The target did not answer in full within the fetch timeout; `details.timeout_ms`.',
+    'retryable',
+  ),
+  [ErrorCode.SEARCH_NOT_CONFIGURED]: row(
+    "web_search with no Exa key: neither the agent's EXA_API_KEY secret nor the service's config.",
+  ),
+  [ErrorCode.INTERNAL]: row(
+    'Anything unexpected; the message says nothing more, the trace id finds it.',
+    'infrastructure',
+  ),
 };
 
 /** The codes that have `trait`, derived from the table. */
@@ -389,14 +476,24 @@ export interface ToolplaneErrorOptions {
  * (`{ retryable?, cause? }`); a bare boolean is the older spelling of `{ retryable }`.
  */
 export class ToolplaneError extends ToolplaneErrorBase<ErrorCode> {
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: boolean | ToolplaneErrorOptions) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details?: Record<string, unknown>,
+    options?: boolean | ToolplaneErrorOptions,
+  ) {
     const o: ToolplaneErrorOptions = typeof options === 'boolean' ? { retryable: options } : (options ?? {});
-    super({ code, message, details, retryable: o.retryable ?? isRetryable(code) }, 'cause' in o ? { cause: o.cause } : undefined);
+    super(
+      { code, message, details, retryable: o.retryable ?? isRetryable(code) },
+      'cause' in o ? { cause: o.cause } : undefined,
+    );
   }
 
   /** An error received from another service keeps its code, message, retry flag and trace id. */
   static fromBody(body: ErrorBody): ToolplaneError {
-    const code = (Object.values(ErrorCode) as string[]).includes(body.code) ? (body.code as ErrorCode) : ErrorCode.INTERNAL;
+    const code = (Object.values(ErrorCode) as string[]).includes(body.code)
+      ? (body.code as ErrorCode)
+      : ErrorCode.INTERNAL;
     const err = new ToolplaneError(code, body.message, body.details, body.retryable);
     err.trace_id = body.trace_id;
     return err;

@@ -137,7 +137,10 @@ export const ToolsExecute = defineRequest({
     .refine((r) => (r.tool_id === undefined) !== (r.tool_name === undefined), {
       message: 'give exactly one of tool_id or tool_name',
     })
-    .refine((r) => r.agent_id === undefined || r.toolset === undefined, { message: 'give at most one of agent_id or toolset', path: ['toolset'] }),
+    .refine((r) => r.agent_id === undefined || r.toolset === undefined, {
+      message: 'give at most one of agent_id or toolset',
+      path: ['toolset'],
+    }),
   reply: ExecuteReply,
 });
 
@@ -152,7 +155,9 @@ const BatchCall = z
     args: JsonObject.default({}),
     timeout_ms: CallTimeout.optional(),
   })
-  .refine((c) => (c.tool_id === undefined) !== (c.tool_name === undefined), { message: 'give exactly one of tool_id or tool_name' });
+  .refine((c) => (c.tool_id === undefined) !== (c.tool_name === undefined), {
+    message: 'give exactly one of tool_id or tool_name',
+  });
 
 /**
  * A batch call's outcome: a ToolExecutionResult with its call id (a call that could not run says
@@ -188,7 +193,9 @@ export const ToolsExecuteBatch = defineRequest({
       /** Each call's timeout unless the call names its own. */
       timeout_ms: CallTimeout.optional(),
     })
-    .refine((r) => new Set(r.calls.map((c) => c.call_id)).size === r.calls.length, { message: 'call_id: each call of a batch has its own' }),
+    .refine((r) => new Set(r.calls.map((c) => c.call_id)).size === r.calls.length, {
+      message: 'call_id: each call of a batch has its own',
+    }),
   reply: z.object({ results: z.array(BatchCallResult) }),
 });
 
@@ -197,56 +204,56 @@ export const ToolsExecuteBatch = defineRequest({
  * with this request and reply; what is provider-specific travels only in the typed `sandbox` block.
  */
 const RunnerRunRequest = z.strictObject({
-    org_id: OrgId,
-    tool_id: ToolId,
-    /** The call's id: the executor names it to cancel a call it gave up (LocalRunAbandoned). */
-    run_id: z.uuid().optional(),
-    function_name: z.string().min(1),
-    source_code: z.string().min(1),
-    source_type: z.string(),
-    args: JsonObject,
-    agent_id: z.string().optional(),
-    /**
-     * The call's final env, as the credentials service resolved it (its one owner: layers and the
-     * reserved ids applied there, RESERVED_ENV_NAMES last): the runner runs the tool with exactly this.
-     */
-    env: z.record(z.string(), z.string()),
-    /**
-     * The provider's own credentials for this org (e2b: E2B_API_KEY; modal: MODAL_TOKEN_ID/SECRET),
-     * from the org's provider-scoped secrets: the runner uses them to reach its cloud; they never
-     * enter the tool's env. Absent: the runner's own configured credentials, if any.
-     */
-    provider_credentials: z.record(z.string(), z.string()).optional(),
-    /** The org's sandbox config for this provider, by fingerprint (null: none): remote runners key their sandboxes by it. */
-    sandbox_config_fingerprint: z.string().nullable().optional(),
-    /** Names in `env` whose values the runner masks in stdout, stderr, the return value and errors, before anything is cut. */
-    masked_keys: z.array(z.string()).max(1024).optional(),
-    timeout_ms: z.number().int().min(1),
-    /** The tool's pip requirements plus the sandbox config's: the call runs in their virtualenv. */
-    pip_requirements: z.array(PipRequirement).optional(),
-    /** TypeScript/JavaScript tools (`source_type` typescript/javascript): the call runs with their node_modules tree. */
-    npm_requirements: z.array(NpmRequirement).optional(),
-    /** Sandbox-config overrides of the runner's default limits. */
-    sandbox: z
-      .strictObject({
-        network: z.boolean().optional(),
-        memory_mb: z.number().int().min(16).optional(),
-        cpu_seconds: z.number().int().min(1).optional(),
-        processes: z.number().int().min(1).optional(),
-        open_files: z.number().int().min(16).optional(),
-        file_size_mb: z.number().int().min(1).optional(),
-        work_dir_mb: z.number().int().min(1).optional(),
-        max_output_bytes: z.number().int().min(1024).optional(),
-        /** Let package builds run build scripts (npm lifecycle scripts; sdists when the runner installs wheels only). */
-        build_scripts: z.boolean().optional(),
-        /** Remote providers: the sandbox template (E2B template id / Modal image). */
-        template: z.string().min(1).max(256).optional(),
-        /** Remote providers: vCPUs of the sandbox. */
-        cpu: z.number().min(0.1).max(64).optional(),
-        /** Remote providers: calls one sandbox may run at once (default 1: never two calls in one sandbox). */
-        calls_per_sandbox: z.number().int().min(1).max(64).optional(),
-      })
-      .optional(),
+  org_id: OrgId,
+  tool_id: ToolId,
+  /** The call's id: the executor names it to cancel a call it gave up (LocalRunAbandoned). */
+  run_id: z.uuid().optional(),
+  function_name: z.string().min(1),
+  source_code: z.string().min(1),
+  source_type: z.string(),
+  args: JsonObject,
+  agent_id: z.string().optional(),
+  /**
+   * The call's final env, as the credentials service resolved it (its one owner: layers and the
+   * reserved ids applied there, RESERVED_ENV_NAMES last): the runner runs the tool with exactly this.
+   */
+  env: z.record(z.string(), z.string()),
+  /**
+   * The provider's own credentials for this org (e2b: E2B_API_KEY; modal: MODAL_TOKEN_ID/SECRET),
+   * from the org's provider-scoped secrets: the runner uses them to reach its cloud; they never
+   * enter the tool's env. Absent: the runner's own configured credentials, if any.
+   */
+  provider_credentials: z.record(z.string(), z.string()).optional(),
+  /** The org's sandbox config for this provider, by fingerprint (null: none): remote runners key their sandboxes by it. */
+  sandbox_config_fingerprint: z.string().nullable().optional(),
+  /** Names in `env` whose values the runner masks in stdout, stderr, the return value and errors, before anything is cut. */
+  masked_keys: z.array(z.string()).max(1024).optional(),
+  timeout_ms: z.number().int().min(1),
+  /** The tool's pip requirements plus the sandbox config's: the call runs in their virtualenv. */
+  pip_requirements: z.array(PipRequirement).optional(),
+  /** TypeScript/JavaScript tools (`source_type` typescript/javascript): the call runs with their node_modules tree. */
+  npm_requirements: z.array(NpmRequirement).optional(),
+  /** Sandbox-config overrides of the runner's default limits. */
+  sandbox: z
+    .strictObject({
+      network: z.boolean().optional(),
+      memory_mb: z.number().int().min(16).optional(),
+      cpu_seconds: z.number().int().min(1).optional(),
+      processes: z.number().int().min(1).optional(),
+      open_files: z.number().int().min(16).optional(),
+      file_size_mb: z.number().int().min(1).optional(),
+      work_dir_mb: z.number().int().min(1).optional(),
+      max_output_bytes: z.number().int().min(1024).optional(),
+      /** Let package builds run build scripts (npm lifecycle scripts; sdists when the runner installs wheels only). */
+      build_scripts: z.boolean().optional(),
+      /** Remote providers: the sandbox template (E2B template id / Modal image). */
+      template: z.string().min(1).max(256).optional(),
+      /** Remote providers: vCPUs of the sandbox. */
+      cpu: z.number().min(0.1).max(64).optional(),
+      /** Remote providers: calls one sandbox may run at once (default 1: never two calls in one sandbox). */
+      calls_per_sandbox: z.number().int().min(1).max(64).optional(),
+    })
+    .optional(),
 });
 
 /** The state of a tool's environment (its pip/npm requirements built) on the provider that runs it. */
@@ -300,7 +307,11 @@ export const ToolsEnvironment = defineRequest({
 });
 
 /** The app that serves each provider's runner subject. */
-export const RUNNER_APPS: Readonly<Partial<Record<Provider, AppName>>> = { local: 'runner-local', e2b: 'runner-e2b', modal: 'runner-modal' };
+export const RUNNER_APPS: Readonly<Partial<Record<Provider, AppName>>> = {
+  local: 'runner-local',
+  e2b: 'runner-e2b',
+  modal: 'runner-modal',
+};
 
 function runnerRun<A extends AppName>(provider: Provider, app: A, summary: string) {
   return defineRequest({

@@ -16,10 +16,24 @@ import { ToolsetName } from './toolsets.contract';
  * awaiting_client → succeeded | failed (the client's report). queued: async, waiting on the work
  * queue; running: claimed by one executor.
  */
-export const ExecutionState = z.enum(['pending_approval', 'queued', 'running', 'succeeded', 'failed', 'denied', 'expired', 'awaiting_client']);
+export const ExecutionState = z.enum([
+  'pending_approval',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'denied',
+  'expired',
+  'awaiting_client',
+]);
 export type ExecutionState = z.infer<typeof ExecutionState>;
 /** States an execution never leaves. */
-export const FINAL_EXECUTION_STATES: ReadonlySet<ExecutionState> = new Set(['succeeded', 'failed', 'denied', 'expired']);
+export const FINAL_EXECUTION_STATES: ReadonlySet<ExecutionState> = new Set([
+  'succeeded',
+  'failed',
+  'denied',
+  'expired',
+]);
 
 export const ExecutionRecord = z.object({
   execution_id: ExecutionId,
@@ -65,7 +79,7 @@ export const ExecutionsGet = defineRequest({
   servedBy: 'executor',
   scope: 'tools:read',
   summary:
-    "One execution of the org: its record; its args while it waits (pending_approval, queued, awaiting_client); its result while kept (EXECUTION_RESULT_RETENTION_MS, default 24 h), else null. A sync call without an idempotency key is recorded just after it answers (EXECUTION_WRITE_BEHIND_MS): until then, EXECUTION_NOT_FOUND.",
+    'One execution of the org: its record; its args while it waits (pending_approval, queued, awaiting_client); its result while kept (EXECUTION_RESULT_RETENTION_MS, default 24 h), else null. A sync call without an idempotency key is recorded just after it answers (EXECUTION_WRITE_BEHIND_MS): until then, EXECUTION_NOT_FOUND.',
   request: z.strictObject(ExecutionRef),
   reply: z.object({ execution: ExecutionRecord, args: JsonObject.nullable(), result: ToolExecutionResult.nullable() }),
 });
@@ -75,7 +89,8 @@ export const ExecutionsList = defineRequest({
   visibility: 'public',
   servedBy: 'executor',
   scope: 'tools:read',
-  summary: "The org's executions, newest first, filtered by agent, end user, tool set, tool and state, a page at a time (records only: no args, no results).",
+  summary:
+    "The org's executions, newest first, filtered by agent, end user, tool set, tool and state, a page at a time (records only: no args, no results).",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: z.string().min(1).max(128).optional(),
@@ -160,14 +175,16 @@ export const ExecutionCompleted = defineEvent({
 export const ExecutionFailed = defineEvent({
   subject: 'toolplane.v1.events.execution.failed',
   publishedBy: ['executor'],
-  summary: 'An execution failed (the tool raised or timed out, its executor was lost, its client reported an error). The result: executions.get.',
+  summary:
+    'An execution failed (the tool raised or timed out, its executor was lost, its client reported an error). The result: executions.get.',
   payload: ExecutionEventPayload,
 });
 /** `held`: the subject grammar's verb is one lowercase word; the execution's status is pending_approval. */
 export const ExecutionHeld = defineEvent({
   subject: 'toolplane.v1.events.execution.held',
   publishedBy: ['executor'],
-  summary: 'A call needs approval: its execution is pending_approval (args: executions.get). approve or deny it before its expires_at.',
+  summary:
+    'A call needs approval: its execution is pending_approval (args: executions.get). approve or deny it before its expires_at.',
   payload: ExecutionEventPayload.extend({ expires_at: z.string() }),
 });
 export const ExecutionApproved = defineEvent({
@@ -189,7 +206,14 @@ export const ExecutionExpired = defineEvent({
   payload: ExecutionEventPayload,
 });
 
-export const EXECUTION_EVENTS = [ExecutionCompleted, ExecutionFailed, ExecutionHeld, ExecutionApproved, ExecutionDenied, ExecutionExpired] as const;
+export const EXECUTION_EVENTS = [
+  ExecutionCompleted,
+  ExecutionFailed,
+  ExecutionHeld,
+  ExecutionApproved,
+  ExecutionDenied,
+  ExecutionExpired,
+] as const;
 
 /**
  * Internal work queue of async executions: one message per execution to run (its record holds the

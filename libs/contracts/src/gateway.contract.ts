@@ -23,7 +23,8 @@ export const McpSessionId = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'an MCP 
 export const McpSessionRelayed = defineEvent({
   subject: 'toolplane.internal.v1.events.mcp-session.relayed',
   publishedBy: ['mcp-gateway'],
-  summary: "A client's message (a JSON-RPC response, or a notification such as notifications/cancelled) for a request of its session that another gateway replica may be serving.",
+  summary:
+    "A client's message (a JSON-RPC response, or a notification such as notifications/cancelled) for a request of its session that another gateway replica may be serving.",
   payload: z.object({ session_id: McpSessionId, message: z.record(z.string(), z.unknown()) }),
   sealed: { from: ['mcp-gateway'], to: 'mcp-gateway' },
 });
@@ -51,7 +52,8 @@ const SUBJECT_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The subject of one SSE stream of one session: `toolplane.internal.v1.mcp-streams.<session digest>.<stream id>`. */
 export function mcpStreamSubject(sessionDigest: string, streamId: string): string {
-  if (!SUBJECT_TOKEN.test(sessionDigest) || !SUBJECT_TOKEN.test(streamId)) throw new Error('Bad MCP stream subject token');
+  if (!SUBJECT_TOKEN.test(sessionDigest) || !SUBJECT_TOKEN.test(streamId))
+    throw new Error('Bad MCP stream subject token');
   return `toolplane.internal.v1.mcp-streams.${sessionDigest}.${streamId}`;
 }
 

@@ -1,7 +1,18 @@
 import { z } from 'zod';
 
 /** Every deployable of Toolplane: each is one service identity (its own key), one NATS user, one queue group. */
-export const APP_NAMES = ['registry', 'schema', 'credentials', 'executor', 'runner-local', 'runner-e2b', 'runner-modal', 'mcp-sync', 'web-tools', 'mcp-gateway'] as const;
+export const APP_NAMES = [
+  'registry',
+  'schema',
+  'credentials',
+  'executor',
+  'runner-local',
+  'runner-e2b',
+  'runner-modal',
+  'mcp-sync',
+  'web-tools',
+  'mcp-gateway',
+] as const;
 export const AppName = z.enum(APP_NAMES);
 export type AppName = z.infer<typeof AppName>;
 
@@ -10,7 +21,16 @@ export type AppName = z.infer<typeof AppName>;
  * `scope`). `admin` manages the org's tokens; a platform operator token (no org) holds only
  * `admin` and is accepted only on the `toolplane.v1.auth.*` subjects.
  */
-export const SCOPES = ['tools:read', 'tools:write', 'tools:execute', 'secrets:read', 'secrets:write', 'mcp:read', 'mcp:write', 'admin'] as const;
+export const SCOPES = [
+  'tools:read',
+  'tools:write',
+  'tools:execute',
+  'secrets:read',
+  'secrets:write',
+  'mcp:read',
+  'mcp:write',
+  'admin',
+] as const;
 export const Scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof Scope>;
 /** Scopes of a new org token when the request names none: everything but admin. */

@@ -13,7 +13,9 @@ export type McpTransport = z.infer<typeof McpTransport>;
 
 export const MCP_SERVER_ID = /^mcp-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const McpServerId = z.string().regex(MCP_SERVER_ID, 'an id like mcp-<uuid>');
-export const McpServerName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a server name of 1-64 letters, digits, _ . -');
+export const McpServerName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a server name of 1-64 letters, digits, _ . -');
 /** Prepended to every tool name of the server (namespacing; avoids collisions). */
 export const McpToolPrefix = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,31}$/, 'a prefix of 1-32 letters, digits or _');
 
@@ -70,31 +72,58 @@ const OAuthAuthInput = z
      */
     account: z.enum(['org', 'user']).optional(),
   })
-  .refine((a) => a.grant_type !== 'client_credentials' || (a.client_id !== undefined && (a.client_secret !== undefined || a.private_key !== undefined)), {
-    message: 'client_credentials needs client_id and client_secret or private_key',
+  .refine(
+    (a) =>
+      a.grant_type !== 'client_credentials' ||
+      (a.client_id !== undefined && (a.client_secret !== undefined || a.private_key !== undefined)),
+    {
+      message: 'client_credentials needs client_id and client_secret or private_key',
+    },
+  )
+  .refine((a) => a.token_endpoint_auth_method !== 'private_key_jwt' || a.private_key !== undefined, {
+    message: 'private_key_jwt needs private_key',
   })
-  .refine((a) => a.token_endpoint_auth_method !== 'private_key_jwt' || a.private_key !== undefined, { message: 'private_key_jwt needs private_key' })
-  .refine((a) => a.private_key === undefined || a.client_id !== undefined, { message: 'private_key needs the client_id it is registered for' });
+  .refine((a) => a.private_key === undefined || a.client_id !== undefined, {
+    message: 'private_key needs the client_id it is registered for',
+  });
 
-export const McpAuthInput = z.union([z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }), OAuthAuthInput]);
+export const McpAuthInput = z.union([
+  z.strictObject({ type: z.literal('bearer'), token: TemplatedValue.min(1) }),
+  OAuthAuthInput,
+]);
 export type McpAuthInput = z.infer<typeof McpAuthInput>;
 
 const serverFields = {
   transport: McpTransport,
   command: z.string().min(1).max(1024).optional(),
   args: z.array(z.string().max(4096)).max(64).optional(),
-  env: z.record(EnvName, TemplatedValue).refine((e) => Object.keys(e).length <= 128, { message: 'at most 128 env vars' }).optional(),
-  url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
-  headers: z.record(HeaderName, TemplatedValue).refine((h) => Object.keys(h).length <= 64, { message: 'at most 64 headers' }).optional(),
+  env: z
+    .record(EnvName, TemplatedValue)
+    .refine((e) => Object.keys(e).length <= 128, { message: 'at most 128 env vars' })
+    .optional(),
+  url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
+  headers: z
+    .record(HeaderName, TemplatedValue)
+    .refine((h) => Object.keys(h).length <= 64, { message: 'at most 64 headers' })
+    .optional(),
   auth: McpAuthInput.optional(),
   tool_prefix: McpToolPrefix.optional(),
 };
 
 const transportRule = (s: { transport: McpTransport; command?: string; url?: string }): boolean =>
-  s.transport === 'stdio' ? s.command !== undefined && s.url === undefined : s.url !== undefined && s.command === undefined;
-const transportMessage = { message: 'stdio takes command (and args, env); sse and streamable_http take url (and headers)' };
+  s.transport === 'stdio'
+    ? s.command !== undefined && s.url === undefined
+    : s.url !== undefined && s.command === undefined;
+const transportMessage = {
+  message: 'stdio takes command (and args, env); sse and streamable_http take url (and headers)',
+};
 
-export const McpServerInput = z.strictObject({ name: McpServerName, ...serverFields }).refine(transportRule, transportMessage);
+export const McpServerInput = z
+  .strictObject({ name: McpServerName, ...serverFields })
+  .refine(transportRule, transportMessage);
 export type McpServerInput = z.infer<typeof McpServerInput>;
 
 /** The result of one discovery + registry write. Counts, plus every tool that could not be kept as asked. */
@@ -159,12 +188,24 @@ export const McpServer = z.object({
    * asks for more scope (`step_up`). Open the URL, then `mcp.oauth.complete`; null when authorized.
    */
   pending_authorization: z
-    .object({ reason: z.enum(['reauthorize', 'step_up']), authorization_url: z.string(), state: z.string(), expires_at: z.string(), scope: z.string().nullable() })
+    .object({
+      reason: z.enum(['reauthorize', 'step_up']),
+      authorization_url: z.string(),
+      state: z.string(),
+      expires_at: z.string(),
+      scope: z.string().nullable(),
+    })
     .nullable(),
   tool_prefix: z.string().nullable(),
   tool_count: z.number().int(),
   last_sync: z
-    .object({ at: z.string(), trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() })
+    .object({
+      at: z.string(),
+      trigger: McpSyncTrigger,
+      ok: z.boolean(),
+      report: McpSyncReport.nullable(),
+      error: z.string().nullable(),
+    })
     .nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -207,10 +248,14 @@ export const McpServersAdd = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:write',
-  summary: "Register an MCP server for the org: connect, list every page of its tools, store them as external_mcp tools and report what happened. Secrets are stored encrypted and never returned.",
+  summary:
+    'Register an MCP server for the org: connect, list every page of its tools, store them as external_mcp tools and report what happened. Secrets are stored encrypted and never returned.',
   request: z.strictObject({ org_id: OrgId, server: McpServerInput }),
   /** With OAuth authorization_code: nothing is connected yet; open the URL, then call mcp.oauth.complete. */
-  reply: z.union([z.object({ server: McpServer, sync: McpSyncReport }), z.object({ authorization: McpAuthorizationRequest })]),
+  reply: z.union([
+    z.object({ server: McpServer, sync: McpSyncReport }),
+    z.object({ authorization: McpAuthorizationRequest }),
+  ]),
 });
 
 export const McpOAuthComplete = defineRequest({
@@ -218,7 +263,8 @@ export const McpOAuthComplete = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:write',
-  summary: "Finish an OAuth authorization-code server add: exchange the code (with the PKCE verifier) at the issuer, store the tokens encrypted in the credentials service, connect and sync.",
+  summary:
+    'Finish an OAuth authorization-code server add: exchange the code (with the PKCE verifier) at the issuer, store the tokens encrypted in the credentials service, connect and sync.',
   request: z.strictObject({
     org_id: OrgId,
     state: z.string().min(16).max(256),
@@ -273,7 +319,7 @@ export const McpServersRemove = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:write',
-  summary: "Remove an MCP server and every tool it brought.",
+  summary: 'Remove an MCP server and every tool it brought.',
   request: z.strictObject(ServerRef).refine(oneRef, oneRefMessage),
   reply: z.object({ removed: z.literal(true), tools_removed: z.number().int() }),
 });
@@ -300,7 +346,12 @@ export const McpServerSynced = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.synced',
   publishedBy: ['mcp-sync'],
   summary: "An MCP server's tools were synced (or the attempt failed: ok false, error says why).",
-  payload: McpServerEventBase.extend({ trigger: McpSyncTrigger, ok: z.boolean(), report: McpSyncReport.nullable(), error: z.string().nullable() }),
+  payload: McpServerEventBase.extend({
+    trigger: McpSyncTrigger,
+    ok: z.boolean(),
+    report: McpSyncReport.nullable(),
+    error: z.string().nullable(),
+  }),
 });
 
 /**
@@ -311,7 +362,8 @@ export const McpServerSynced = defineEvent({
 export const McpServerProgressed = defineEvent({
   subject: 'toolplane.v1.events.mcp-server.progressed',
   publishedBy: ['mcp-sync'],
-  summary: 'A running sync of an MCP server made progress: a page of its tools listed, or the write of its tool set begun or advanced.',
+  summary:
+    'A running sync of an MCP server made progress: a page of its tools listed, or the write of its tool set begun or advanced.',
   payload: McpServerEventBase.extend({
     /** The same for every progress event of one sync run. */
     sync_id: z.uuid(),
@@ -358,7 +410,8 @@ export const McpToolsCall = defineRequest({
   visibility: 'internal',
   servedBy: 'mcp-sync',
   callers: ['executor'],
-  summary: "Call one tool on the org's MCP server (tools/call) within timeout_ms; cancellation is sent to the server when it expires.",
+  summary:
+    "Call one tool on the org's MCP server (tools/call) within timeout_ms; cancellation is sent to the server when it expires.",
   request: z.strictObject({
     org_id: OrgId,
     tool_id: ToolId,
@@ -396,7 +449,8 @@ export const ExternalToolsSync = defineRequest({
   visibility: 'internal',
   servedBy: 'registry',
   callers: ['mcp-sync'],
-  summary: "Replace one external source's tools (an MCP server's) with the given set, atomically, reporting name collisions.",
+  summary:
+    "Replace one external source's tools (an MCP server's) with the given set, atomically, reporting name collisions.",
   request: z.strictObject({
     org_id: OrgId,
     tool_type: z.literal('external_mcp'),
@@ -426,7 +480,9 @@ export const ExternalToolsSync = defineRequest({
     /** Attachments of the removed tools to agents, detached with them: the count, and the first MAX_REPORTED_DETACHMENTS. */
     detached: z.number().int().default(0),
     detachments: z.array(AgentToolDetachment).max(MAX_REPORTED_DETACHMENTS).default([]),
-    collisions: z.array(z.object({ name: z.string(), existing_tool_id: z.string(), existing_tool_type: z.string(), reason: z.string() })),
+    collisions: z.array(
+      z.object({ name: z.string(), existing_tool_id: z.string(), existing_tool_type: z.string(), reason: z.string() }),
+    ),
   }),
 });
 
@@ -439,7 +495,8 @@ export const ExternalToolsStage = defineRequest({
   visibility: 'internal',
   servedBy: 'registry',
   callers: ['mcp-sync'],
-  summary: 'Stage one page of an external source\'s tool set for a later atomic external-tools.sync (begin/page/commit).',
+  summary:
+    "Stage one page of an external source's tool set for a later atomic external-tools.sync (begin/page/commit).",
   request: z.strictObject({
     org_id: OrgId,
     source_id: McpServerId,
@@ -450,7 +507,6 @@ export const ExternalToolsStage = defineRequest({
   reply: z.object({ staged: z.number().int() }),
 });
 
-
 /** A server by id or name. */
 const ServerKey = z.string().min(1).max(128);
 
@@ -459,7 +515,8 @@ export const ConnectionsList = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:read',
-  summary: "The org's connected accounts on its MCP servers: one user's (user_id), one server's (server: id or name), or all. Never a token.",
+  summary:
+    "The org's connected accounts on its MCP servers: one user's (user_id), one server's (server: id or name), or all. Never a token.",
   request: z.strictObject({ org_id: OrgId, user_id: EndUserId.optional(), server: ServerKey.optional() }),
   reply: z.object({ connections: z.array(McpConnection) }),
 });
@@ -469,7 +526,8 @@ export const ConnectionsGet = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:read',
-  summary: "One user's connection to one MCP server (server: id or name); CONNECTION_NOT_FOUND when the user has not connected it.",
+  summary:
+    "One user's connection to one MCP server (server: id or name); CONNECTION_NOT_FOUND when the user has not connected it.",
   request: z.strictObject({ org_id: OrgId, user_id: EndUserId, server: ServerKey }),
   reply: z.object({ connection: McpConnection }),
 });
@@ -479,7 +537,8 @@ export const ConnectionsRevoke = defineRequest({
   visibility: 'public',
   servedBy: 'mcp-sync',
   scope: 'mcp:write',
-  summary: "Disconnect a user's account from an MCP server: their tokens are deleted and, where the authorization server has a revocation endpoint (RFC 7009), revoked there; their next call asks them to authorize again.",
+  summary:
+    "Disconnect a user's account from an MCP server: their tokens are deleted and, where the authorization server has a revocation endpoint (RFC 7009), revoked there; their next call asks them to authorize again.",
   request: z.strictObject({ org_id: OrgId, user_id: EndUserId, server: ServerKey }),
   reply: z.object({
     revoked: z.boolean(),
@@ -514,7 +573,8 @@ export const ConnectionRefreshed = defineEvent({
 export const ConnectionExpired = defineEvent({
   subject: 'toolplane.v1.events.connection.expired',
   publishedBy: ['mcp-sync'],
-  summary: "An end user's connection to an MCP server can no longer be refreshed (or asks for more scope): the user must authorize it again.",
+  summary:
+    "An end user's connection to an MCP server can no longer be refreshed (or asks for more scope): the user must authorize it again.",
   payload: ConnectionEventPayload,
 });
 
@@ -526,4 +586,9 @@ export const ConnectionRevoked = defineEvent({
 });
 
 /** Every connection event, read by descriptor. */
-export const CONNECTION_EVENTS = [ConnectionAuthorized, ConnectionRefreshed, ConnectionExpired, ConnectionRevoked] as const;
+export const CONNECTION_EVENTS = [
+  ConnectionAuthorized,
+  ConnectionRefreshed,
+  ConnectionExpired,
+  ConnectionRevoked,
+] as const;

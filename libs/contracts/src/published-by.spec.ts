@@ -13,7 +13,8 @@ function allEvents(): Map<string, EventDescriptor> {
   const visit = (name: string, v: unknown, depth: number): void => {
     if (!v || typeof v !== 'object' || depth > 2) return;
     if ((v as { kind?: unknown }).kind === 'event') out.set(name, v as EventDescriptor);
-    else if (!Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype) for (const [k, x] of Object.entries(v)) visit(`${name}.${k}`, x, depth + 1);
+    else if (!Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype)
+      for (const [k, x] of Object.entries(v)) visit(`${name}.${k}`, x, depth + 1);
   };
   for (const [name, v] of Object.entries(contracts)) visit(name, v, 0);
   return out;
@@ -52,22 +53,39 @@ describe('publishedBy', () => {
   it('is named on every event, with known apps (sealed events: the same apps as sealed.from)', () => {
     expect(events.size).toBeGreaterThan(20);
     for (const [name, e] of events) {
-      expect({ name, ok: e.publishedBy.length > 0 && e.publishedBy.every((a) => (APP_NAMES as readonly string[]).includes(a)) }).toEqual({ name, ok: true });
+      expect({
+        name,
+        ok: e.publishedBy.length > 0 && e.publishedBy.every((a) => (APP_NAMES as readonly string[]).includes(a)),
+      }).toEqual({ name, ok: true });
       if (e.sealed) expect([...e.sealed.from].sort()).toEqual([...e.publishedBy].sort());
     }
-    expect(() => defineEvent({ subject: 'toolplane.v1.events.x.created', summary: '', payload: z.object({}), publishedBy: [] })).toThrow(/publishedBy/);
-    const sealed = { subject: 'toolplane.internal.v1.events.x.created', summary: '', payload: z.object({}), sealed: { from: ['executor'] as const, to: 'registry' as const } };
+    expect(() =>
+      defineEvent({ subject: 'toolplane.v1.events.x.created', summary: '', payload: z.object({}), publishedBy: [] }),
+    ).toThrow(/publishedBy/);
+    const sealed = {
+      subject: 'toolplane.internal.v1.events.x.created',
+      summary: '',
+      payload: z.object({}),
+      sealed: { from: ['executor'] as const, to: 'registry' as const },
+    };
     expect(() => defineEvent({ ...sealed, publishedBy: ['registry'] })).toThrow(/publishedBy/);
   });
 
   it('names the apps whose code publishes the event', () => {
     const byName = new Map([...events].map(([n, e]) => [n.split('.')[0]!, e] as const));
-    const lists: Record<string, readonly EventDescriptor[]> = { EXECUTION_EVENTS: contracts.EXECUTION_EVENTS, CONNECTION_EVENTS: contracts.CONNECTION_EVENTS };
+    const lists: Record<string, readonly EventDescriptor[]> = {
+      EXECUTION_EVENTS: contracts.EXECUTION_EVENTS,
+      CONNECTION_EVENTS: contracts.CONNECTION_EVENTS,
+    };
     let checked = 0;
     for (const app of APP_NAMES) {
       for (const name of publishedIn(app)) {
         for (const e of lists[name] ?? (byName.has(name) ? [byName.get(name)!] : [])) {
-          expect({ app, event: e.subject, owner: e.publishedBy.includes(app) }).toEqual({ app, event: e.subject, owner: true });
+          expect({ app, event: e.subject, owner: e.publishedBy.includes(app) }).toEqual({
+            app,
+            event: e.subject,
+            owner: true,
+          });
           checked++;
         }
       }

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { JsonObject, MAX_DOCSTRING_BYTES, MAX_GENERATED_SCHEMA_BYTES, MAX_SOURCE_BYTES, OrgId, ToolName } from './common';
+import {
+  JsonObject,
+  MAX_DOCSTRING_BYTES,
+  MAX_GENERATED_SCHEMA_BYTES,
+  MAX_SOURCE_BYTES,
+  OrgId,
+  ToolName,
+} from './common';
 import { defineRequest } from './descriptor';
 import { SourceType } from './tool';
 
@@ -9,7 +16,11 @@ export type SchemaHealth = z.infer<typeof SchemaHealth>;
 export const FunctionJsonSchema = z.looseObject({
   name: z.string(),
   description: z.string(),
-  parameters: z.looseObject({ type: z.literal('object'), properties: JsonObject, required: z.array(z.string()).optional() }),
+  parameters: z.looseObject({
+    type: z.literal('object'),
+    properties: JsonObject,
+    required: z.array(z.string()).optional(),
+  }),
 });
 
 export const SchemasGenerate = defineRequest({
@@ -58,8 +69,7 @@ export const SchemasNormalize = defineRequest({
   visibility: 'public',
   servedBy: 'schema',
   scope: 'tools:read',
-  summary:
-    `Normalize an MCP tool's input schema for LLM providers (local $refs inlined, explicit object schemas, safe oneOf → anyOf); the original is returned beside it when it is at most ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON (else it is left out and changes says so). Remote $refs are never fetched.`,
+  summary: `Normalize an MCP tool's input schema for LLM providers (local $refs inlined, explicit object schemas, safe oneOf → anyOf); the original is returned beside it when it is at most ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON (else it is left out and changes says so). Remote $refs are never fetched.`,
   request: z.strictObject({ org_id: OrgId.optional(), json_schema: JsonObject }),
   reply: z.object({
     json_schema: JsonObject,

@@ -57,13 +57,21 @@ export type Tool = z.infer<typeof Tool>;
 export const DEFAULT_RETURN_CHAR_LIMIT = 50_000;
 
 /** Tool types Toolplane itself provides in every org: listed and attached like any tool, never written by tenants (TOOL_READ_ONLY). */
-export const BUILTIN_TOOL_TYPES: ReadonlySet<string> = new Set<ToolType>(['letta_builtin', 'letta_core', 'letta_memory_core']);
+export const BUILTIN_TOOL_TYPES: ReadonlySet<string> = new Set<ToolType>([
+  'letta_builtin',
+  'letta_core',
+  'letta_memory_core',
+]);
 
 /**
  * Tool types whose calls the agent runtime runs itself (awaiting_client): client tools, and the
  * core families (send_message, memory and archival tools), whose state lives in the agent runtime.
  */
-export const CLIENT_SIDE_TOOL_TYPES: ReadonlySet<string> = new Set<ToolType>(['client', 'letta_core', 'letta_memory_core']);
+export const CLIENT_SIDE_TOOL_TYPES: ReadonlySet<string> = new Set<ToolType>([
+  'client',
+  'letta_core',
+  'letta_memory_core',
+]);
 
 /** run_code's languages (BUILTINS.md); which of them a provider runs is the executor's to say. */
 export const RUN_CODE_LANGUAGES = ['python', 'js', 'ts', 'r', 'java'] as const;

@@ -36,10 +36,24 @@ export const ToolsUpsert = defineRequest({
   request: z.strictObject({ org_id: OrgId, tool: ToolUpsertInput }).superRefine((r, ctx) => {
     const t = r.tool;
     if (t.tool_type === 'client') {
-      if (t.source_code !== undefined) ctx.addIssue({ code: 'custom', path: ['tool', 'source_code'], message: 'a client tool has no source: the agent runtime runs it' });
-      if (!t.json_schema) ctx.addIssue({ code: 'custom', path: ['tool', 'json_schema'], message: 'a client tool is registered with its json_schema' });
+      if (t.source_code !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tool', 'source_code'],
+          message: 'a client tool has no source: the agent runtime runs it',
+        });
+      if (!t.json_schema)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tool', 'json_schema'],
+          message: 'a client tool is registered with its json_schema',
+        });
     } else if (t.source_code === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['tool', 'source_code'], message: 'required (a tool without source is tool_type "client")' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool', 'source_code'],
+        message: 'required (a tool without source is tool_type "client")',
+      });
     }
   }),
   reply: z.object({ tool: Tool }),

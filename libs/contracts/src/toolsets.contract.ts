@@ -16,10 +16,14 @@ export const MAX_TOOLSET_REFS = 200;
 
 export const TOOLSET_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** A set's name: the last segment of its MCP URL. */
-export const ToolsetName = z.string().regex(TOOLSET_NAME, 'a toolset name: 1-64 of a-z 0-9 _ -, starting with a letter or digit');
+export const ToolsetName = z
+  .string()
+  .regex(TOOLSET_NAME, 'a toolset name: 1-64 of a-z 0-9 _ -, starting with a letter or digit');
 /** A name as reads and deletes take it: any name that is not a set's is simply not found. */
 const ToolsetRef = z.string().min(1).max(64);
-export const ToolsetId = z.string().regex(/^toolset-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'an id like toolset-<uuid>');
+export const ToolsetId = z
+  .string()
+  .regex(/^toolset-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'an id like toolset-<uuid>');
 
 export const ToolsetInput = z
   .strictObject({
@@ -33,7 +37,9 @@ export const ToolsetInput = z
     /** null or absent: each tool's default_requires_approval applies; true/false overrides it for calls made through this set. */
     requires_approval: z.boolean().nullable().optional(),
   })
-  .refine((t) => Boolean(t.tool_ids?.length || t.tool_names?.length || t.tags?.length), { message: 'give at least one of tool_ids, tool_names or tags' });
+  .refine((t) => Boolean(t.tool_ids?.length || t.tool_names?.length || t.tags?.length), {
+    message: 'give at least one of tool_ids, tool_names or tags',
+  });
 export type ToolsetInput = z.infer<typeof ToolsetInput>;
 
 /** A toolset on the wire: every field present (null when not set). */

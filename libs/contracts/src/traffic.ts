@@ -3,7 +3,13 @@ import { AuthChanged, OrgDeleted } from './auth.contract';
 import { CredentialsChanged } from './credentials.contract';
 import type { EventDescriptor, RequestDescriptor } from './descriptor';
 import { E2bRunAbandoned, LocalRunAbandoned, ModalRunAbandoned, ToolsExecute } from './execute.contract';
-import { EXECUTION_EVENTS, ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList } from './executions.contract';
+import {
+  EXECUTION_EVENTS,
+  ExecutionsApprove,
+  ExecutionsDeny,
+  ExecutionsGet,
+  ExecutionsList,
+} from './executions.contract';
 import { McpSessionClosed, McpSessionRelayed } from './gateway.contract';
 import { APP_NAMES, type AppName } from './identity';
 import { ConnectionAuthorized, ConnectionRevoked, MCP_SERVER_EVENTS } from './mcp.contract';
@@ -35,7 +41,16 @@ export const PUBLIC_REQUESTS_SENT: { readonly [A in AppName]: readonly RequestDe
   'mcp-sync': [],
   'web-tools': [],
   // The HTTP edge: MCP's tools/list, tools/call and tasks, sent on as the public subjects.
-  'mcp-gateway': [AgentToolsList, ToolsetsGet, ToolsetsToolsList, ToolsExecute, ExecutionsGet, ExecutionsList, ExecutionsApprove, ExecutionsDeny],
+  'mcp-gateway': [
+    AgentToolsList,
+    ToolsetsGet,
+    ToolsetsToolsList,
+    ToolsExecute,
+    ExecutionsGet,
+    ExecutionsList,
+    ExecutionsApprove,
+    ExecutionsDeny,
+  ],
 };
 
 /** Events every app reads (libs/platform's runService: the token verifier's hint). */

@@ -22,7 +22,8 @@ export const WebFetchWebpage = defineRequest({
   visibility: 'internal',
   servedBy: 'web-tools',
   callers: ['executor'],
-  summary: 'Fetch one http(s) page through the SSRF policy (pinned DNS, redirects re-checked, size and time caps) and answer it as markdown.',
+  summary:
+    'Fetch one http(s) page through the SSRF policy (pinned DNS, redirects re-checked, size and time caps) and answer it as markdown.',
   request: z.strictObject({
     org_id: OrgId,
     /** As the model gave it: any scheme but http/https answers URL_SCHEME_UNSUPPORTED naming it. */

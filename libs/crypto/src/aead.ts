@@ -46,10 +46,18 @@ export class AeadError extends Error {
  * random). A key used for many messages should be a KeyObject (createSecretKey): Node 24 sets up
  * a cipher from one ~8x faster than from raw bytes.
  */
-export function encryptGcm(key: Buffer | KeyObject, plaintext: Buffer | string, aad: Buffer | string, iv: Buffer = randomIv()): Buffer {
+export function encryptGcm(
+  key: Buffer | KeyObject,
+  plaintext: Buffer | string,
+  aad: Buffer | string,
+  iv: Buffer = randomIv(),
+): Buffer {
   const c = createCipheriv('aes-256-gcm', key, iv);
   c.setAAD(typeof aad === 'string' ? Buffer.from(aad) : aad);
-  const ct = Buffer.concat([typeof plaintext === 'string' ? c.update(plaintext, 'utf8') : c.update(plaintext), c.final()]);
+  const ct = Buffer.concat([
+    typeof plaintext === 'string' ? c.update(plaintext, 'utf8') : c.update(plaintext),
+    c.final(),
+  ]);
   return Buffer.concat([iv, c.getAuthTag(), ct]);
 }
 

@@ -1,6 +1,15 @@
 import { sign, verify } from 'node:crypto';
 import { AeadError, decryptGcm, encryptGcm, openAead, randomIv, sealAead } from './aead';
-import { deriveKey, ed25519FromSeed, ed25519PublicKey, generateX25519, messageKey, pairwiseKey, x25519FromSeed, x25519PublicKey } from './keys';
+import {
+  deriveKey,
+  ed25519FromSeed,
+  ed25519PublicKey,
+  generateX25519,
+  messageKey,
+  pairwiseKey,
+  x25519FromSeed,
+  x25519PublicKey,
+} from './keys';
 
 describe('X25519 pairwise keys', () => {
   it('gives both parties the same key, bound to the pair and the purpose', () => {
@@ -11,8 +20,12 @@ describe('X25519 pairwise keys', () => {
     const ba = pairwiseKey(x25519FromSeed(b.seed).privateKey, x25519PublicKey(a.publicKey), ['b', 'a'], 'seal');
     expect(ab.equals(ba)).toBe(true);
     expect(ab).toHaveLength(32);
-    expect(pairwiseKey(x25519FromSeed(a.seed).privateKey, x25519PublicKey(b.publicKey), ['a', 'b'], 'other').equals(ab)).toBe(false);
-    expect(pairwiseKey(x25519FromSeed(a.seed).privateKey, x25519PublicKey(c.publicKey), ['a', 'c'], 'seal').equals(ab)).toBe(false);
+    expect(
+      pairwiseKey(x25519FromSeed(a.seed).privateKey, x25519PublicKey(b.publicKey), ['a', 'b'], 'other').equals(ab),
+    ).toBe(false);
+    expect(
+      pairwiseKey(x25519FromSeed(a.seed).privateKey, x25519PublicKey(c.publicKey), ['a', 'c'], 'seal').equals(ab),
+    ).toBe(false);
     // The same seed always gives the same public key.
     expect(x25519FromSeed(a.seed).publicKey).toBe(a.publicKey);
   });

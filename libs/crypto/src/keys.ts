@@ -1,4 +1,12 @@
-import { createHmac, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  type KeyObject,
+} from 'node:crypto';
 
 /** PKCS#8 DER prefix of an X25519 private key (RFC 8410): the 32-byte seed follows. */
 const X25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b656e04220420', 'hex');
@@ -58,7 +66,11 @@ export function deriveKey(ikm: Buffer, purpose: string, length = 32): Buffer {
 /** An Ed25519 signing key from 32 bytes of key material (e.g. derived with deriveKey), and its raw public key (base64url). */
 export function ed25519FromSeed(seed: Buffer): { privateKey: KeyObject; publicKey: string } {
   if (seed.length !== 32) throw new Error('an Ed25519 seed is 32 bytes');
-  const privateKey = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([ED25519_PKCS8_PREFIX, seed]),
+    format: 'der',
+    type: 'pkcs8',
+  });
   return { privateKey, publicKey: rawPublic(privateKey) };
 }
 
@@ -70,5 +82,8 @@ export function ed25519PublicKey(raw: string): KeyObject {
 
 /** Both key types share the SPKI layout: 12 bytes of prefix, then the 32 raw bytes. */
 function rawPublic(privateKey: KeyObject): string {
-  return createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(X25519_SPKI_PREFIX.length).toString('base64url');
+  return createPublicKey(privateKey)
+    .export({ format: 'der', type: 'spki' })
+    .subarray(X25519_SPKI_PREFIX.length)
+    .toString('base64url');
 }

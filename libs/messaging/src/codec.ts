@@ -21,7 +21,10 @@ export function decodeJson(data: Uint8Array): unknown {
   } catch (e) {
     // The parser's message quotes the body (which may be a decrypted one): only the position is told.
     const at = /position (\d+)/.exec((e as Error).message)?.[1];
-    throw new ToolplaneError(ErrorCode.MALFORMED_MESSAGE, `Message body is not valid JSON${at ? ` (at position ${at})` : ''}`);
+    throw new ToolplaneError(
+      ErrorCode.MALFORMED_MESSAGE,
+      `Message body is not valid JSON${at ? ` (at position ${at})` : ''}`,
+    );
   }
 }
 
@@ -29,13 +32,25 @@ export function decodeJson(data: Uint8Array): unknown {
 export function parseContract<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message, code: i.code }));
-  const summary = issues.slice(0, 5).map((i) => `${i.path}: ${i.message}`).join('; ');
+  const issues = r.error.issues.map((i) => ({
+    path: i.path.map(String).join('.') || '(root)',
+    message: i.message,
+    code: i.code,
+  }));
+  const summary = issues
+    .slice(0, 5)
+    .map((i) => `${i.path}: ${i.message}`)
+    .join('; ');
   throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `${what} does not match the contract: ${summary}`, { issues });
 }
 
 /** CONTRACT_VIOLATION naming the field when a request nests too deep or holds text that cannot be stored (NUL, lone surrogates). */
 export function checkWireValue(d: RequestDescriptor, value: unknown): void {
   const bad = findWireIssue(value, d.opaque);
-  if (bad) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `Request to ${d.subject} does not match the contract: ${bad.path}: ${bad.message}`, { issues: [{ path: bad.path, message: bad.message, code: 'wire_value' }] });
+  if (bad)
+    throw new ToolplaneError(
+      ErrorCode.CONTRACT_VIOLATION,
+      `Request to ${d.subject} does not match the contract: ${bad.path}: ${bad.message}`,
+      { issues: [{ path: bad.path, message: bad.message, code: 'wire_value' }] },
+    );
 }

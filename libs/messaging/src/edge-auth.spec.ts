@@ -1,11 +1,27 @@
-import { AuthTokensList, ExecutionsList, SecretsSet, ToolsExecute, ToolsExecuteBatch, ToolsGet, type Principal } from '@toolplane/contracts';
+import {
+  AuthTokensList,
+  ExecutionsList,
+  SecretsSet,
+  ToolsExecute,
+  ToolsExecuteBatch,
+  ToolsGet,
+  type Principal,
+} from '@toolplane/contracts';
 import { EdgeAuth, requestTakesUserId } from './edge-auth';
 
-const tenant = (userId?: string): Principal => ({ kind: 'tenant', org: 'acme', scopes: new Set(['tools:execute']), tokenId: 'tok-1', ...(userId ? { userId } : {}) });
+const tenant = (userId?: string): Principal => ({
+  kind: 'tenant',
+  org: 'acme',
+  scopes: new Set(['tools:execute']),
+  tokenId: 'tok-1',
+  ...(userId ? { userId } : {}),
+});
 
 describe('EdgeAuth.bindEndUser (a token bound to an end user acts as that user)', () => {
   it('knows which requests take a user_id, through refinements', () => {
-    expect([ToolsExecute, ToolsExecuteBatch, ExecutionsList, SecretsSet].map((d) => requestTakesUserId(d.request))).toEqual([true, true, true, true]);
+    expect(
+      [ToolsExecute, ToolsExecuteBatch, ExecutionsList, SecretsSet].map((d) => requestTakesUserId(d.request)),
+    ).toEqual([true, true, true, true]);
     expect([ToolsGet, AuthTokensList].map((d) => requestTakesUserId(d.request))).toEqual([false, false]);
   });
 
@@ -20,14 +36,20 @@ describe('EdgeAuth.bindEndUser (a token bound to an end user acts as that user)'
     expect(() => EdgeAuth.bindEndUser(tenant('alice'), ToolsExecute, { org_id: 'acme', user_id: 'bob' })).toThrow(
       expect.objectContaining({ code: 'FORBIDDEN', message: expect.stringContaining('bound to end user alice') }),
     );
-    expect(() => EdgeAuth.bindEndUser(tenant('alice'), ToolsExecute, { org_id: 'acme', user_id: 42 })).toThrow(expect.objectContaining({ code: 'FORBIDDEN' }));
+    expect(() => EdgeAuth.bindEndUser(tenant('alice'), ToolsExecute, { org_id: 'acme', user_id: 42 })).toThrow(
+      expect.objectContaining({ code: 'FORBIDDEN' }),
+    );
     const own = { org_id: 'acme', user_id: ' alice ' };
     EdgeAuth.bindEndUser(tenant('alice'), ToolsExecute, own);
     expect(own.user_id).toBe(' alice ');
   });
 
   it('leaves unbound tokens, services, operators and requests without a user_id field alone', () => {
-    for (const p of [tenant(), { kind: 'service', app: 'mcp-gateway' } as Principal, { kind: 'operator', tokenId: 't' } as Principal]) {
+    for (const p of [
+      tenant(),
+      { kind: 'service', app: 'mcp-gateway' } as Principal,
+      { kind: 'operator', tokenId: 't' } as Principal,
+    ]) {
       const body = { org_id: 'acme', user_id: 'bob' };
       EdgeAuth.bindEndUser(p, ToolsExecute, body);
       expect(body.user_id).toBe('bob');

@@ -1,6 +1,13 @@
 import type { Msg } from '@nats-io/transport-node';
 import type { z } from 'zod';
-import { ErrorCode, Headers, ToolplaneError, type AppName, type Principal, type RequestDescriptor } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  Headers,
+  ToolplaneError,
+  type AppName,
+  type Principal,
+  type RequestDescriptor,
+} from '@toolplane/contracts';
 import type { ServiceSealer } from './service-seal';
 import type { TokenVerifier } from './token-verifier';
 
@@ -36,21 +43,31 @@ export class EdgeAuth {
       return { principal: { kind: 'service', app: opened.from }, body: opened.body, sealedFor };
     }
     if (d.visibility === 'internal') {
-      throw new ToolplaneError(ErrorCode.UNAUTHENTICATED, `${d.subject} is internal: only Toolplane services may call it`, undefined, false);
+      throw new ToolplaneError(
+        ErrorCode.UNAUTHENTICATED,
+        `${d.subject} is internal: only Toolplane services may call it`,
+        undefined,
+        false,
+      );
     }
     const principal = await this.tokens.verify(msg.headers?.values(Headers.AUTHORIZATION, 'insensitive') ?? []);
     if (principal.kind === 'operator' && d.scope !== 'admin') {
-      throw forbidden(`A platform operator token is accepted on toolplane.v1.auth.* only: mint an org token for ${d.subject}`);
+      throw forbidden(
+        `A platform operator token is accepted on toolplane.v1.auth.* only: mint an org token for ${d.subject}`,
+      );
     }
-    if (principal.kind === 'tenant' && !principal.scopes.has(d.scope!)) throw forbidden(`The token lacks the scope ${d.scope} that ${d.subject} needs`);
+    if (principal.kind === 'tenant' && !principal.scopes.has(d.scope!))
+      throw forbidden(`The token lacks the scope ${d.scope} that ${d.subject} needs`);
     return { principal, body: msg.data };
   }
 
   /** A tenant may name only its own org. (Operators and services act for any org.) */
   static checkOrg(principal: Principal, request: unknown): void {
-    if (principal.kind !== 'tenant' || typeof request !== 'object' || request === null || !('org_id' in request)) return;
+    if (principal.kind !== 'tenant' || typeof request !== 'object' || request === null || !('org_id' in request))
+      return;
     const orgId = (request as { org_id: unknown }).org_id;
-    if (orgId !== principal.org) throw forbidden(`The token is for org ${principal.org}; the request names another org`);
+    if (orgId !== principal.org)
+      throw forbidden(`The token is for org ${principal.org}; the request names another org`);
   }
 
   /**

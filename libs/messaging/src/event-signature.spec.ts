@@ -29,17 +29,34 @@ describe('EventSigner / EventVerifier', () => {
     const sut = new EventVerifier(keys);
     expect(sut.verify(['registry'], subject, undefined, body)).toEqual({ ok: false, reason: 'unsigned' });
     expect(sut.verify(['registry'], subject, headers(), body)).toEqual({ ok: false, reason: 'unsigned' });
-    expect(sut.verify(['registry'], subject, signed('executor', seed.executor), body)).toEqual({ ok: false, reason: 'not_owner' });
+    expect(sut.verify(['registry'], subject, signed('executor', seed.executor), body)).toEqual({
+      ok: false,
+      reason: 'not_owner',
+    });
     const h = signed('registry', seed.registry);
     h.set(Headers.EVENT_PUBLISHER, 'nobody');
     expect(sut.verify(['registry'], subject, h, body)).toEqual({ ok: false, reason: 'not_owner' });
   });
 
-  it('drops a signature moved to another subject, body, publisher or id, or by a key not the owner\'s', () => {
+  it("drops a signature moved to another subject, body, publisher or id, or by a key not the owner's", () => {
     const sut = new EventVerifier(keys);
     const bad = { ok: false, reason: 'bad_signature' };
-    expect(sut.verify(['registry'], 'p2.toolplane.v1.events.tool.updated', signed('registry', seed.registry, { id: 's' }), body)).toEqual(bad);
-    expect(sut.verify(['registry'], subject, signed('registry', seed.registry, { id: 'b' }), Buffer.from('{"org_id":"other"}'))).toEqual(bad);
+    expect(
+      sut.verify(
+        ['registry'],
+        'p2.toolplane.v1.events.tool.updated',
+        signed('registry', seed.registry, { id: 's' }),
+        body,
+      ),
+    ).toEqual(bad);
+    expect(
+      sut.verify(
+        ['registry'],
+        subject,
+        signed('registry', seed.registry, { id: 'b' }),
+        Buffer.from('{"org_id":"other"}'),
+      ),
+    ).toEqual(bad);
     // Claims the registry, signed by the executor's key.
     const claimed = signed('executor', seed.executor, { id: 'p' });
     claimed.set(Headers.EVENT_PUBLISHER, 'registry');
@@ -47,7 +64,9 @@ describe('EventSigner / EventVerifier', () => {
     const moved = signed('registry', seed.registry, { id: 'i-1' });
     moved.set(Headers.EVENT_SIGNATURE, moved.get(Headers.EVENT_SIGNATURE).replace(' i-1 ', ' i-2 '));
     expect(sut.verify(['registry'], subject, moved, body)).toEqual(bad);
-    expect(sut.verify(['registry'], subject, signed('registry', generateX25519().seed, { id: 'k' }), body)).toEqual(bad);
+    expect(sut.verify(['registry'], subject, signed('registry', generateX25519().seed, { id: 'k' }), body)).toEqual(
+      bad,
+    );
     const garbled = signed('registry', seed.registry, { id: 'g' });
     garbled.set(Headers.EVENT_SIGNATURE, 'v1 x g sig');
     expect(sut.verify(['registry'], subject, garbled, body)).toEqual(bad);
@@ -55,7 +74,7 @@ describe('EventSigner / EventVerifier', () => {
     expect(sut.verify(['registry'], subject, signed('registry', seed.registry, { id: 'k' }), body).ok).toBe(true);
   });
 
-  it('drops a stale event, except when reading the stream\'s history (where a redelivery is not a replay)', () => {
+  it("drops a stale event, except when reading the stream's history (where a redelivery is not a replay)", () => {
     const sut = new EventVerifier(keys, 1000);
     const h = signed('registry', seed.registry, { id: 'old' });
     const [v, , id, sig] = h.get(Headers.EVENT_SIGNATURE).split(' ');
@@ -74,19 +93,28 @@ describe('EventSigner / EventVerifier', () => {
     expect(sut.verify(['registry'], subject, old, body)).toEqual({ ok: false, reason: 'stale' });
     expect(sut.verify(['registry'], subject, old, body, { history: true, seq: 7 }).ok).toBe(true);
     expect(sut.verify(['registry'], subject, old, body, { history: true, seq: 7 }).ok).toBe(true);
-    expect(sut.verify(['registry'], subject, old, body, { history: true, seq: 8 })).toEqual({ ok: false, reason: 'replay' });
+    expect(sut.verify(['registry'], subject, old, body, { history: true, seq: 8 })).toEqual({
+      ok: false,
+      reason: 'replay',
+    });
   });
 
   it('accepts any key of a rotated set, and a key rotated in after the first look', () => {
     let current: KeyObject[] = [pub(seed.registry)];
     const source: PublisherKeys = { signingKeys: (_app, reload) => (reload ? (current = [...current]) : current) };
     const sut = new EventVerifier(source);
-    expect(sut.verify(['registry'], subject, signed('registry', seed.rotated, { id: 'r-0' }), body)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(sut.verify(['registry'], subject, signed('registry', seed.rotated, { id: 'r-0' }), body)).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
     current = [pub(seed.registry), pub(seed.rotated)];
     expect(sut.verify(['registry'], subject, signed('registry', seed.rotated, { id: 'r-1' }), body).ok).toBe(true);
     expect(sut.verify(['registry'], subject, signed('registry', seed.registry, { id: 'r-2' }), body).ok).toBe(true);
     current = [pub(seed.rotated)];
-    expect(sut.verify(['registry'], subject, signed('registry', seed.registry, { id: 'r-3' }), body)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(sut.verify(['registry'], subject, signed('registry', seed.registry, { id: 'r-3' }), body)).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 
   it('refuses to sign an id with spaces (the header is space-separated)', () => {

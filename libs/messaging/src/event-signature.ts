@@ -13,7 +13,9 @@ export interface PublisherKeys {
 export const EVENT_DROP_REASONS = ['unsigned', 'bad_signature', 'not_owner', 'replay', 'stale'] as const;
 export type EventDropReason = (typeof EVENT_DROP_REASONS)[number];
 
-export type EventVerdict = { ok: true; publisher: AppName; id: string; ts: number } | { ok: false; reason: EventDropReason };
+export type EventVerdict =
+  | { ok: true; publisher: AppName; id: string; ts: number }
+  | { ok: false; reason: EventDropReason };
 
 interface HeaderWriter {
   set(k: string, v: string): void;
@@ -31,7 +33,10 @@ const TS = /^\d{1,15}$/;
 
 /** What the publisher signs: a domain label, the subject (with its deployment prefix), the event id, the publisher, the time, then the body. */
 function signedBytes(subject: string, id: string, publisher: string, ts: string, body: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from(`toolplane/event/${VERSION}\u0000${subject}\u0000${id}\u0000${publisher}\u0000${ts}\u0000`), body]);
+  return Buffer.concat([
+    Buffer.from(`toolplane/event/${VERSION}\u0000${subject}\u0000${id}\u0000${publisher}\u0000${ts}\u0000`),
+    body,
+  ]);
 }
 
 /**
@@ -105,11 +110,18 @@ export class EventVerifier {
     return new ReplayWindow(2 * this.skewMs);
   }
 
-  verify(publishedBy: readonly AppName[], subject: string, headers: HeaderReader | undefined, body: Uint8Array, opts: VerifyOptions = {}): EventVerdict {
+  verify(
+    publishedBy: readonly AppName[],
+    subject: string,
+    headers: HeaderReader | undefined,
+    body: Uint8Array,
+    opts: VerifyOptions = {},
+  ): EventVerdict {
     const publisher = headers?.get(Headers.EVENT_PUBLISHER) ?? '';
     const header = headers?.get(Headers.EVENT_SIGNATURE) ?? '';
     if (!publisher || !header) return { ok: false, reason: 'unsigned' };
-    if (!publishedBy.includes(publisher as AppName) || !(APP_NAMES as readonly string[]).includes(publisher)) return { ok: false, reason: 'not_owner' };
+    if (!publishedBy.includes(publisher as AppName) || !(APP_NAMES as readonly string[]).includes(publisher))
+      return { ok: false, reason: 'not_owner' };
     const parts = header.split(' ');
     if (parts.length !== 4 || parts[0] !== VERSION) return { ok: false, reason: 'bad_signature' };
     const [, tsText, id, sig] = parts as [string, string, string, string];
@@ -117,9 +129,11 @@ export class EventVerifier {
     const ts = Number(tsText);
     if (!opts.history && Math.abs(Date.now() - ts) > this.skewMs) return { ok: false, reason: 'stale' };
     const app = publisher as AppName;
-    if (!this.check(app, signedBytes(subject, id, app, tsText, body), Buffer.from(sig, 'base64url'))) return { ok: false, reason: 'bad_signature' };
+    if (!this.check(app, signedBytes(subject, id, app, tsText, body), Buffer.from(sig, 'base64url')))
+      return { ok: false, reason: 'bad_signature' };
     // Only after a valid signature: a forger cannot fill the window with ids of events to come.
-    if (!(opts.replay ?? this.replay).add(`${app}/${id}`, opts.history ? opts.seq : undefined)) return { ok: false, reason: 'replay' };
+    if (!(opts.replay ?? this.replay).add(`${app}/${id}`, opts.history ? opts.seq : undefined))
+      return { ok: false, reason: 'replay' };
     return { ok: true, publisher: app, id, ts };
   }
 
@@ -177,8 +191,13 @@ export class EventDrops {
 
   /** Prometheus text: toolplane_events_dropped_total{subject,reason}. */
   metrics(): string {
-    const out = ['# HELP toolplane_events_dropped_total Events dropped before any handler: unsigned, bad signature, not signed by an app of publishedBy, replayed, stale.', '# TYPE toolplane_events_dropped_total counter'];
-    for (const [subject, m] of this.counts) for (const [reason, n] of m) out.push(`toolplane_events_dropped_total{subject="${subject}",reason="${reason}"} ${n}`);
+    const out = [
+      '# HELP toolplane_events_dropped_total Events dropped before any handler: unsigned, bad signature, not signed by an app of publishedBy, replayed, stale.',
+      '# TYPE toolplane_events_dropped_total counter',
+    ];
+    for (const [subject, m] of this.counts)
+      for (const [reason, n] of m)
+        out.push(`toolplane_events_dropped_total{subject="${subject}",reason="${reason}"} ${n}`);
     return `${out.join('\n')}\n`;
   }
 }

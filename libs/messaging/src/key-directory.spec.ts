@@ -23,13 +23,15 @@ describe('KeyDirectory: event signing keys', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tp-keydir-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('publishes each app\'s event key, derived from its identity key, as <app>.sign.pub', () => {
+  it("publishes each app's event key, derived from its identity key, as <app>.sign.pub", () => {
     writeKeyPair(dir, 'registry');
     const seed = readFileSync(join(dir, 'registry.key'), 'utf8');
     expect(readFileSync(join(dir, 'registry.sign.pub'), 'utf8').trim()).toBe(eventSigningKey(seed).publicKey);
     const sut = new KeyDirectory(dir);
     // Every replica (a new KeyDirectory) signs with the same key.
-    expect(sut.ownKey('registry', false).signing.publicKey).toBe(new KeyDirectory(dir).ownKey('registry', false).signing.publicKey);
+    expect(sut.ownKey('registry', false).signing.publicKey).toBe(
+      new KeyDirectory(dir).ownKey('registry', false).signing.publicKey,
+    );
     // A directory made before event keys: written again by `service-keys --dir` (writeKeyPair keeps the key).
     rmSync(join(dir, 'registry.sign.pub'));
     expect(() => new KeyDirectory(dir).ownKey('registry', false)).toThrow(/sign\.pub/);
@@ -52,14 +54,27 @@ describe('KeyDirectory: event signing keys', () => {
     const current = readFileSync(join(dir, 'credentials.key'), 'utf8');
     expect(sut.verify(['credentials'], subject, event(current, 'c-1'), body).ok).toBe(true);
     const next = generateX25519().seed;
-    expect(sut.verify(['credentials'], subject, event(next, 'n-0'), body)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(sut.verify(['credentials'], subject, event(next, 'n-0'), body)).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
     appendFileSync(join(dir, 'credentials.sign.pub'), `${eventSigningKey(next).publicKey}\n`);
     // The directory is looked at again (at most once a second) when a signature does not verify.
     let n = 0;
-    await expectEventually(() => expect(sut.verify(['credentials'], subject, event(next, `n-${++n}`), body).ok).toBe(true), { timeoutMs: 5000, intervalMs: 100 });
+    await expectEventually(
+      () => expect(sut.verify(['credentials'], subject, event(next, `n-${++n}`), body).ok).toBe(true),
+      { timeoutMs: 5000, intervalMs: 100 },
+    );
     expect(sut.verify(['credentials'], subject, event(current, 'c-2'), body).ok).toBe(true);
     // The old key leaves the set: its events are refused once the directory is read again (every refreshMs).
     writeFileSync(join(dir, 'credentials.sign.pub'), `${eventSigningKey(next).publicKey}\n`);
-    await expectEventually(() => expect(sut.verify(['credentials'], subject, event(current, `c-${++n + 2}`), body)).toEqual({ ok: false, reason: 'bad_signature' }), { timeoutMs: 5000, intervalMs: 100 });
+    await expectEventually(
+      () =>
+        expect(sut.verify(['credentials'], subject, event(current, `c-${++n + 2}`), body)).toEqual({
+          ok: false,
+          reason: 'bad_signature',
+        }),
+      { timeoutMs: 5000, intervalMs: 100 },
+    );
   });
 });

@@ -36,14 +36,19 @@ export class KeyDirectory implements PeerKeys, PublisherKeys {
   ) {}
 
   /** This app's private key; in development (`generate`) created once if missing. */
-  ownKey(app: AppName, generate: boolean): { privateKey: KeyObject; publicKey: string; signing: { privateKey: KeyObject; publicKey: string } } {
+  ownKey(
+    app: AppName,
+    generate: boolean,
+  ): { privateKey: KeyObject; publicKey: string; signing: { privateKey: KeyObject; publicKey: string } } {
     const file = join(this.dir, `${app}${KEY}`);
     let seed: string;
     try {
       seed = readFileSync(file, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || !generate) {
-        throw new Error(`service identity ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'}): generate keys with \`npm run keys\``);
+        throw new Error(
+          `service identity ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'}): generate keys with \`npm run keys\``,
+        );
       }
       writeKeyPair(this.dir, app);
       seed = readFileSync(file, 'utf8');
@@ -57,7 +62,10 @@ export class KeyDirectory implements PeerKeys, PublisherKeys {
     }
     const signing = eventSigningKey(seed);
     if (!readLines(join(this.dir, `${app}${SIGN_PUB}`)).includes(signing.publicKey)) {
-      if (!generate) throw new Error(`${app}${SIGN_PUB} in ${this.dir} does not list the event signing key of ${app}${KEY} (${signing.publicKey}): \`npm run keys\` writes it`);
+      if (!generate)
+        throw new Error(
+          `${app}${SIGN_PUB} in ${this.dir} does not list the event signing key of ${app}${KEY} (${signing.publicKey}): \`npm run keys\` writes it`,
+        );
       writeFileSync(join(this.dir, `${app}${SIGN_PUB}`), `${signing.publicKey}\n`);
     }
     return { ...pair, signing };
@@ -95,7 +103,10 @@ export class KeyDirectory implements PeerKeys, PublisherKeys {
         const keys = ed25519PublicKeys(readLines(join(this.dir, name)).join('\n'));
         // Unchanged keys keep their objects (a consumer compares them to know what is new).
         const before = this.signers.get(app);
-        signers.set(app, before && before.length === keys.length && before.every((k, i) => k.equals(keys[i]!)) ? before : keys);
+        signers.set(
+          app,
+          before && before.length === keys.length && before.every((k, i) => k.equals(keys[i]!)) ? before : keys,
+        );
         continue;
       }
       const app = name.slice(0, -PUB.length) as AppName;
@@ -132,7 +143,8 @@ export function writeKeyPair(dir: string, app: AppName): string {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     const existing = readFileSync(join(dir, `${app}${KEY}`), 'utf8'); // another process made it first
     const signing = eventSigningKey(existing).publicKey;
-    if (!readLines(join(dir, `${app}${SIGN_PUB}`)).includes(signing)) writeFileSync(join(dir, `${app}${SIGN_PUB}`), `${signing}\n`);
+    if (!readLines(join(dir, `${app}${SIGN_PUB}`)).includes(signing))
+      writeFileSync(join(dir, `${app}${SIGN_PUB}`), `${signing}\n`);
     return x25519FromSeed(existing).publicKey;
   }
   chmodSync(join(dir, `${app}${KEY}`), 0o600);

@@ -91,49 +91,68 @@ export class MessagingClient {
     const data = encodeJson(payload);
     const max = this.nc.info?.max_payload ?? 1024 * 1024;
     if (data.byteLength > max) {
-      throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request to ${d.subject} is ${data.byteLength} bytes; the limit is ${max}`, {
-        bytes: data.byteLength,
-        limit: max,
-      });
+      throw new ToolplaneError(
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        `Request to ${d.subject} is ${data.byteLength} bytes; the limit is ${max}`,
+        {
+          bytes: data.byteLength,
+          limit: max,
+        },
+      );
     }
-    return tracer.startActiveSpan(`send ${d.subject}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } }, async (span) => {
-      try {
-        const h = injectTraceContext();
-        h.set(Headers.DEADLINE, String(Date.now() + opts.timeoutMs));
-        const subject = withPrefix(this.prefix, d.subject);
-        const sealed = this.sealer.sealRequest(subject, d.servedBy, data);
-        h.set(Headers.SERVICE_SEAL, sealed.header);
-        const signal = opts.signal ?? (opts.detached ? undefined : currentRequestSignal());
-        // A cancellable request is named by its seal's nonce (random, and only this service can seal a cancel naming it).
-        if (signal) h.set(Headers.CANCEL_TOKEN, sealed.nonce);
-        if (opts.onProgress) h.set(Headers.PROGRESS, '1');
-        let msg;
+    return tracer.startActiveSpan(
+      `send ${d.subject}`,
+      { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } },
+      async (span) => {
         try {
-          msg = await this.mux.request(subject, sealed.data, {
-            timeoutMs: opts.timeoutMs,
-            headers: h,
-            signal,
-            ...(signal ? { onCancel: () => this.cancel(d.servedBy, sealed.nonce) } : {}),
-            ...(opts.onProgress ? { onProgress: this.progressOpener(subject, d.servedBy, sealed.nonce, opts.onProgress) } : {}),
-          });
+          const h = injectTraceContext();
+          h.set(Headers.DEADLINE, String(Date.now() + opts.timeoutMs));
+          const subject = withPrefix(this.prefix, d.subject);
+          const sealed = this.sealer.sealRequest(subject, d.servedBy, data);
+          h.set(Headers.SERVICE_SEAL, sealed.header);
+          const signal = opts.signal ?? (opts.detached ? undefined : currentRequestSignal());
+          // A cancellable request is named by its seal's nonce (random, and only this service can seal a cancel naming it).
+          if (signal) h.set(Headers.CANCEL_TOKEN, sealed.nonce);
+          if (opts.onProgress) h.set(Headers.PROGRESS, '1');
+          let msg;
+          try {
+            msg = await this.mux.request(subject, sealed.data, {
+              timeoutMs: opts.timeoutMs,
+              headers: h,
+              signal,
+              ...(signal ? { onCancel: () => this.cancel(d.servedBy, sealed.nonce) } : {}),
+              ...(opts.onProgress
+                ? { onProgress: this.progressOpener(subject, d.servedBy, sealed.nonce, opts.onProgress) }
+                : {}),
+            });
+          } catch (e) {
+            throw this.transportError(e, d.subject, opts);
+          }
+          const value = decodeJson(
+            this.openReply(d, sealed.nonce, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data),
+          );
+          // Only a body with an `error` can be the envelope (a failed parse builds a ZodError: not on every reply).
+          const env =
+            typeof value === 'object' && value !== null && 'error' in value
+              ? ErrorEnvelope.safeParse(value)
+              : undefined;
+          if (env?.success) throw ToolplaneError.fromBody(env.data.error);
+          return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
         } catch (e) {
-          throw this.transportError(e, d.subject, opts);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
+          if (
+            opts.down &&
+            e instanceof ToolplaneError &&
+            (DEPENDENCY_DOWN_CODES.has(e.code) || e.code === opts.unavailableCode)
+          ) {
+            throw new ToolplaneError(opts.down.code, `${opts.down.what}: ${e.message}`, e.details, { cause: e });
+          }
+          throw e;
+        } finally {
+          span.end();
         }
-        const value = decodeJson(this.openReply(d, sealed.nonce, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data));
-        // Only a body with an `error` can be the envelope (a failed parse builds a ZodError: not on every reply).
-        const env = typeof value === 'object' && value !== null && 'error' in value ? ErrorEnvelope.safeParse(value) : undefined;
-        if (env?.success) throw ToolplaneError.fromBody(env.data.error);
-        return parseContract(d.reply, value, `Reply from ${d.subject}`) as ReplyOf<D>;
-      } catch (e) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
-        if (opts.down && e instanceof ToolplaneError && (DEPENDENCY_DOWN_CODES.has(e.code) || e.code === opts.unavailableCode)) {
-          throw new ToolplaneError(opts.down.code, `${opts.down.what}: ${e.message}`, e.details, { cause: e });
-        }
-        throw e;
-      } finally {
-        span.end();
-      }
-    });
+      },
+    );
   }
 
   /** Tells the serving app that its request `token` is given up (a sealed broadcast only its replicas open). */
@@ -150,14 +169,26 @@ export class MessagingClient {
    * The request's progress messages, opened: sealed by the serving app for this request and its
    * sequence number, in order (a stale, replayed or forged one is dropped), matching RequestProgress.
    */
-  private progressOpener(subject: string, servedBy: AppName, nonce: string, onProgress: (p: RequestProgress) => void): (m: Msg) => void {
+  private progressOpener(
+    subject: string,
+    servedBy: AppName,
+    nonce: string,
+    onProgress: (p: RequestProgress) => void,
+  ): (m: Msg) => void {
     let last = 0;
     return (m) => {
       const seq = Number(m.headers?.get(Headers.PROGRESS));
       if (!Number.isSafeInteger(seq) || seq <= last) return;
       let p: RequestProgress;
       try {
-        const body = this.sealer.openProgress(subject, servedBy, nonce, seq, m.headers?.get(Headers.SERVICE_SEAL) ?? '', m.data);
+        const body = this.sealer.openProgress(
+          subject,
+          servedBy,
+          nonce,
+          seq,
+          m.headers?.get(Headers.SERVICE_SEAL) ?? '',
+          m.data,
+        );
         p = RequestProgress.parse(decodeJson(body));
       } catch {
         return;
@@ -172,7 +203,11 @@ export class MessagingClient {
   }
 
   /** Publish an event (or a work-queue message) to JetStream (waits for the stream's ack; msgID dedups retries). */
-  async publish<E extends EventDescriptor | WorkQueueDescriptor>(e: E, payload: z.output<E['payload']>, msgId: string): Promise<void> {
+  async publish<E extends EventDescriptor | WorkQueueDescriptor>(
+    e: E,
+    payload: z.output<E['payload']>,
+    msgId: string,
+  ): Promise<void> {
     if (e.kind === 'event') this.mayPublish(e);
     const body = parseContract(e.payload, payload, `Event ${e.subject}`);
     this.js ??= jetstream(this.nc);
@@ -186,7 +221,12 @@ export class MessagingClient {
         await this.js!.publish(subject, data, { msgID: msgId, headers: h, timeout: 5000 });
       } catch (err) {
         span.setStatus({ code: SpanStatusCode.ERROR });
-        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`, undefined, { cause: err });
+        throw new ToolplaneError(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          `Could not publish ${e.subject} to JetStream: ${(err as Error).message}`,
+          undefined,
+          { cause: err },
+        );
       } finally {
         span.end();
       }
@@ -251,7 +291,10 @@ export class MessagingClient {
   onEvents<E extends EventDescriptor>(
     events: readonly E[],
     onEvent: (event: E, payload: EventOf<E>) => void,
-    opts: { queue?: string; /** Also told of a JSON payload that does not match (e.g. to drop what it may concern, in a rolling upgrade). */ invalid?: (event: E, raw: unknown) => void } = {},
+    opts: {
+      queue?: string /** Also told of a JSON payload that does not match (e.g. to drop what it may concern, in a rolling upgrade). */;
+      invalid?: (event: E, raw: unknown) => void;
+    } = {},
   ): { unsubscribe(): void } {
     // Ids seen by this subscription (another handler of the same event in this process gets it too).
     const replay = this.events.verifier.replayWindow();
@@ -281,7 +324,8 @@ export class MessagingClient {
 
   /** An app publishes only the events its contract says it publishes (EventDescriptor.publishedBy). */
   private mayPublish(e: EventDescriptor): void {
-    if (!e.publishedBy.includes(this.sealer.app)) throw new Error(`${this.sealer.app} may not publish ${e.subject} (publishedBy: ${e.publishedBy.join(', ')})`);
+    if (!e.publishedBy.includes(this.sealer.app))
+      throw new Error(`${this.sealer.app} may not publish ${e.subject} (publishedBy: ${e.publishedBy.join(', ')})`);
   }
 
   /** Events dropped before any handler because they were not signed by their owner, by subject and reason (for metrics and tests). */
@@ -300,7 +344,10 @@ export class MessagingClient {
     const n = (this.droppedEvents.get(subject) ?? 0) + 1;
     this.droppedEvents.set(subject, n);
     // The first of a subject, then every 1,000th: a flood of bad events cannot flood the log.
-    if (n === 1 || n % 1000 === 0) eventLog.warn(`dropped ${n} event(s) on ${subject} that do not match the contract: ${e instanceof ToolplaneError ? e.message : 'malformed'}`);
+    if (n === 1 || n % 1000 === 0)
+      eventLog.warn(
+        `dropped ${n} event(s) on ${subject} that do not match the contract: ${e instanceof ToolplaneError ? e.message : 'malformed'}`,
+      );
   }
 
   /**
@@ -311,7 +358,11 @@ export class MessagingClient {
     if (seal) return this.sealer.openReply(withPrefix(this.prefix, d.subject), d.servedBy, nonce, seal, data);
     const value = decodeJson(data);
     if (ErrorEnvelope.safeParse(value).success) return data;
-    throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `The reply from ${d.subject} is not sealed by ${d.servedBy}: refused`, { subject: d.subject });
+    throw new ToolplaneError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      `The reply from ${d.subject} is not sealed by ${d.servedBy}: refused`,
+      { subject: d.subject },
+    );
   }
 
   private transportError(e: unknown, subject: string, opts: RequestOptions): ToolplaneError {
@@ -321,15 +372,31 @@ export class MessagingClient {
       return new ToolplaneError(code, `No service is serving ${subject}`, { subject }, { cause: e });
     }
     if (e instanceof RequestFailed && e.reason === 'timeout') {
-      return new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `No reply from ${subject} within ${opts.timeoutMs} ms`, {
-        subject,
-        timeout_ms: opts.timeoutMs,
-      }, { cause: e });
+      return new ToolplaneError(
+        ErrorCode.REQUEST_TIMEOUT,
+        `No reply from ${subject} within ${opts.timeoutMs} ms`,
+        {
+          subject,
+          timeout_ms: opts.timeoutMs,
+        },
+        { cause: e },
+      );
     }
     // The caller gave up: its typed reason (its deadline passed, its service is shutting down, its own caller cancelled), else cancelled.
     if (e instanceof RequestFailed && e.reason === 'aborted') {
-      return e.abortReason instanceof ToolplaneError ? e.abortReason : new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The request to ${subject} was cancelled`, { subject }, { cause: e });
+      return e.abortReason instanceof ToolplaneError
+        ? e.abortReason
+        : new ToolplaneError(
+            ErrorCode.REQUEST_CANCELLED,
+            `The request to ${subject} was cancelled`,
+            { subject },
+            { cause: e },
+          );
     }
-    return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `NATS request to ${subject} failed: ${(e as Error)?.message ?? String(e)}`, { subject });
+    return new ToolplaneError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      `NATS request to ${subject} failed: ${(e as Error)?.message ?? String(e)}`,
+      { subject },
+    );
   }
 }

@@ -1,5 +1,11 @@
 import { Catch, Logger, createParamDecorator, type ExceptionFilter, type ExecutionContext } from '@nestjs/common';
-import { BaseRpcContext, MessagePattern, Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
+import {
+  BaseRpcContext,
+  MessagePattern,
+  Server,
+  type CustomTransportStrategy,
+  type MessageHandler,
+} from '@nestjs/microservices';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import {
@@ -27,7 +33,10 @@ import { extractTraceContext } from './trace-context';
 export const Handles = (d: RequestDescriptor): MethodDecorator => MessagePattern(d.subject);
 
 /** The verified sender of the request being handled (a handler parameter): an org, an operator or a service. */
-export const Caller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Principal => ctx.switchToRpc().getContext<BaseRpcContext<[string, Principal]>>().getArgs()[1]);
+export const Caller = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext): Principal =>
+    ctx.switchToRpc().getContext<BaseRpcContext<[string, Principal]>>().getArgs()[1],
+);
 
 /** Bytes a reply may take: the server's max_payload less room for headers. */
 const HEADER_ROOM = 4096;
@@ -97,7 +106,8 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     for (const [pattern, handler] of this.messageHandlers) {
       const d = requestDescriptorFor(pattern);
       if (!d) throw new Error(`No contract descriptor for handler pattern ${pattern}`);
-      if (d.servedBy !== this.opts.auth.sealer.app) throw new Error(`${d.subject} is served by ${d.servedBy}, not ${this.opts.auth.sealer.app}`);
+      if (d.servedBy !== this.opts.auth.sealer.app)
+        throw new Error(`${d.subject} is served by ${d.servedBy}, not ${this.opts.auth.sealer.app}`);
       if (d.visibility === 'public') this.opts.auth.tokens.start();
       const sub = this.opts.nc.subscribe(withPrefix(this.opts.prefix, d.subject), {
         queue: this.opts.queue,
@@ -148,7 +158,11 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     const cancels = REQUEST_CANCELS[this.opts.auth.sealer.app];
     let key: string;
     try {
-      const opened = this.opts.auth.sealer.openRequest(msg.subject, msg.headers?.get(Headers.SERVICE_SEAL) ?? '', msg.data);
+      const opened = this.opts.auth.sealer.openRequest(
+        msg.subject,
+        msg.headers?.get(Headers.SERVICE_SEAL) ?? '',
+        msg.data,
+      );
       const { token } = parseContract(cancels.payload, decodeJson(opened.body), `Event ${cancels.subject}`);
       key = `${opened.from} ${token}`;
     } catch {
@@ -160,7 +174,12 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     call.answered = true;
     call.progress?.close();
     this.log.debug(`${call.d.subject}: cancelled by its caller`);
-    call.cancel.abort(new ToolplaneError(ErrorCode.REQUEST_CANCELLED, `The caller cancelled its ${call.d.subject} request: the work for it was stopped`));
+    call.cancel.abort(
+      new ToolplaneError(
+        ErrorCode.REQUEST_CANCELLED,
+        `The caller cancelled its ${call.d.subject} request: the work for it was stopped`,
+      ),
+    );
   }
 
   get inFlightCount(): number {
@@ -178,8 +197,14 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     await Promise.race([drained, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref())]);
     this.cancelSub?.unsubscribe();
     const abandoned = [...this.inFlight.values()].filter((c) => !c.answered);
-    if (abandoned.length) this.log.warn(`shutting down: ${abandoned.length} request(s) still running after ${this.opts.drainTimeoutMs} ms are answered SERVICE_RESTARTING`);
-    const err = new ToolplaneError(ErrorCode.SERVICE_RESTARTING, `The ${this.opts.queue} service is restarting and gave this request up: retry it`);
+    if (abandoned.length)
+      this.log.warn(
+        `shutting down: ${abandoned.length} request(s) still running after ${this.opts.drainTimeoutMs} ms are answered SERVICE_RESTARTING`,
+      );
+    const err = new ToolplaneError(
+      ErrorCode.SERVICE_RESTARTING,
+      `The ${this.opts.queue} service is restarting and gave this request up: retry it`,
+    );
     for (const call of abandoned) this.respond(call, encodeJson({ error: toErrorBody(err, call.traceId ?? '') }));
     // Every request still running is given up now: the work done for them stops (one signal for all).
     this.abandon.abort(err);
@@ -200,16 +225,25 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
     await context.with(parent, () =>
       tracer.startActiveSpan(
         `process ${d.subject}`,
-        { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject } },
+        {
+          kind: SpanKind.CONSUMER,
+          attributes: { 'messaging.system': 'nats', 'messaging.destination.name': d.subject },
+        },
         async (span) => {
           call.traceId = span.spanContext().traceId;
           try {
             if (msg.data.byteLength > this.opts.maxRequestBytes) {
-              throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `Request is ${msg.data.byteLength} bytes; the limit is ${this.opts.maxRequestBytes}`);
+              throw new ToolplaneError(
+                ErrorCode.PAYLOAD_TOO_LARGE,
+                `Request is ${msg.data.byteLength} bytes; the limit is ${this.opts.maxRequestBytes}`,
+              );
             }
             const admitted = await this.opts.auth.admit(d, msg);
             call.sealedFor = admitted.sealedFor;
-            span.setAttribute('toolplane.caller', admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind);
+            span.setAttribute(
+              'toolplane.caller',
+              admitted.principal.kind === 'service' ? admitted.principal.app : admitted.principal.kind,
+            );
             const json = decodeJson(admitted.body);
             EdgeAuth.checkOrg(admitted.principal, json);
             EdgeAuth.bindEndUser(admitted.principal, d, json);
@@ -221,12 +255,24 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             if (call.cancel?.signal.aborted) throw call.cancel.signal.reason;
             // The caller's deadline (toolplane-deadline) and its cancel end the work done for it, like a shutdown does.
             const deadline = deadlineOf(msg.headers?.get(Headers.DEADLINE), d.subject);
-            const signal = deadline || call.cancel ? AbortSignal.any([this.abandon.signal, ...(deadline ? [deadline.signal] : []), ...(call.cancel ? [call.cancel.signal] : [])]) : this.abandon.signal;
-            const progress = msg.reply && msg.headers?.get(Headers.PROGRESS) === '1' ? this.progressOf(call) : undefined;
+            const signal =
+              deadline || call.cancel
+                ? AbortSignal.any([
+                    this.abandon.signal,
+                    ...(deadline ? [deadline.signal] : []),
+                    ...(call.cancel ? [call.cancel.signal] : []),
+                  ])
+                : this.abandon.signal;
+            const progress =
+              msg.reply && msg.headers?.get(Headers.PROGRESS) === '1' ? this.progressOf(call) : undefined;
             let result: unknown;
             try {
-              result = await requestContext.run({ signal, ...(deadline ? { deadline: deadline.at } : {}), ...(progress ? { progress } : {}) }, async () =>
-                lastValueFrom(this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal])))),
+              result = await requestContext.run(
+                { signal, ...(deadline ? { deadline: deadline.at } : {}), ...(progress ? { progress } : {}) },
+                async () =>
+                  lastValueFrom(
+                    this.transformToObservable(await handler(request, new BaseRpcContext([d.subject, principal]))),
+                  ),
               );
             } finally {
               deadline?.clear();
@@ -234,10 +280,14 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             const reply = encodeJson(this.checkReply(d, result));
             const limit = (this.opts.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM;
             if (reply.byteLength > limit) {
-              throw new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `The reply of ${d.subject} would be ${reply.byteLength} bytes; the bus carries at most ${limit}`, {
-                bytes: reply.byteLength,
-                limit,
-              });
+              throw new ToolplaneError(
+                ErrorCode.PAYLOAD_TOO_LARGE,
+                `The reply of ${d.subject} would be ${reply.byteLength} bytes; the bus carries at most ${limit}`,
+                {
+                  bytes: reply.byteLength,
+                  limit,
+                },
+              );
             }
             this.respond(call, reply);
           } catch (e) {
@@ -245,8 +295,10 @@ export class NatsJsonServer extends Server implements CustomTransportStrategy {
             const body = toErrorBody(e, traceId);
             span.setStatus({ code: SpanStatusCode.ERROR, message: body.code });
             span.setAttribute('toolplane.error.code', body.code);
-            if (body.code === ErrorCode.INTERNAL) this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
-            else if (isDependencyDown(e)) this.log.warn(`A dependency is unavailable serving ${d.subject}: ${(e as Error).message}`);
+            if (body.code === ErrorCode.INTERNAL)
+              this.log.error(`Unhandled error serving ${d.subject}: ${(e as Error)?.stack ?? String(e)}`);
+            else if (isDependencyDown(e))
+              this.log.warn(`A dependency is unavailable serving ${d.subject}: ${(e as Error).message}`);
             call.sealedFor ??= sealedForOf(e);
             this.respond(call, encodeJson({ error: body }));
           } finally {
@@ -300,11 +352,23 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The abort signal of a request's deadline header (epoch ms): aborted with a typed REQUEST_TIMEOUT
  * once the caller has given up waiting. No header, or one that is not a time: none.
  */
-function deadlineOf(header: string | undefined, subject: string): { signal: AbortSignal; at: number; clear: () => void } | undefined {
+function deadlineOf(
+  header: string | undefined,
+  subject: string,
+): { signal: AbortSignal; at: number; clear: () => void } | undefined {
   if (!header || !/^\d{1,15}$/.test(header)) return undefined;
   const ctrl = new AbortController();
   const ms = Math.min(Math.max(0, Number(header) + DEADLINE_GRACE_MS - Date.now()), MAX_TIMER_MS);
-  const timer = setTimeout(() => ctrl.abort(new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `The caller of ${subject} stopped waiting (its deadline passed): the work for it was stopped`)), ms);
+  const timer = setTimeout(
+    () =>
+      ctrl.abort(
+        new ToolplaneError(
+          ErrorCode.REQUEST_TIMEOUT,
+          `The caller of ${subject} stopped waiting (its deadline passed): the work for it was stopped`,
+        ),
+      ),
+    ms,
+  );
   timer.unref();
   return { signal: ctrl.signal, at: Number(header), clear: () => clearTimeout(timer) };
 }

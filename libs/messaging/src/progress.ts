@@ -78,7 +78,8 @@ export class ProgressSender {
   private refill(): void {
     const now = performance.now();
     const burst = this.opts.burst ?? 1;
-    this.tokens = this.opts.intervalMs <= 0 ? burst : Math.min(burst, this.tokens + (now - this.refilledAt) / this.opts.intervalMs);
+    this.tokens =
+      this.opts.intervalMs <= 0 ? burst : Math.min(burst, this.tokens + (now - this.refilledAt) / this.opts.intervalMs);
     this.refilledAt = now;
   }
 
@@ -118,6 +119,7 @@ function cleanProgress(p: RequestProgress): RequestProgress | undefined {
   if (typeof p?.progress !== 'number' || !Number.isFinite(p.progress)) return undefined;
   const out: RequestProgress = { progress: p.progress };
   if (typeof p.total === 'number' && Number.isFinite(p.total)) out.total = p.total;
-  if (typeof p.message === 'string') out.message = p.message.length > MAX_MESSAGE_CHARS ? p.message.slice(0, MAX_MESSAGE_CHARS) : p.message;
+  if (typeof p.message === 'string')
+    out.message = p.message.length > MAX_MESSAGE_CHARS ? p.message.slice(0, MAX_MESSAGE_CHARS) : p.message;
   return out;
 }

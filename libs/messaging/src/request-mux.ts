@@ -76,7 +76,11 @@ export class RequestMux {
       const p: Pending = {
         resolve,
         reject,
-        timer: setTimeout(() => this.settle(token, new RequestFailed('timeout', `no reply from ${subject} within ${opts.timeoutMs} ms`)), opts.timeoutMs),
+        timer: setTimeout(
+          () =>
+            this.settle(token, new RequestFailed('timeout', `no reply from ${subject} within ${opts.timeoutMs} ms`)),
+          opts.timeoutMs,
+        ),
       };
       if (signal) {
         p.signal = signal;
@@ -92,7 +96,10 @@ export class RequestMux {
       if (opts.onProgress) p.onProgress = opts.onProgress;
       this.pending.set(token, p);
       try {
-        this.nc.publish(subject, data, { reply: this.base + token, ...(opts.headers ? { headers: opts.headers } : {}) });
+        this.nc.publish(subject, data, {
+          reply: this.base + token,
+          ...(opts.headers ? { headers: opts.headers } : {}),
+        });
       } catch (e) {
         this.settle(token, new RequestFailed('publish', (e as Error).message));
       }
@@ -108,7 +115,8 @@ export class RequestMux {
         if (err) return;
         const token = m.subject.slice(this.base.length);
         // The server's "no responders" status: an empty message with a 503 header.
-        if (m.data.length === 0 && m.headers?.code === 503) return this.settle(token, new RequestFailed('no_responders', 'no responders'));
+        if (m.data.length === 0 && m.headers?.code === 503)
+          return this.settle(token, new RequestFailed('no_responders', 'no responders'));
         const p = this.pending.get(token);
         if (!p) return; // timed out, aborted or closed meanwhile: dropped
         if (p.onProgress && m.headers?.has(Headers.PROGRESS)) return p.onProgress(m);
@@ -118,7 +126,8 @@ export class RequestMux {
     this.sub = sub;
     void sub.closed.then(() => {
       if (this.sub !== sub) return;
-      for (const token of [...this.pending.keys()]) this.settle(token, new RequestFailed('closed', 'the connection closed'));
+      for (const token of [...this.pending.keys()])
+        this.settle(token, new RequestFailed('closed', 'the connection closed'));
     });
   }
 

@@ -25,7 +25,8 @@ export interface Opened {
 /** A request, its reply, or a progress report on it. */
 type Kind = 'req' | 'rep' | 'prg';
 
-const unauthenticated = (why: string) => new ToolplaneError(ErrorCode.UNAUTHENTICATED, `Service credential refused: ${why}`, undefined, false);
+const unauthenticated = (why: string) =>
+  new ToolplaneError(ErrorCode.UNAUTHENTICATED, `Service credential refused: ${why}`, undefined, false);
 
 /**
  * Service-to-service messages, sealed. Each pair of apps shares a static key (X25519 of their
@@ -78,7 +79,14 @@ export class ServiceSealer {
     return this.seal('prg', subject, to, body, `${requestNonce}/${seq}`);
   }
 
-  openProgress(subject: string, from: AppName, requestNonce: string, seq: number, header: string, data: Uint8Array): Buffer {
+  openProgress(
+    subject: string,
+    from: AppName,
+    requestNonce: string,
+    seq: number,
+    header: string,
+    data: Uint8Array,
+  ): Buffer {
     return this.open('prg', subject, header, data, `${requestNonce}/${seq}`, from).body;
   }
 
@@ -87,11 +95,23 @@ export class ServiceSealer {
     const nonce = iv.toString('base64url');
     const ts = Date.now();
     const key = this.epochKey(to, this.pairKey(to), ts);
-    const data = encryptGcm(key, Buffer.from(body.buffer, body.byteOffset, body.byteLength), aad(kind, subject, this.app, to, ts, nonce, requestNonce), iv);
+    const data = encryptGcm(
+      key,
+      Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+      aad(kind, subject, this.app, to, ts, nonce, requestNonce),
+      iv,
+    );
     return { header: `${VERSION} ${this.app} ${ts} ${nonce}`, data, nonce };
   }
 
-  private open(kind: Kind, subject: string, header: string, data: Uint8Array, requestNonce: string, expected: AppName | undefined): Opened {
+  private open(
+    kind: Kind,
+    subject: string,
+    header: string,
+    data: Uint8Array,
+    requestNonce: string,
+    expected: AppName | undefined,
+  ): Opened {
     const parts = header.split(' ');
     if (parts.length !== 4 || parts[0] !== VERSION) throw unauthenticated('malformed header');
     const [, from, tsText, nonce] = parts as [string, AppName, string, string];
@@ -103,9 +123,17 @@ export class ServiceSealer {
     const pair = this.pairKeyOrUndefined(from);
     if (!pair) throw unauthenticated(`no public key for service ${from}`);
     // The IV travels in the header too: a body whose IV is not the header's nonce is refused.
-    if (data.byteLength < IV_BYTES || Buffer.from(data.buffer, data.byteOffset, IV_BYTES).toString('base64url') !== nonce) throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
+    if (
+      data.byteLength < IV_BYTES ||
+      Buffer.from(data.buffer, data.byteOffset, IV_BYTES).toString('base64url') !== nonce
+    )
+      throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
     try {
-      const body = decryptGcm(this.epochKey(from, pair, ts), data, aad(kind, subject, from, this.app, ts, nonce, requestNonce));
+      const body = decryptGcm(
+        this.epochKey(from, pair, ts),
+        data,
+        aad(kind, subject, from, this.app, ts, nonce, requestNonce),
+      );
       return { from, body, nonce };
     } catch (e) {
       if (e instanceof AeadError) throw unauthenticated('seal does not open (wrong key, subject, receiver or body)');
@@ -128,7 +156,12 @@ export class ServiceSealer {
 
   private pairKey(peer: AppName): Buffer {
     const k = this.pairKeyOrUndefined(peer);
-    if (!k) throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `No public key for service ${peer}: its identity is not installed here`, { service: peer });
+    if (!k)
+      throw new ToolplaneError(
+        ErrorCode.SERVICE_UNAVAILABLE,
+        `No public key for service ${peer}: its identity is not installed here`,
+        { service: peer },
+      );
     return k;
   }
 
@@ -143,7 +176,15 @@ export class ServiceSealer {
   }
 }
 
-function aad(kind: string, subject: string, from: string, to: string, ts: number, nonce: string, requestNonce: string): Buffer {
+function aad(
+  kind: string,
+  subject: string,
+  from: string,
+  to: string,
+  ts: number,
+  nonce: string,
+  requestNonce: string,
+): Buffer {
   return Buffer.from(['toolplane/seal/v1', kind, subject, from, to, String(ts), nonce, requestNonce].join('\u0000'));
 }
 

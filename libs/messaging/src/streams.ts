@@ -8,7 +8,10 @@ import { streamName, withPrefix } from './subjects';
  * to another replica's is fine once the stream is there). An existing stream is left as it is.
  * The one way Toolplane's services make their streams.
  */
-export async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }): Promise<string> {
+export async function ensureStream(
+  nc: NatsConnection,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<string> {
   const jsm = await jetstreamManager(nc);
   try {
     await jsm.streams.info(config.name);

@@ -41,9 +41,15 @@ describe('TokenVerifier', () => {
     expect(fetches).toBe(1);
   });
 
-  it("gives the end user a token is bound to (its signed uid claim), and none for an org-wide token", async () => {
+  it('gives the end user a token is bound to (its signed uid claim), and none for an org-wide token', async () => {
     const v = sut();
-    const bound = await sign({ org: 'acme', sub: 'org:acme', jti: 'tok-u', scope: 'tools:execute', uid: 'auth0|alice' });
+    const bound = await sign({
+      org: 'acme',
+      sub: 'org:acme',
+      jti: 'tok-u',
+      scope: 'tools:execute',
+      uid: 'auth0|alice',
+    });
     expect(await v.verify([`Bearer ${bound}`])).toMatchObject({ kind: 'tenant', org: 'acme', userId: 'auth0|alice' });
     expect(await v.verify([`Bearer ${await orgToken('acme')}`])).not.toHaveProperty('userId');
     const operator = await sign({ sub: 'operator', jti: 'tok-op', scope: 'admin', uid: 'alice' });
@@ -73,15 +79,30 @@ describe('TokenVerifier', () => {
       [[`Bearer ${good}`, `Bearer ${good}`], /exactly one/],
       [[good], /not `Bearer <jwt>`/],
       [[`Bearer ${'x'.repeat(5000)}.y.z`], /longer than/],
-      [[`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { aud: 'other' })}`], /not valid/],
-      [[`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { exp: Math.floor(Date.now() / 1000) - 5 })}`], /expired/],
+      [
+        [`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { aud: 'other' })}`],
+        /not valid/,
+      ],
+      [
+        [
+          `Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { exp: Math.floor(Date.now() / 1000) - 5 })}`,
+        ],
+        /expired/,
+      ],
       [[`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'root' })}`], /unknown scope/],
       [[`Bearer ${await sign({ org: 'acme', sub: 'org:other', jti: 't', scope: 'tools:read' })}`], /names no org/],
       [[`Bearer ${await sign({ sub: 'operator', jti: 't', scope: 'admin tools:read' })}`], /exactly the admin scope/],
-      [[`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { kid: 'k9' })}`], /unknown key/],
+      [
+        [`Bearer ${await sign({ org: 'acme', sub: 'org:acme', jti: 't', scope: 'tools:read' }, { kid: 'k9' })}`],
+        /unknown key/,
+      ],
     ];
     for (const [values, message] of cases) {
-      await expect(v.verify(values)).rejects.toMatchObject({ code: 'UNAUTHENTICATED', retryable: false, message: expect.stringMatching(message) });
+      await expect(v.verify(values)).rejects.toMatchObject({
+        code: 'UNAUTHENTICATED',
+        retryable: false,
+        message: expect.stringMatching(message),
+      });
     }
   });
 
@@ -95,12 +116,23 @@ describe('TokenVerifier', () => {
       .setAudience('toolplane')
       .setExpirationTime('10m')
       .sign(other.privateKey);
-    state = { ...state, version: '2', keys: { k1: raw, k2: other.publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('base64url') } };
+    state = {
+      ...state,
+      version: '2',
+      keys: { k1: raw, k2: other.publicKey.export({ format: 'der', type: 'spki' }).subarray(12).toString('base64url') },
+    };
     expect(await v.verify([`Bearer ${token}`])).toMatchObject({ org: 'acme' });
   });
 
   it('answers SERVICE_UNAVAILABLE (retryable) when the state cannot be fetched at all', async () => {
-    const v = new TokenVerifier(() => Promise.reject(new Error('no credentials service')), { refreshMs: 60_000, maxStaleMs: 60_000, cacheMax: 10 });
-    await expect(v.verify([`Bearer ${await orgToken('acme')}`])).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryable: true });
+    const v = new TokenVerifier(() => Promise.reject(new Error('no credentials service')), {
+      refreshMs: 60_000,
+      maxStaleMs: 60_000,
+      cacheMax: 10,
+    });
+    await expect(v.verify([`Bearer ${await orgToken('acme')}`])).rejects.toMatchObject({
+      code: 'SERVICE_UNAVAILABLE',
+      retryable: true,
+    });
   });
 });

@@ -18,7 +18,9 @@ import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 
 /** Fetches the verification state; `unchanged` when `version` is current. */
-export type AuthStateSource = (version: string | undefined) => Promise<AuthState | { unchanged: true; version: string }>;
+export type AuthStateSource = (
+  version: string | undefined,
+) => Promise<AuthState | { unchanged: true; version: string }>;
 
 export interface TokenVerifierOptions {
   /** How often the state is fetched again (revocations reach this replica within about this long). */
@@ -59,7 +61,13 @@ const unauthenticated = (message: string) => new ToolplaneError(ErrorCode.UNAUTH
  */
 export class TokenVerifier {
   private readonly log = new Logger(TokenVerifier.name);
-  private state?: { version: string; raw: Record<string, string>; keys: Map<string, KeyObject>; revoked: Set<string>; deleted: Set<string> };
+  private state?: {
+    version: string;
+    raw: Record<string, string>;
+    keys: Map<string, KeyObject>;
+    revoked: Set<string>;
+    deleted: Set<string>;
+  };
   private fetchedAt = 0;
   private inflight?: Promise<void>;
   private timer?: NodeJS.Timeout;
@@ -93,7 +101,9 @@ export class TokenVerifier {
         this.fetchedAt = Date.now();
       } catch (e) {
         if (this.fetchedAt && Date.now() - this.fetchedAt > this.opts.maxStaleMs) {
-          this.log.warn(`token verification state is ${Date.now() - this.fetchedAt} ms old and cannot be fetched: ${(e as Error).message}`);
+          this.log.warn(
+            `token verification state is ${Date.now() - this.fetchedAt} ms old and cannot be fetched: ${(e as Error).message}`,
+          );
         }
         throw e;
       } finally {
@@ -115,10 +125,12 @@ export class TokenVerifier {
 
   /** The principal of an `authorization` header's values, or UNAUTHENTICATED / SERVICE_UNAVAILABLE. */
   async verify(values: string[]): Promise<Principal> {
-    if (values.length === 0 || (values.length === 1 && values[0] === '')) throw unauthenticated('This subject needs an org token: send `authorization: Bearer <token>`');
+    if (values.length === 0 || (values.length === 1 && values[0] === ''))
+      throw unauthenticated('This subject needs an org token: send `authorization: Bearer <token>`');
     if (values.length > 1) throw unauthenticated('Send exactly one authorization header');
     const value = values[0]!;
-    if (value.length > MAX_TOKEN_BYTES + 7) throw unauthenticated(`The authorization header is longer than ${MAX_TOKEN_BYTES} bytes`);
+    if (value.length > MAX_TOKEN_BYTES + 7)
+      throw unauthenticated(`The authorization header is longer than ${MAX_TOKEN_BYTES} bytes`);
     const token = BEARER.exec(value)?.[1];
     if (!token) throw unauthenticated('The authorization header is not `Bearer <jwt>`');
     await this.currentState();
@@ -143,7 +155,12 @@ export class TokenVerifier {
   private async currentState(): Promise<NonNullable<TokenVerifier['state']>> {
     if (!this.state || Date.now() - this.fetchedAt > this.opts.maxStaleMs) {
       await this.refresh().catch((e: Error) => {
-        throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `Tokens cannot be verified now: the verification state is unavailable (${e.message})`, undefined, { cause: e });
+        throw new ToolplaneError(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          `Tokens cannot be verified now: the verification state is unavailable (${e.message})`,
+          undefined,
+          { cause: e },
+        );
       });
     }
     return this.state!;
@@ -153,7 +170,8 @@ export class TokenVerifier {
     let kid: string | undefined;
     try {
       const h = decodeProtectedHeader(token);
-      if (h.alg !== TOKEN_ALGORITHM) throw unauthenticated(`Tokens are signed with ${TOKEN_ALGORITHM}, not ${String(h.alg)}`);
+      if (h.alg !== TOKEN_ALGORITHM)
+        throw unauthenticated(`Tokens are signed with ${TOKEN_ALGORITHM}, not ${String(h.alg)}`);
       kid = typeof h.kid === 'string' ? h.kid : undefined;
     } catch (e) {
       if (e instanceof ToolplaneError) throw e;
@@ -170,10 +188,16 @@ export class TokenVerifier {
     if (!key) throw unauthenticated('The token was signed with an unknown key');
     let payload: unknown;
     try {
-      ({ payload } = await jwtVerify(token, key, { algorithms: [TOKEN_ALGORITHM], issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE, requiredClaims: ['exp', 'jti', 'sub'] }));
+      ({ payload } = await jwtVerify(token, key, {
+        algorithms: [TOKEN_ALGORITHM],
+        issuer: TOKEN_ISSUER,
+        audience: TOKEN_AUDIENCE,
+        requiredClaims: ['exp', 'jti', 'sub'],
+      }));
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) throw unauthenticated('The token has expired');
-      if (e instanceof joseErrors.JWSSignatureVerificationFailed) throw unauthenticated('The token signature is invalid');
+      if (e instanceof joseErrors.JWSSignatureVerificationFailed)
+        throw unauthenticated('The token signature is invalid');
       throw unauthenticated(`The token is not valid: ${e instanceof joseErrors.JOSEError ? e.code : 'malformed'}`);
     }
     const c = Claims.safeParse(payload);
@@ -191,7 +215,13 @@ export class TokenVerifier {
     return {
       ...common,
       org: c.data.org,
-      principal: { kind: 'tenant', org: c.data.org, scopes: new Set(scopes as Scope[]), tokenId: c.data.jti, ...(userId !== undefined ? { userId } : {}) },
+      principal: {
+        kind: 'tenant',
+        org: c.data.org,
+        scopes: new Set(scopes as Scope[]),
+        tokenId: c.data.jti,
+        ...(userId !== undefined ? { userId } : {}),
+      },
     };
   }
 
@@ -204,6 +234,12 @@ export class TokenVerifier {
         this.log.warn(`ignoring a malformed token key ${kid}`);
       }
     }
-    this.state = { version: s.version, raw: s.keys, keys, revoked: new Set(s.revoked_tokens), deleted: new Set(s.deleted_orgs) };
+    this.state = {
+      version: s.version,
+      raw: s.keys,
+      keys,
+      revoked: new Set(s.revoked_tokens),
+      deleted: new Set(s.deleted_orgs),
+    };
   }
 }

@@ -16,7 +16,9 @@ describe('ToolplaneLogger', () => {
   it("logs an error's message, never what it wraps (its cause) or its stack", () => {
     const { out, lines } = sink();
     const sut = new ToolplaneLogger('test', 'json', 'info', out);
-    const err = new Error('the provider is unreachable', { cause: new Error('GET https://api.example.com/?token=sk-live-123 failed') });
+    const err = new Error('the provider is unreachable', {
+      cause: new Error('GET https://api.example.com/?token=sk-live-123 failed'),
+    });
     sut.error(err, 'Ctx');
     sut.warn({ note: 'an object', err }, 'Ctx');
     expect(lines).toHaveLength(2);

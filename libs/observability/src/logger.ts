@@ -3,7 +3,14 @@ import { trace } from '@opentelemetry/api';
 
 type Level = 'verbose' | 'debug' | 'log' | 'warn' | 'error' | 'fatal';
 const RANK: Record<Level, number> = { verbose: 0, debug: 1, log: 2, warn: 3, error: 4, fatal: 5 };
-const NAME: Record<Level, string> = { verbose: 'trace', debug: 'debug', log: 'info', warn: 'warn', error: 'error', fatal: 'fatal' };
+const NAME: Record<Level, string> = {
+  verbose: 'trace',
+  debug: 'debug',
+  log: 'info',
+  warn: 'warn',
+  error: 'error',
+  fatal: 'fatal',
+};
 
 export type LogFormat = 'json' | 'pretty';
 export type LogThreshold = 'debug' | 'info' | 'warn' | 'error';
@@ -47,15 +54,25 @@ export class ToolplaneLogger implements LoggerService {
   private write(level: Level, message: unknown, rest: unknown[]): void {
     if (RANK[level] < this.min) return;
     // Nest passes the context as the last string argument.
-    const context = rest.length > 0 && typeof rest[rest.length - 1] === 'string' ? (rest[rest.length - 1] as string) : undefined;
+    const context =
+      rest.length > 0 && typeof rest[rest.length - 1] === 'string' ? (rest[rest.length - 1] as string) : undefined;
     const span = trace.getActiveSpan()?.spanContext();
-    const msg = message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
+    const msg =
+      message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
     if (this.format === 'pretty') {
       const ids = span ? ` trace=${span.traceId}` : '';
-      this.out.write(`${new Date().toISOString()} ${NAME[level].toUpperCase().padEnd(5)} [${this.service}${context ? `:${context}` : ''}] ${msg}${ids}\n`);
+      this.out.write(
+        `${new Date().toISOString()} ${NAME[level].toUpperCase().padEnd(5)} [${this.service}${context ? `:${context}` : ''}] ${msg}${ids}\n`,
+      );
       return;
     }
-    const line: Record<string, unknown> = { time: new Date().toISOString(), level: NAME[level], service: this.service, context, msg };
+    const line: Record<string, unknown> = {
+      time: new Date().toISOString(),
+      level: NAME[level],
+      service: this.service,
+      context,
+      msg,
+    };
     if (span) {
       line.trace_id = span.traceId;
       line.span_id = span.spanId;

@@ -5,7 +5,12 @@ import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
  * span as an error with the error's `code` when it has one (a ToolplaneError's), else "error": never
  * its message, which may carry values. Attributes are ids and sizes, never a secret.
  */
-export function inSpan<T>(tracer: string, name: string, fn: (span: Span) => Promise<T> | T, attributes?: Record<string, string | number | boolean>): Promise<T> {
+export function inSpan<T>(
+  tracer: string,
+  name: string,
+  fn: (span: Span) => Promise<T> | T,
+  attributes?: Record<string, string | number | boolean>,
+): Promise<T> {
   return trace.getTracer(tracer).startActiveSpan(name, attributes ? { attributes } : {}, async (span) => {
     try {
       return await fn(span);

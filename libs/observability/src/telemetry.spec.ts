@@ -26,7 +26,11 @@ describe('tracing without an exporter (id-only spans)', () => {
   });
 
   it("continues the caller's trace: its trace id and flags, a span id of its own, active inside the callback", async () => {
-    const caller = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.NONE };
+    const caller = {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: TraceFlags.NONE,
+    };
     const parent = trace.setSpanContext(context.active(), caller);
     const seen = await tracer().startActiveSpan('child', {}, parent, async (span) => {
       await new Promise((r) => setImmediate(r));

@@ -26,7 +26,14 @@ export const otelEnvShape = {
   OTEL_SERVICE_NAME: z.string().optional(),
   OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().min(1).default(2000),
   OTEL_TRACES_SAMPLER: z
-    .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
     .optional(),
   OTEL_TRACES_SAMPLER_ARG: z.string().optional(),
 };
@@ -46,7 +53,9 @@ export interface Telemetry {
  */
 export function initTelemetry(defaultServiceName: string, cfg: OtelConfig): Telemetry {
   const endpoint = cfg.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? cfg.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const propagator = new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] });
+  const propagator = new CompositePropagator({
+    propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+  });
   if (!endpoint) {
     const contextManager = new AsyncLocalStorageContextManager().enable();
     context.setGlobalContextManager(contextManager);
@@ -62,7 +71,8 @@ export function initTelemetry(defaultServiceName: string, cfg: OtelConfig): Tele
     };
   }
   // Exporters read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and headers themselves.
-  const exporter: SpanExporter = cfg.OTEL_EXPORTER_OTLP_PROTOCOL === 'http/json' ? new OtlpHttpJsonExporter() : new OtlpProtoExporter();
+  const exporter: SpanExporter =
+    cfg.OTEL_EXPORTER_OTLP_PROTOCOL === 'http/json' ? new OtlpHttpJsonExporter() : new OtlpProtoExporter();
   const sdk = new NodeSDK({
     serviceName: cfg.OTEL_SERVICE_NAME ?? defaultServiceName,
     spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: cfg.OTEL_BSP_SCHEDULE_DELAY })],
@@ -94,8 +104,18 @@ export class IdOnlyTracer implements Tracer {
 
   startActiveSpan<F extends (span: Span) => unknown>(name: string, fn: F): ReturnType<F>;
   startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, fn: F): ReturnType<F>;
-  startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, ctx: Context, fn: F): ReturnType<F>;
-  startActiveSpan<F extends (span: Span) => unknown>(name: string, a: SpanOptions | F, b?: Context | F, c?: F): ReturnType<F> {
+  startActiveSpan<F extends (span: Span) => unknown>(
+    name: string,
+    options: SpanOptions,
+    ctx: Context,
+    fn: F,
+  ): ReturnType<F>;
+  startActiveSpan<F extends (span: Span) => unknown>(
+    name: string,
+    a: SpanOptions | F,
+    b?: Context | F,
+    c?: F,
+  ): ReturnType<F> {
     const fn = (c ?? (typeof b === 'function' ? b : a)) as F;
     const options = typeof a === 'function' ? undefined : a;
     const parent = (typeof b === 'object' ? b : undefined) ?? context.active();

@@ -17,7 +17,10 @@ export interface OwnedSchema {
 }
 
 export const databaseEnvShape = {
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/postgres'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// URL')
+    .default('postgres://postgres@127.0.0.1:5432/postgres'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   DB_MIGRATE_ON_START: boolEnv.default(false),
 };
@@ -69,7 +72,8 @@ export async function migrate(db: OwnedSchema, url: string): Promise<string[]> {
 /** CLI body for an app's `migrate.js` (npm run migrate, the Kubernetes Job). */
 export function runMigrationsCli(db: OwnedSchema, url: string): void {
   migrate(db, url).then(
-    (applied) => process.stdout.write(applied.length ? `applied migrations: ${applied.join(', ')}\n` : 'database is up to date\n'),
+    (applied) =>
+      process.stdout.write(applied.length ? `applied migrations: ${applied.join(', ')}\n` : 'database is up to date\n'),
     (e: Error) => {
       process.stderr.write(`migration failed: ${e.message}\n`);
       process.exit(1);
@@ -100,7 +104,11 @@ export function databaseModule(db: OwnedSchema): DynamicModule {
         inject: [APP_CONFIG],
         useFactory: async (config: DatabaseConfig) => {
           if (config.DB_MIGRATE_ON_START) await migrate(db, config.DATABASE_URL);
-          return { ...dataSourceOptions(db, config.DATABASE_URL, config.DB_POOL_MAX), retryAttempts: 3, retryDelay: 1000 };
+          return {
+            ...dataSourceOptions(db, config.DATABASE_URL, config.DB_POOL_MAX),
+            retryAttempts: 3,
+            retryDelay: 1000,
+          };
         },
       }),
     ],

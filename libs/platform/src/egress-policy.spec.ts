@@ -1,4 +1,11 @@
-import { classifyAddress, EgressPolicy, formatAddress, InvalidCidrError, parseAddress, parseCidr } from './egress-policy';
+import {
+  classifyAddress,
+  EgressPolicy,
+  formatAddress,
+  InvalidCidrError,
+  parseAddress,
+  parseCidr,
+} from './egress-policy';
 
 describe('classifyAddress', () => {
   it.each([
@@ -40,7 +47,15 @@ describe('classifyAddress', () => {
     expect(classifyAddress(address)).toBe(category);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1'])('%s is public', (address) => {
+  it.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '1.1.1.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+    '2002:0808:0808::1',
+  ])('%s is public', (address) => {
     expect(classifyAddress(address)).toBeNull();
   });
 
@@ -73,8 +88,20 @@ describe('EgressPolicy', () => {
 
   it('lists its ranges for enforcement below the socket API', () => {
     const v4 = new EgressPolicy().ranges(4).map((r) => r.cidr.text);
-    expect(v4).toEqual(expect.arrayContaining(['10.0.0.0/8', '127.0.0.0/8', '169.254.0.0/16', '100.64.0.0/10', '224.0.0.0/4', '169.254.169.254/32', '168.63.129.16/32']));
-    expect(new EgressPolicy().ranges(6).map((r) => r.cidr.text)).toEqual(expect.arrayContaining(['::1/128', 'fc00::/7', 'fe80::/10', '::ffff:0:0/96', '64:ff9b::/96']));
+    expect(v4).toEqual(
+      expect.arrayContaining([
+        '10.0.0.0/8',
+        '127.0.0.0/8',
+        '169.254.0.0/16',
+        '100.64.0.0/10',
+        '224.0.0.0/4',
+        '169.254.169.254/32',
+        '168.63.129.16/32',
+      ]),
+    );
+    expect(new EgressPolicy().ranges(6).map((r) => r.cidr.text)).toEqual(
+      expect.arrayContaining(['::1/128', 'fc00::/7', 'fe80::/10', '::ffff:0:0/96', '64:ff9b::/96']),
+    );
   });
 
   it('rejects a malformed allowlist entry with a typed error', () => {

@@ -118,7 +118,9 @@ function classify(family: 4 | 6, value: bigint): AddressCategory | null {
     return null;
   }
   for (const [c, cat] of V6_RULES) if (cidrContains(c, 6, value)) return cat;
-  for (const c of EMBEDS_V4_LOW) if (cidrContains(c, 6, value)) return classify(4, value & 0xffffffffn) ?? (c === EMBEDS_V4_LOW[1] ? 'reserved' : null);
+  for (const c of EMBEDS_V4_LOW)
+    if (cidrContains(c, 6, value))
+      return classify(4, value & 0xffffffffn) ?? (c === EMBEDS_V4_LOW[1] ? 'reserved' : null);
   if (cidrContains(SIX_TO_FOUR, 6, value)) return classify(4, (value >> 80n) & 0xffffffffn);
   if (!cidrContains(GLOBAL_UNICAST_V6, 6, value)) return 'reserved';
   return null;
@@ -147,7 +149,13 @@ export class EgressPolicy {
     if (!ip) return 'not an IP address';
     // An IPv4 address written in IPv6 form is allowlisted (or not) as the IPv4 address it is.
     const v4 = ip.family === 6 ? embeddedV4(ip.value) : undefined;
-    const candidates: Array<[4 | 6, bigint]> = v4 !== undefined ? [[6, ip.value], [4, v4]] : [[ip.family, ip.value]];
+    const candidates: Array<[4 | 6, bigint]> =
+      v4 !== undefined
+        ? [
+            [6, ip.value],
+            [4, v4],
+          ]
+        : [[ip.family, ip.value]];
     if (this.allowed.some((c) => candidates.some(([f, v]) => cidrContains(c, f, v)))) return undefined;
     const category = classify(ip.family, ip.value);
     return category ? `${/^[aeiou]/.test(category) ? 'an' : 'a'} ${category} address` : undefined;
@@ -155,7 +163,10 @@ export class EgressPolicy {
 
   /** Every refused range, most specific first, with its category. */
   ranges(family: 4 | 6): Array<{ cidr: Cidr; category: AddressCategory }> {
-    const rules = family === 4 ? V4_RULES : [...V6_RULES, ...EMBEDS_V4_LOW.map((c) => [c, 'reserved'] as const), [SIX_TO_FOUR, 'reserved'] as const];
+    const rules =
+      family === 4
+        ? V4_RULES
+        : [...V6_RULES, ...EMBEDS_V4_LOW.map((c) => [c, 'reserved'] as const), [SIX_TO_FOUR, 'reserved'] as const];
     return rules.map(([cidr, category]) => ({ cidr, category }));
   }
 }
@@ -177,14 +188,17 @@ function v4ToBigint(a: string): bigint {
 
 function v6ToBigint(a: string): bigint {
   // A dotted IPv4 tail (`::ffff:1.2.3.4`) becomes its two hex groups first.
-  const text = a.toLowerCase().replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, b1: string, b2: string, b3: string, b4: string) => {
-    const hex = (x: string, y: string) => ((Number(x) << 8) | Number(y)).toString(16);
-    return `${hex(b1, b2)}:${hex(b3, b4)}`;
-  });
+  const text = a
+    .toLowerCase()
+    .replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, b1: string, b2: string, b3: string, b4: string) => {
+      const hex = (x: string, y: string) => ((Number(x) << 8) | Number(y)).toString(16);
+      return `${hex(b1, b2)}:${hex(b3, b4)}`;
+    });
   const [head = '', rest] = text.split('::');
   const left = head ? head.split(':') : [];
   const right = rest ? rest.split(':') : [];
-  const groups = rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  const groups =
+    rest === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
   return groups.reduce((n, g) => (n << 16n) | BigInt(`0x${g}`), 0n);
 }
 

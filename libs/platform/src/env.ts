@@ -6,14 +6,21 @@ const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' |
 /** Variables every app reads. Each app extends this with its own and parses once at bootstrap. */
 export const baseEnvShape = {
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
-  SUBJECT_PREFIX: z.string().regex(/^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)?$/, 'dot-separated tokens').default(''),
+  SUBJECT_PREFIX: z
+    .string()
+    .regex(/^([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)?$/, 'dot-separated tokens')
+    .default(''),
   HEALTH_PORT: z.coerce.number().int().min(0).max(65535),
   HEALTH_HOST: z.string().default('0.0.0.0'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   TOOLPLANE_PROFILE: z.enum(['development', 'production']).default('production'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-  MAX_REQUEST_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  MAX_REQUEST_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   /** NATS credentials and TLS (any combination the server asks for). */
   NATS_USER: z.string().optional(),
   NATS_PASSWORD: z.string().optional(),
@@ -24,7 +31,10 @@ export const baseEnvShape = {
   NATS_TLS_CERT: z.string().optional(),
   NATS_TLS_KEY: z.string().optional(),
   /** Reply subjects of this connection (`_INBOX.<app>` by default): the NATS permissions let only this user subscribe there. */
-  NATS_INBOX_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens').optional(),
+  NATS_INBOX_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'dot-separated tokens')
+    .optional(),
   /**
    * The service identities: `<app>.key` (this app's X25519 key) and every app's `<app>.pub`.
    * Default `.toolplane/keys` in development (created on first start), `/etc/toolplane/keys` in production.
@@ -63,7 +73,11 @@ export class ConfigError extends Error {}
  * Parses an app's environment once. Every invalid variable is reported (names and reasons, never
  * values), then it throws.
  */
-export function parseEnv<S extends z.ZodRawShape>(app: string, shape: S, env: NodeJS.ProcessEnv): z.infer<z.ZodObject<S>> {
+export function parseEnv<S extends z.ZodRawShape>(
+  app: string,
+  shape: S,
+  env: NodeJS.ProcessEnv,
+): z.infer<z.ZodObject<S>> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
   const r = z.object(shape).safeParse(cleaned);
   if (r.success) return r.data;

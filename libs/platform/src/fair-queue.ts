@@ -87,7 +87,11 @@ export class FairQueue {
     while (this.active < this.limit) {
       let pick: string | undefined;
       for (const org of this.waiting.keys()) {
-        if (this.canAdmit(org) && (pick === undefined || (this.lastTurn.get(org) ?? 0) < (this.lastTurn.get(pick) ?? 0))) pick = org;
+        if (
+          this.canAdmit(org) &&
+          (pick === undefined || (this.lastTurn.get(org) ?? 0) < (this.lastTurn.get(pick) ?? 0))
+        )
+          pick = org;
       }
       if (pick === undefined) return;
       const q = this.waiting.get(pick)!;

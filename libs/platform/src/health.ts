@@ -21,7 +21,10 @@ export class HealthRegistry {
     if (this.draining) out.shutdown = 'draining';
     for (const [name, check] of this.checks) {
       try {
-        await Promise.race([check(), new Promise((_, rej) => setTimeout(() => rej(new Error('timed out')), 2000).unref())]);
+        await Promise.race([
+          check(),
+          new Promise((_, rej) => setTimeout(() => rej(new Error('timed out')), 2000).unref()),
+        ]);
         out[name] = 'ok';
       } catch (e) {
         ok = false;
@@ -40,7 +43,9 @@ export function startHealthServer(registry: HealthRegistry, host: string, port: 
     };
     if (req.url === '/healthz') return reply(200, { status: 'ok' });
     if (req.url === '/metrics' && (registry.metrics || registry.common.length)) {
-      const text = [registry.metrics?.() ?? '', ...registry.common.map((m) => m())].filter(Boolean).map((t) => (t.endsWith('\n') ? t : `${t}\n`));
+      const text = [registry.metrics?.() ?? '', ...registry.common.map((m) => m())]
+        .filter(Boolean)
+        .map((t) => (t.endsWith('\n') ? t : `${t}\n`));
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text.join(''));
       return;
     }

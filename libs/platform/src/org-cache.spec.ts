@@ -93,9 +93,15 @@ describe('OrgScopedCache', () => {
       const d = deferred<string>();
       let loads = 0;
       const loader = () => (loads++, d.promise);
-      const both = Promise.all([c.load('a', 'k', loader, { ttlMs: 60_000 }), c.load('a', 'k', loader, { ttlMs: 60_000 })]);
+      const both = Promise.all([
+        c.load('a', 'k', loader, { ttlMs: 60_000 }),
+        c.load('a', 'k', loader, { ttlMs: 60_000 }),
+      ]);
       d.resolve('A');
-      expect(await both).toEqual([{ value: 'A', cached: false }, { value: 'A', cached: false }]);
+      expect(await both).toEqual([
+        { value: 'A', cached: false },
+        { value: 'A', cached: false },
+      ]);
       expect(loads).toBe(1);
       expect(await c.load('a', 'k', loader, { ttlMs: 60_000 })).toEqual({ value: 'A', cached: true });
       // The same key in another org is another entry.
@@ -115,7 +121,10 @@ describe('OrgScopedCache', () => {
       old.resolve('old');
       expect((await first).value).toBe('old'); // its caller asked before the change
       expect(c.get('a', 'k')).toBeUndefined();
-      expect(await c.load('a', 'k', async () => 'new', { ttlMs: 60_000, partOf: () => 'tool-1' })).toEqual({ value: 'new', cached: false });
+      expect(await c.load('a', 'k', async () => 'new', { ttlMs: 60_000, partOf: () => 'tool-1' })).toEqual({
+        value: 'new',
+        cached: false,
+      });
       expect(c.get('a', 'k')?.value).toBe('new');
     });
 

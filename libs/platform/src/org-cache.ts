@@ -55,21 +55,38 @@ export class OrgScopedCache<V> {
    * caller of the key — kept for `ttlMs` unless the key, its part or its org was forgotten while
    * it loaded. A failed load is not kept; every caller waiting on it gets its error.
    */
-  async load(orgId: string, key: string, loader: () => Promise<V>, opts: LoadOptions<V>): Promise<{ value: V; cached: boolean }> {
+  async load(
+    orgId: string,
+    key: string,
+    loader: () => Promise<V>,
+    opts: LoadOptions<V>,
+  ): Promise<{ value: V; cached: boolean }> {
     const hit = this.get(orgId, key);
     if (hit) return { value: hit.value, cached: true };
     let inOrg = this.loading.get(orgId);
     const running = inOrg?.get(key);
     if (running) return { value: await running.promise, cached: false };
     const version = this.versionOf(orgId, opts.part);
-    const rec: Loading<V> = { promise: undefined as unknown as Promise<V>, stale: false, ...(opts.part === undefined ? {} : { part: opts.part }) };
+    const rec: Loading<V> = {
+      promise: undefined as unknown as Promise<V>,
+      stale: false,
+      ...(opts.part === undefined ? {} : { part: opts.part }),
+    };
     rec.promise = (async () => {
       try {
         const value = await loader();
         const ttl = typeof opts.ttlMs === 'function' ? opts.ttlMs(value) : opts.ttlMs;
         const part = opts.part ?? opts.partOf?.(value);
         // The part learnt from the value: its version must not have moved either (checked below through `stale`).
-        if (!rec.stale) this.set(orgId, key, value, ttl, opts.part === undefined && part !== undefined ? this.versionOf(orgId, part) : version, part);
+        if (!rec.stale)
+          this.set(
+            orgId,
+            key,
+            value,
+            ttl,
+            opts.part === undefined && part !== undefined ? this.versionOf(orgId, part) : version,
+            part,
+          );
         return value;
       } finally {
         const m = this.loading.get(orgId);

@@ -68,7 +68,10 @@ export class TransactionalOutbox {
   private warned = false;
   private readonly bySubject: ReadonlyMap<string, Publishable>;
   /** Per org: the drain running now, and the one callers wait for when they came during it. */
-  private readonly drains = new Map<string, { running: Promise<number>; next?: { promise: Promise<number>; resolve: (n: number) => void } }>();
+  private readonly drains = new Map<
+    string,
+    { running: Promise<number>; next?: { promise: Promise<number>; resolve: (n: number) => void } }
+  >();
 
   constructor(
     protected readonly ds: DataSource,
@@ -102,11 +105,21 @@ export class TransactionalOutbox {
       const chunk = events.slice(i, i + 500);
       const values: unknown[] = [];
       const rows = chunk.map((e, k) => {
-        values.push(e.eventId, e.orgId, this.messaging.prefix, e.descriptor.subject, JSON.stringify(e.payload), traceJson);
+        values.push(
+          e.eventId,
+          e.orgId,
+          this.messaging.prefix,
+          e.descriptor.subject,
+          JSON.stringify(e.payload),
+          traceJson,
+        );
         const b = k * 6;
         return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}::jsonb, $${b + 6}::jsonb)`;
       });
-      await m.query(`INSERT INTO ${this.opts.table} (event_id, org_id, prefix, subject, payload, trace) VALUES ${rows.join(', ')}`, values);
+      await m.query(
+        `INSERT INTO ${this.opts.table} (event_id, org_id, prefix, subject, payload, trace) VALUES ${rows.join(', ')}`,
+        values,
+      );
     }
   }
 
@@ -164,7 +177,9 @@ export class TransactionalOutbox {
   private async drainBatch(orgId: string): Promise<{ published: number; full: boolean }> {
     try {
       return await this.ds.transaction(async (m) => {
-        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.opts.lockPrefix}.${this.messaging.prefix}.${orgId}`]);
+        await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+          `${this.opts.lockPrefix}.${this.messaging.prefix}.${orgId}`,
+        ]);
         const rows: OutboxRow[] = await m.query(
           `SELECT seq, event_id, subject, payload, trace FROM ${this.opts.table} WHERE prefix = $1 AND org_id = $2 ORDER BY seq LIMIT ${DRAIN_BATCH}`,
           [this.messaging.prefix, orgId],
@@ -174,12 +189,20 @@ export class TransactionalOutbox {
         for (let i = 0; i < rows.length && failure === undefined; i += PUBLISH_CONCURRENCY) {
           const batch = rows.slice(i, i + PUBLISH_CONCURRENCY);
           const results = await Promise.allSettled(batch.map((r) => this.publish(r)));
-          results.forEach((res, k) => (res.status === 'fulfilled' ? published.push(batch[k]!.seq) : (failure ??= res.reason)));
+          results.forEach((res, k) =>
+            res.status === 'fulfilled' ? published.push(batch[k]!.seq) : (failure ??= res.reason),
+          );
         }
-        if (published.length) await m.query(`DELETE FROM ${this.opts.table} WHERE seq = ANY($1::bigint[])`, [published]);
+        if (published.length)
+          await m.query(`DELETE FROM ${this.opts.table} WHERE seq = ANY($1::bigint[])`, [published]);
         if (failure !== undefined) {
-          await m.query(`UPDATE ${this.opts.table} SET attempts = attempts + 1 WHERE prefix = $1 AND org_id = $2`, [this.messaging.prefix, orgId]);
-          this.warnOnce(`${this.opts.what} of org ${orgId} wait in the outbox (${rows.length - published.length} unpublished): ${(failure as Error)?.message ?? failure}`);
+          await m.query(`UPDATE ${this.opts.table} SET attempts = attempts + 1 WHERE prefix = $1 AND org_id = $2`, [
+            this.messaging.prefix,
+            orgId,
+          ]);
+          this.warnOnce(
+            `${this.opts.what} of org ${orgId} wait in the outbox (${rows.length - published.length} unpublished): ${(failure as Error)?.message ?? failure}`,
+          );
           await this.opts.repair?.().catch(() => undefined);
         } else if (this.warned) {
           this.warned = false;

@@ -8,7 +8,12 @@ export const APP_CONFIG = Symbol('APP_CONFIG');
 @Global()
 @Module({})
 export class PlatformModule {
-  static register(messaging: MessagingClient, config: unknown, health: HealthRegistry, tokens: TokenVerifier): DynamicModule {
+  static register(
+    messaging: MessagingClient,
+    config: unknown,
+    health: HealthRegistry,
+    tokens: TokenVerifier,
+  ): DynamicModule {
     return {
       module: PlatformModule,
       providers: [

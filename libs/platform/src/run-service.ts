@@ -1,11 +1,24 @@
 import 'reflect-metadata';
-import { Logger, Module, type DynamicModule, type INestApplication, type INestMicroservice, type Type } from '@nestjs/common';
+import {
+  Logger,
+  Module,
+  type DynamicModule,
+  type INestApplication,
+  type INestMicroservice,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { connect } from '@nats-io/transport-node';
 import { AuthChanged, AuthStateGet, type AppName } from '@toolplane/contracts';
 import { initTelemetry, ToolplaneLogger } from '@toolplane/observability';
-import { EdgeAuth, MessagingClient, NatsJsonServer, PassThroughExceptionFilter, TokenVerifier } from '@toolplane/messaging';
+import {
+  EdgeAuth,
+  MessagingClient,
+  NatsJsonServer,
+  PassThroughExceptionFilter,
+  TokenVerifier,
+} from '@toolplane/messaging';
 import type { AddressInfo } from 'node:net';
 import type { BaseConfig } from './env';
 import { HealthRegistry, startHealthServer } from './health';
@@ -54,11 +67,14 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
   });
   const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer, events);
   // Org tokens are checked here, at the edge, against state fetched (sealed) from credentials.
-  const tokens = new TokenVerifier((version) => messaging.request(AuthStateGet, version ? { version } : {}, { timeoutMs: 2000 }), {
-    refreshMs: config.AUTH_REFRESH_MS,
-    maxStaleMs: config.AUTH_MAX_STALE_MS,
-    cacheMax: config.AUTH_TOKEN_CACHE_MAX,
-  });
+  const tokens = new TokenVerifier(
+    (version) => messaging.request(AuthStateGet, version ? { version } : {}, { timeoutMs: 2000 }),
+    {
+      refreshMs: config.AUTH_REFRESH_MS,
+      maxStaleMs: config.AUTH_MAX_STALE_MS,
+      cacheMax: config.AUTH_TOKEN_CACHE_MAX,
+    },
+  );
   const authHints = messaging.onEvents([AuthChanged], (_e, p) => tokens.hint(p.version));
   const health = new HealthRegistry();
   health.common.push(() => messaging.refusedEvents.metrics());
@@ -81,7 +97,11 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
   let app: INestApplication | INestMicroservice;
   let httpPort: number | undefined;
   if (spec.http) {
-    const web = await NestFactory.create(RootModule, new ExpressAdapter(), { logger, bufferLogs: false, bodyParser: false });
+    const web = await NestFactory.create(RootModule, new ExpressAdapter(), {
+      logger,
+      bufferLogs: false,
+      bodyParser: false,
+    });
     web.connectMicroservice({ strategy }, { inheritAppConfig: true });
     web.useGlobalFilters(new PassThroughExceptionFilter());
     await web.startAllMicroservices();

@@ -66,7 +66,9 @@ export class RunnerCalls {
     try {
       release = await this.queue.acquire(org, signal);
     } catch {
-      throw signal.reason instanceof ToolplaneError ? signal.reason : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, 'the call was given up while it waited for its place');
+      throw signal.reason instanceof ToolplaneError
+        ? signal.reason
+        : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, 'the call was given up while it waited for its place');
     } finally {
       this.gauge.queued--;
     }

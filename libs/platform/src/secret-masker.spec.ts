@@ -8,7 +8,9 @@ describe('SecretMasker', () => {
   });
 
   it('masks strings and keys inside a JSON value and leaves other types alone', () => {
-    expect(sut.value({ token: 'Bearer sk-live-123456', n: 3, list: ['sk-live-123456', true], 'sk-live-123456': null })).toEqual({
+    expect(
+      sut.value({ token: 'Bearer sk-live-123456', n: 3, list: ['sk-live-123456', true], 'sk-live-123456': null }),
+    ).toEqual({
       token: 'Bearer ***',
       n: 3,
       list: ['***', true],

@@ -17,7 +17,9 @@ export class SecretMasker {
   readonly lookaheadBytes: number;
 
   constructor(values: Iterable<string>) {
-    this.values = [...new Set([...values].filter((v) => typeof v === 'string' && v.length >= MIN_MASKED_LENGTH))].sort((a, b) => b.length - a.length);
+    this.values = [...new Set([...values].filter((v) => typeof v === 'string' && v.length >= MIN_MASKED_LENGTH))].sort(
+      (a, b) => b.length - a.length,
+    );
     if (this.values.length) this.pattern = new RegExp(this.values.map(escapeRegExp).join('|'), 'g');
     this.lookaheadBytes = this.values.reduce((n, v) => Math.max(n, Buffer.byteLength(v, 'utf8')), 0);
   }
@@ -35,7 +37,10 @@ export class SecretMasker {
     if (!this.active) return v;
     if (typeof v === 'string') return this.text(v);
     if (Array.isArray(v)) return v.map((x) => this.value(x));
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [this.text(k), this.value(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).map(([k, x]) => [this.text(k), this.value(x)]),
+      );
     return v;
   }
 
@@ -59,7 +64,8 @@ export class SecretMasker {
       return cut.end === end;
     };
     for (const m of this.pattern ? s.matchAll(this.pattern) : []) {
-      if (!appendPlain(m.index) || consumed >= maxBytes || outBytes + MASK.length > maxBytes) return { text: out.join(''), truncated: true };
+      if (!appendPlain(m.index) || consumed >= maxBytes || outBytes + MASK.length > maxBytes)
+        return { text: out.join(''), truncated: true };
       out.push(MASK);
       outBytes += MASK.length;
       consumed += Buffer.byteLength(m[0], 'utf8');

@@ -9,14 +9,21 @@ type Ending = { exit: number } | { lost: unknown };
 
 /** The fake provider with a call side: each call's command ends as the test scripts it, and its report is what the test says. */
 class CallingProvider extends FakeRemoteProvider {
-  override readonly launcher = { settings: { python: '/usr/bin/python3', node: '/usr/bin/node', toolUid: 1500, watch: ['/tmp'] }, layout: new RemoteSandboxLayout('/state') };
+  override readonly launcher = {
+    settings: { python: '/usr/bin/python3', node: '/usr/bin/node', toolUid: 1500, watch: ['/tmp'] },
+    layout: new RemoteSandboxLayout('/state'),
+  };
   readonly endings: Ending[] = [];
   report: Partial<RunReport> = {};
   readonly started: string[] = [];
   private nonce = '';
   override python = (): string => '/usr/bin/python3';
   override moduleDir = (): string => '/state';
-  override write = async (_env: unknown, _box: FakeBox, files: Array<{ path: string; data: string }>): Promise<void> => {
+  override write = async (
+    _env: unknown,
+    _box: FakeBox,
+    files: Array<{ path: string; data: string }>,
+  ): Promise<void> => {
     this.nonce = JSON.parse(files.find((f) => f.path.endsWith('job.json'))!.data).nonce;
   };
   override start = async (_env: unknown, box: FakeBox): Promise<RunningCommand> => {
@@ -26,7 +33,22 @@ class CallingProvider extends FakeRemoteProvider {
   };
   override read = async (): Promise<string> => {
     const frame = `${JSON.stringify({ v: 1, nonce: this.nonce, status: 'success', value: 42 })}\n`;
-    return JSON.stringify({ v: 1, nonce: this.nonce, lane: 0, exit: 0, signal: null, timed_out: false, output_limit: false, frame, frame_too_large: false, stdout_bytes: 0, stderr_bytes: 0, dirty: [], proved_at: 3, ...this.report });
+    return JSON.stringify({
+      v: 1,
+      nonce: this.nonce,
+      lane: 0,
+      exit: 0,
+      signal: null,
+      timed_out: false,
+      output_limit: false,
+      frame,
+      frame_too_large: false,
+      stdout_bytes: 0,
+      stderr_bytes: 0,
+      dirty: [],
+      proved_at: 3,
+      ...this.report,
+    });
   };
   override isGone = (): boolean => false;
   override providerError = (e: unknown) => new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, String(e));
@@ -34,7 +56,18 @@ class CallingProvider extends FakeRemoteProvider {
   override noNode = (): string => 'no node here';
 }
 
-const call = (o: Partial<RemoteCall> = {}): RemoteCall => ({ runId: 'r1', toolId: 't1', functionName: 'f', sourceCode: 'def f():\n    return 42\n', sourceType: 'python', args: {}, env: {}, maskValues: [], timeoutMs: 1000, ...o });
+const call = (o: Partial<RemoteCall> = {}): RemoteCall => ({
+  runId: 'r1',
+  toolId: 't1',
+  functionName: 'f',
+  sourceCode: 'def f():\n    return 42\n',
+  sourceType: 'python',
+  args: {},
+  env: {},
+  maskValues: [],
+  timeoutMs: 1000,
+  ...o,
+});
 
 /** The call protocol on a leased sandbox: the report decides whether the sandbox is kept. */
 describe('RemoteDriver', () => {
@@ -47,7 +80,12 @@ describe('RemoteDriver', () => {
     provider = new CallingProvider();
     provider.auto = true;
     pool = new RemotePool(provider, { maxPerOrg: 2, maxTotal: 2, warm: 0, idleTtlMs: 60_000, buildRetryMs: 1000 });
-    sut = new RemoteDriver(provider, pool, { stdoutLimitBytes: 1024, stderrLimitBytes: 1024, maxOutputBytes: 4096, commandGraceMs: 100 });
+    sut = new RemoteDriver(provider, pool, {
+      stdoutLimitBytes: 1024,
+      stderrLimitBytes: 1024,
+      maxOutputBytes: 4096,
+      commandGraceMs: 100,
+    });
   });
   afterEach(() => pool.close());
 
@@ -89,7 +127,9 @@ describe('RemoteDriver', () => {
     provider.node = false;
     const e = env();
     await pool.ensureReady(e, 5000);
-    const refused = await sut.run(e, call({ sourceType: 'typescript', sourceCode: 'export function f(): number { return 1; }' }), 5000, never).catch((x: unknown) => x);
+    const refused = await sut
+      .run(e, call({ sourceType: 'typescript', sourceCode: 'export function f(): number { return 1; }' }), 5000, never)
+      .catch((x: unknown) => x);
     expect((refused as ToolplaneError).code).toBe(ErrorCode.UNSUPPORTED_TOOL);
     expect([...e.sandboxes][0]!.active).toBe(0);
     expect(provider.kills).toEqual([]);

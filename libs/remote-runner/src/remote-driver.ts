@@ -3,7 +3,17 @@ import type { Span } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { inSpan } from '@toolplane/observability';
 import { SecretMasker } from '@toolplane/platform';
-import { callJson, EXIT_BUSY, outcomeOf, OutputCapture, parseReport, prepareScript, RunReport, toolEnv, type RemoteOutcome } from '@toolplane/sandbox';
+import {
+  callJson,
+  EXIT_BUSY,
+  outcomeOf,
+  OutputCapture,
+  parseReport,
+  prepareScript,
+  RunReport,
+  toolEnv,
+  type RemoteOutcome,
+} from '@toolplane/sandbox';
 import { randomBytes } from 'node:crypto';
 import { isDependencyFailure, type RemoteEnvironment, type RemotePool, type RemoteSandbox } from './remote-pool';
 import type { RemoteEnvironmentRequest, RemoteProvider } from './remote-provider';
@@ -23,7 +33,10 @@ export interface RemoteCall {
   timeoutMs: number;
 }
 
-export type RemoteErrorCode = NonNullable<RemoteOutcome['error']>['code'] | ErrorCode.SANDBOX_LOST | ErrorCode.DEPENDENCY_INSTALL_FAILED;
+export type RemoteErrorCode =
+  | NonNullable<RemoteOutcome['error']>['code']
+  | ErrorCode.SANDBOX_LOST
+  | ErrorCode.DEPENDENCY_INSTALL_FAILED;
 
 /** How a call ended (the tool may have started); provider failures before it started are thrown (ToolplaneError). */
 export interface RemoteCallOutcome {
@@ -56,13 +69,27 @@ const NODE_TYPES = new Set(['typescript', 'javascript']);
 const ATTEMPTS = 3;
 
 /** One span per step of a remote runner; the span carries ids and sizes, never a secret. */
-export function remoteStep<T>(provider: string, name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+export function remoteStep<T>(
+  provider: string,
+  name: string,
+  attributes: Record<string, string | number | boolean>,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   return inSpan(`runner-${provider}`, name, fn, attributes);
 }
 
 /** A failed requirements install as the call's outcome (DEPENDENCY_INSTALL_FAILED, naming the package). */
 export function dependencyOutcome(e: Error): RemoteCallOutcome {
-  return { status: 'error', error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, type: 'DependencyInstallFailed', message: e.message }, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 0, reused: false };
+  return {
+    status: 'error',
+    error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, type: 'DependencyInstallFailed', message: e.message },
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    durationMs: 0,
+    reused: false,
+  };
 }
 
 /**
@@ -82,19 +109,34 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
   ) {}
 
   /** Runs the call in a sandbox of its environment (waiting at most `waitMs` for one). Provider failures before the tool started are thrown. */
-  async run(env: RemoteEnvironment<R, B>, call: RemoteCall, waitMs: number, signal: AbortSignal): Promise<RemoteCallOutcome> {
+  async run(
+    env: RemoteEnvironment<R, B>,
+    call: RemoteCall,
+    waitMs: number,
+    signal: AbortSignal,
+  ): Promise<RemoteCallOutcome> {
     const p = this.provider;
     const started = performance.now();
     const node = NODE_TYPES.has(call.sourceType);
-    if (call.sourceType !== 'python' && !node) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `runner-${p.name} runs python, typescript and javascript tools, not ${call.sourceType}`, { provider: p.name });
+    if (call.sourceType !== 'python' && !node)
+      throw new ToolplaneError(
+        ErrorCode.UNSUPPORTED_TOOL,
+        `runner-${p.name} runs python, typescript and javascript tools, not ${call.sourceType}`,
+        { provider: p.name },
+      );
     for (let attempt = 1; ; attempt++) {
       let sandbox: RemoteSandbox<B>;
       try {
-        sandbox = await remoteStep(p.name, 'acquire sandbox', { 'toolplane.tool.id': call.toolId, [`toolplane.${p.name}.environment`]: env.key }, async (span) => {
-          const s = await this.pool.lease(env, waitMs, signal);
-          span.setAttributes({ 'toolplane.sandbox.id': s.id, 'toolplane.sandbox.reused': s.served > 1 });
-          return s;
-        });
+        sandbox = await remoteStep(
+          p.name,
+          'acquire sandbox',
+          { 'toolplane.tool.id': call.toolId, [`toolplane.${p.name}.environment`]: env.key },
+          async (span) => {
+            const s = await this.pool.lease(env, waitMs, signal);
+            span.setAttributes({ 'toolplane.sandbox.id': s.id, 'toolplane.sandbox.reused': s.served > 1 });
+            return s;
+          },
+        );
       } catch (e) {
         if (isDependencyFailure(e)) return dependencyOutcome(e as Error);
         if (e instanceof ToolplaneError) throw e;
@@ -102,15 +144,26 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
       }
       if (node && !sandbox.node) {
         this.pool.release(sandbox, true);
-        throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, p.noNode(env), { provider: p.name, source_type: call.sourceType });
+        throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, p.noNode(env), {
+          provider: p.name,
+          source_type: call.sourceType,
+        });
       }
       const r = await this.runOn(sandbox, call, signal, started);
       if (r !== 'retry') return r;
-      if (attempt >= ATTEMPTS) throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `no ${p.label} sandbox could take the call`, { provider: p.name });
+      if (attempt >= ATTEMPTS)
+        throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `no ${p.label} sandbox could take the call`, {
+          provider: p.name,
+        });
     }
   }
 
-  private async runOn(sandbox: RemoteSandbox<B>, call: RemoteCall, signal: AbortSignal, started: number): Promise<RemoteCallOutcome | 'retry'> {
+  private async runOn(
+    sandbox: RemoteSandbox<B>,
+    call: RemoteCall,
+    signal: AbortSignal,
+    started: number,
+  ): Promise<RemoteCallOutcome | 'retry'> {
     const p = this.provider;
     const env = sandbox.env as RemoteEnvironment<R, B>;
     const { layout, settings } = p.launcher;
@@ -134,11 +187,35 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
         this.pool.release(sandbox, true);
         throw e;
       }
-      job = { nonce, source: script.code, function: call.functionName, params: script.params, args: call.args, agent_id: call.agentId ?? null, module_dir: p.moduleDir(env) };
+      job = {
+        nonce,
+        source: script.code,
+        function: call.functionName,
+        params: script.params,
+        args: call.args,
+        agent_id: call.agentId ?? null,
+        module_dir: p.moduleDir(env),
+      };
     } else {
-      job = { nonce, source: call.sourceCode, function: call.functionName, args: call.args, agent_id: call.agentId ?? null };
+      job = {
+        nonce,
+        source: call.sourceCode,
+        function: call.functionName,
+        args: call.args,
+        agent_id: call.agentId ?? null,
+      };
     }
-    const spec = callJson(settings, layout, { nonce, runtime: node ? 'node' : 'python', python, workDir, timeoutMs: call.timeoutMs, maxOutputBytes: this.limits.maxOutputBytes, envKeys: Object.keys(envs), lanes: env.lanes, proof: sandbox.proof });
+    const spec = callJson(settings, layout, {
+      nonce,
+      runtime: node ? 'node' : 'python',
+      python,
+      workDir,
+      timeoutMs: call.timeoutMs,
+      maxOutputBytes: this.limits.maxOutputBytes,
+      envKeys: Object.keys(envs),
+      lanes: env.lanes,
+      proof: sandbox.proof,
+    });
 
     // 1. The job (source and arguments as data; never the env); the provider's timeout of the sandbox outlasts the call.
     try {
@@ -163,7 +240,9 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
       return {
         status: o.status,
         ...('value' in o && o.value !== undefined ? { value: masker.value(o.value) } : {}),
-        ...(o.error ? { error: { ...o.error, message: masker.text(o.error.message), type: masker.text(o.error.type) } } : {}),
+        ...(o.error
+          ? { error: { ...o.error, message: masker.text(o.error.message), type: masker.text(o.error.type) } }
+          : {}),
         stdout: out.text,
         stderr: err.text,
         stdoutTruncated: out.truncated,
@@ -188,32 +267,64 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
       if (p.isGone(e)) return 'retry';
       throw p.providerError(e, env, 'starting the call');
     }
-    const ended = await remoteStep(p.name, 'run command', { ...attrs, 'toolplane.timeout_ms': call.timeoutMs }, async (span) => {
-      let onAbort: () => void = () => undefined;
-      const aborted = new Promise<{ aborted: true }>((resolve) => {
-        onAbort = () => resolve({ aborted: true });
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
-      });
-      try {
-        const r = await Promise.race([command.wait(), aborted]);
-        if ('aborted' in r) command.stop();
-        if ('exit' in r) span.setAttribute(`toolplane.${p.name}.exit_code`, r.exit);
-        return r;
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-      }
-    });
+    const ended = await remoteStep(
+      p.name,
+      'run command',
+      { ...attrs, 'toolplane.timeout_ms': call.timeoutMs },
+      async (span) => {
+        let onAbort: () => void = () => undefined;
+        const aborted = new Promise<{ aborted: true }>((resolve) => {
+          onAbort = () => resolve({ aborted: true });
+          if (signal.aborted) onAbort();
+          else signal.addEventListener('abort', onAbort, { once: true });
+        });
+        try {
+          const r = await Promise.race([command.wait(), aborted]);
+          if ('aborted' in r) command.stop();
+          if ('exit' in r) span.setAttribute(`toolplane.${p.name}.exit_code`, r.exit);
+          return r;
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
+      },
+    );
     if ('aborted' in ended) {
       this.pool.release(sandbox, false, 'aborted');
-      return done({ status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'Abandoned', message: 'the call was given up (its caller stopped waiting or gave it up): it was stopped and its sandbox killed' } });
+      return done({
+        status: 'error',
+        error: {
+          code: ErrorCode.SANDBOX_FAILURE,
+          type: 'Abandoned',
+          message:
+            'the call was given up (its caller stopped waiting or gave it up): it was stopped and its sandbox killed',
+        },
+      });
     }
     if ('lost' in ended) {
       // The stream broke: the sandbox died, or nothing can be proven about it any more.
       this.pool.release(sandbox, false, 'lost');
-      if (p.isDeadline?.(ended.lost)) return done({ status: 'error', error: { code: ErrorCode.EXECUTION_TIMEOUT, type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms (the ${p.label} command deadline passed): its sandbox was killed` } });
-      this.log.warn(`sandbox ${sandbox.id} was lost during a call of tool ${call.toolId}: ${p.scrub((ended.lost as Error)?.message ?? String(ended.lost), env).slice(0, 300)}`);
-      return done({ status: 'error', error: { code: ErrorCode.SANDBOX_LOST, type: 'SandboxLost', message: p.isGone(ended.lost) ? `the ${p.label} sandbox ended during the call: it was replaced` : `the connection to the ${p.label} sandbox was lost during the call: it was replaced` } });
+      if (p.isDeadline?.(ended.lost))
+        return done({
+          status: 'error',
+          error: {
+            code: ErrorCode.EXECUTION_TIMEOUT,
+            type: 'TimeoutError',
+            message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms (the ${p.label} command deadline passed): its sandbox was killed`,
+          },
+        });
+      this.log.warn(
+        `sandbox ${sandbox.id} was lost during a call of tool ${call.toolId}: ${p.scrub((ended.lost as Error)?.message ?? String(ended.lost), env).slice(0, 300)}`,
+      );
+      return done({
+        status: 'error',
+        error: {
+          code: ErrorCode.SANDBOX_LOST,
+          type: 'SandboxLost',
+          message: p.isGone(ended.lost)
+            ? `the ${p.label} sandbox ended during the call: it was replaced`
+            : `the connection to the ${p.label} sandbox was lost during the call: it was replaced`,
+        },
+      });
     }
     if (ended.exit === EXIT_BUSY) {
       // Another runner replica holds every lane of this sandbox: nothing ran; leave it to that replica.
@@ -224,8 +335,23 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
       // Killed with its sandbox (killed, timed out on the provider's side): the sandbox is gone, not broken.
       const gone = p.ended ? await p.ended(box).catch(() => true) : false;
       this.pool.release(sandbox, false, gone ? 'lost' : 'launcher failed');
-      if (gone) return done({ status: 'error', error: { code: ErrorCode.SANDBOX_LOST, type: 'SandboxLost', message: `the ${p.label} sandbox ended during the call: it was replaced` } });
-      return done({ status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'SandboxFailure', message: `the launcher in the ${p.label} sandbox exited with ${ended.exit}` } });
+      if (gone)
+        return done({
+          status: 'error',
+          error: {
+            code: ErrorCode.SANDBOX_LOST,
+            type: 'SandboxLost',
+            message: `the ${p.label} sandbox ended during the call: it was replaced`,
+          },
+        });
+      return done({
+        status: 'error',
+        error: {
+          code: ErrorCode.SANDBOX_FAILURE,
+          type: 'SandboxFailure',
+          message: `the launcher in the ${p.label} sandbox exited with ${ended.exit}`,
+        },
+      });
     }
 
     // 3. The report: written by the launcher after every process of the call was dead.
@@ -234,17 +360,34 @@ export class RemoteDriver<R extends RemoteEnvironmentRequest, B> {
       text = await remoteStep(p.name, 'read result', attrs, () => p.read(env, box, `${dir}/report.json`));
     } catch (e) {
       this.pool.release(sandbox, false, 'lost');
-      return done({ status: 'error', error: { code: ErrorCode.SANDBOX_LOST, type: 'SandboxLost', message: `the result could not be read from the ${p.label} sandbox (${p.isGone(e) ? 'it ended' : p.scrub((e as Error).message, env).slice(0, 200)}): it was replaced` } });
+      return done({
+        status: 'error',
+        error: {
+          code: ErrorCode.SANDBOX_LOST,
+          type: 'SandboxLost',
+          message: `the result could not be read from the ${p.label} sandbox (${p.isGone(e) ? 'it ended' : p.scrub((e as Error).message, env).slice(0, 200)}): it was replaced`,
+        },
+      });
     }
     const report = parseReport(RunReport, text, nonce);
     if (!report) {
       this.pool.release(sandbox, false, 'no report');
-      return done({ status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'ProtocolError', message: 'the launcher did not report on the call' } });
+      return done({
+        status: 'error',
+        error: {
+          code: ErrorCode.SANDBOX_FAILURE,
+          type: 'ProtocolError',
+          message: 'the launcher did not report on the call',
+        },
+      });
     }
     // Shared sandboxes (calls_per_sandbox > 1) are proved once drained (the pool's prove step); an exclusive one by this call's launcher.
     const exclusive = env.lanes === 1;
     const clean = report.dirty.length === 0 && (!exclusive || report.proved_at !== null);
-    if (!clean) this.log.warn(`sandbox ${sandbox.id} is not provably clean after a call of tool ${call.toolId} (${report.dirty.join('; ').slice(0, 500)}): killing it`);
+    if (!clean)
+      this.log.warn(
+        `sandbox ${sandbox.id} is not provably clean after a call of tool ${call.toolId} (${report.dirty.join('; ').slice(0, 500)}): killing it`,
+      );
     else if (exclusive) sandbox.proof = { state: sandbox.proof.state, provedAt: report.proved_at! };
     this.pool.release(sandbox, clean, 'dirty');
     return done(outcomeOf(report, nonce, call, this.limits.maxOutputBytes));

@@ -15,7 +15,8 @@ const until = async (cond: () => boolean) => {
 describe('RemotePool lifecycle', () => {
   let provider: FakeRemoteProvider;
   let sut: RemotePool<RemoteEnvironmentRequest, FakeBox>;
-  const pool = (o: Partial<RemotePoolOptions> = {}) => new RemotePool(provider, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, buildRetryMs: 60_000, ...o });
+  const pool = (o: Partial<RemotePoolOptions> = {}) =>
+    new RemotePool(provider, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, buildRetryMs: 60_000, ...o });
   const env = (org: string, o: Partial<RemoteEnvironmentRequest> = {}): Env => {
     const req = fakeRequest(org, o);
     return sut.environment(req, provider.keys(req));

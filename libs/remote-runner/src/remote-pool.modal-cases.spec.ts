@@ -15,8 +15,10 @@ const never = new AbortController().signal;
 describe('RemotePool (runner-modal cases)', () => {
   let creates: FakeRemoteProvider;
   let sut: RemotePool<RemoteEnvironmentRequest, FakeBox>;
-  const pool = (o: Partial<ConstructorParameters<typeof RemotePool>[1]> = {}) => new RemotePool(creates, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, buildRetryMs: 1000, ...o });
-  const env = (org: string, lanes = 1): RemoteEnvironment<RemoteEnvironmentRequest, FakeBox> => sut.environment(request(org, lanes), { key: `k-${org}-${lanes}`, family: `fam-${org}`, requirementsHash: null });
+  const pool = (o: Partial<ConstructorParameters<typeof RemotePool>[1]> = {}) =>
+    new RemotePool(creates, { maxPerOrg: 2, maxTotal: 3, warm: 0, idleTtlMs: 60_000, buildRetryMs: 1000, ...o });
+  const env = (org: string, lanes = 1): RemoteEnvironment<RemoteEnvironmentRequest, FakeBox> =>
+    sut.environment(request(org, lanes), { key: `k-${org}-${lanes}`, family: `fam-${org}`, requirementsHash: null });
   beforeEach(() => {
     creates = new FakeRemoteProvider();
   });
@@ -41,7 +43,12 @@ describe('RemotePool (runner-modal cases)', () => {
     const a = env('a');
     const b = env('b');
     const c = env('c');
-    const calls = [sut.lease(a, 30_000, never), sut.lease(a, 30_000, never), sut.lease(a, 30_000, never), sut.lease(b, 30_000, never)];
+    const calls = [
+      sut.lease(a, 30_000, never),
+      sut.lease(a, 30_000, never),
+      sut.lease(a, 30_000, never),
+      sut.lease(b, 30_000, never),
+    ];
     // Org a gets its share (2), org b the last place; org a's third call creates nothing more.
     expect(await until(() => creates.pending.length === 3)).toBe(true);
     expect(creates.pending.filter((p) => p.org === 'a')).toHaveLength(2);
@@ -86,7 +93,10 @@ describe('RemotePool (runner-modal cases)', () => {
     sut = pool();
     const old = env('a');
     const s = await sut.lease(old, 5000, never);
-    const next = sut.environment({ ...request('a'), fingerprint: 'f2' }, { key: 'k-a-f2', family: 'fam-a', requirementsHash: null });
+    const next = sut.environment(
+      { ...request('a'), fingerprint: 'f2' },
+      { key: 'k-a-f2', family: 'fam-a', requirementsHash: null },
+    );
     // Idle ones at once; the busy one once its call ended.
     expect(creates.killed).not.toContain(s.id);
     sut.release(s, true);

@@ -5,8 +5,17 @@ import { FakeRemoteProvider, type FakeBox } from './testing/fake-remote-provider
 
 // The cases of runner-e2b's pool (apps/runner-e2b/src/sandboxes/sandbox-pool.spec.ts before the core), unchanged in what they assert.
 
-const request = (org: string, fingerprint: string | null = 'f1'): RemoteEnvironmentRequest => ({ org, fingerprint, lanes: 1, pip: [] });
-const keys = (key: string, family: string, requirementsHash: string | null = null) => ({ key, family, requirementsHash });
+const request = (org: string, fingerprint: string | null = 'f1'): RemoteEnvironmentRequest => ({
+  org,
+  fingerprint,
+  lanes: 1,
+  pip: [],
+});
+const keys = (key: string, family: string, requirementsHash: string | null = null) => ({
+  key,
+  family,
+  requirementsHash,
+});
 const until = async (cond: () => boolean) => {
   for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
 };

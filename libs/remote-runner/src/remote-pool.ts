@@ -44,7 +44,8 @@ type Waiter = (sandbox: RemoteSandbox<any> | Error) => void;
 export type RemoteEnvironmentStatus = 'none' | 'building' | 'ready' | 'failed';
 
 /** The sandboxes of one environment (org, credentials, config fingerprint, requirements…), its waiting calls and the state of its build. */
-export interface RemoteEnvironment<R extends RemoteEnvironmentRequest = RemoteEnvironmentRequest, B = unknown> extends RemoteEnvironmentKeys {
+export interface RemoteEnvironment<R extends RemoteEnvironmentRequest = RemoteEnvironmentRequest, B = unknown>
+  extends RemoteEnvironmentKeys {
   readonly org: string;
   readonly lanes: number;
   readonly request: R;
@@ -115,7 +116,10 @@ const AT_ONCE = AbortSignal.abort();
 
 /** A requirements install that failed: the call's outcome, not a provider failure. */
 export function isDependencyFailure(e: unknown): boolean {
-  return e instanceof DependencyInstallError || (e instanceof ToolplaneError && e.code === ErrorCode.DEPENDENCY_INSTALL_FAILED);
+  return (
+    e instanceof DependencyInstallError ||
+    (e instanceof ToolplaneError && e.code === ErrorCode.DEPENDENCY_INSTALL_FAILED)
+  );
 }
 
 /**
@@ -136,7 +140,20 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   private readonly changes = new Set<() => void>();
   private readonly timer: NodeJS.Timeout;
   private closed = false;
-  readonly counters: RemotePoolCounters = { creates: 0, hits: 0, coldStarts: 0, createdFor: 0, surged: 0, reuses: 0, adopted: 0, reaps: 0, boundWaits: 0, kills: new Map(), buildFailures: 0, buildingAnswers: 0 };
+  readonly counters: RemotePoolCounters = {
+    creates: 0,
+    hits: 0,
+    coldStarts: 0,
+    createdFor: 0,
+    surged: 0,
+    reuses: 0,
+    adopted: 0,
+    reaps: 0,
+    boundWaits: 0,
+    kills: new Map(),
+    buildFailures: 0,
+    buildingAnswers: 0,
+  };
 
   constructor(
     readonly provider: RemoteProvider<R, B>,
@@ -151,7 +168,23 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   environment(request: R, keys: RemoteEnvironmentKeys): RemoteEnvironment<R, B> {
     let env = this.envs.get(keys.key);
     if (!env) {
-      env = { ...keys, org: request.org, lanes: request.lanes, request, sandboxes: new Set(), creating: 0, queued: 0, waiters: [], discovering: false, wantsOne: false, retired: true, peak: 0, peakAt: 0, failures: 0, updatedAt: Date.now() };
+      env = {
+        ...keys,
+        org: request.org,
+        lanes: request.lanes,
+        request,
+        sandboxes: new Set(),
+        creating: 0,
+        queued: 0,
+        waiters: [],
+        discovering: false,
+        wantsOne: false,
+        retired: true,
+        peak: 0,
+        peakAt: 0,
+        failures: 0,
+        updatedAt: Date.now(),
+      };
       this.envs.set(keys.key, env);
     }
     if (env.retired) {
@@ -192,7 +225,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       if (this.closed) throw this.stopping();
       if (this.live(env) > 0) return;
       if (env.failures > seen && env.failure) throw env.failure;
-      if (env.failure && isDependencyFailure(env.failure) && Date.now() - (env.failedAt ?? 0) < this.o.buildRetryMs) throw env.failure;
+      if (env.failure && isDependencyFailure(env.failure) && Date.now() - (env.failedAt ?? 0) < this.o.buildRetryMs)
+        throw env.failure;
       if (!env.wantsOne || !this.underway(env)) this.prepare(env);
       const left = until - Date.now();
       if (left <= 0 || signal?.aborted) {
@@ -220,7 +254,15 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
     this.counters.coldStarts++;
     const sandbox = await new Promise<RemoteSandbox<B>>((resolve, reject) => {
       const timer = setTimeout(() => done(this.waitedTooLong(env)), waitMs);
-      const onAbort = () => done(signal?.reason instanceof Error ? signal.reason : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `the call was given up while it waited for a ${this.provider.label} sandbox`));
+      const onAbort = () =>
+        done(
+          signal?.reason instanceof Error
+            ? signal.reason
+            : new ToolplaneError(
+                ErrorCode.REQUEST_TIMEOUT,
+                `the call was given up while it waited for a ${this.provider.label} sandbox`,
+              ),
+        );
       const waiter: Waiter = (s) => done(s);
       const done = (s: RemoteSandbox<any> | Error) => {
         clearTimeout(timer);
@@ -317,7 +359,12 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
           this.kill(s, 'idle');
         }
       }
-      const empty = env.sandboxes.size === 0 && env.creating === 0 && env.queued === 0 && env.waiters.length === 0 && !env.discovering;
+      const empty =
+        env.sandboxes.size === 0 &&
+        env.creating === 0 &&
+        env.queued === 0 &&
+        env.waiters.length === 0 &&
+        !env.discovering;
       const failing = env.failure !== undefined && now - (env.failedAt ?? 0) < this.o.buildRetryMs;
       if (empty && (env.retired || (!failing && now - env.updatedAt > this.o.idleTtlMs))) this.envs.delete(env.key);
     }
@@ -345,7 +392,9 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   /** The free sandbox with the most calls running (calls packed: the others go idle and are reaped), then the most recently used. */
   private pick(env: RemoteEnvironment<R, B>): RemoteSandbox<B> | undefined {
     let best: RemoteSandbox<B> | undefined;
-    for (const s of env.sandboxes) if (s.free && (!best || s.active > best.active || (s.active === best.active && s.lastUsed > best.lastUsed))) best = s;
+    for (const s of env.sandboxes)
+      if (s.free && (!best || s.active > best.active || (s.active === best.active && s.lastUsed > best.lastUsed)))
+        best = s;
     return best;
   }
 
@@ -384,8 +433,9 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   /** Waiting calls no free or returning (draining, proving) sandbox will take. */
   private uncovered(env: RemoteEnvironment<R, B>): number {
     let lanes = 0;
-    for (const s of env.sandboxes) if (s.free) lanes += env.lanes - s.active;
-    else if (s.returning) lanes += env.lanes;
+    for (const s of env.sandboxes)
+      if (s.free) lanes += env.lanes - s.active;
+      else if (s.returning) lanes += env.lanes;
     return Math.max(0, env.waiters.length - lanes);
   }
 
@@ -491,7 +541,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
 
   /** A sandbox went idle: creations queued at a bound may now have room (an idle sandbox to evict). */
   private roomForQueued(): void {
-    for (const e of this.envs.values()) if (e.queued > 0 && !e.retired && this.needed(e, true) > 0) this.makeRoom(e.org);
+    for (const e of this.envs.values())
+      if (e.queued > 0 && !e.retired && this.needed(e, true) > 0) this.makeRoom(e.org);
   }
 
   /** The org, or all orgs, hold every place they may. */
@@ -517,7 +568,8 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       if (ownBound && e.org !== org) continue;
       // Never the idle sandboxes its own waiting calls are about to take.
       if (e.waiters.length > 0) continue;
-      for (const s of e.sandboxes) if (s.active === 0 && !s.proving && !s.dead && (!victim || s.lastUsed < victim.lastUsed)) victim = s;
+      for (const s of e.sandboxes)
+        if (s.active === 0 && !s.proving && !s.dead && (!victim || s.lastUsed < victim.lastUsed)) victim = s;
     }
     if (victim) this.kill(victim, 'evicted');
   }
@@ -570,7 +622,9 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
         ? { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, message: e.message, package: e.packageName }
         : { code: e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, message: e.message };
     this.counters.buildFailures++;
-    this.log.warn(`a ${this.provider.label} sandbox of environment ${env.key} (org ${env.org}) could not be made: ${e.message.slice(0, 500)}`);
+    this.log.warn(
+      `a ${this.provider.label} sandbox of environment ${env.key} (org ${env.org}) could not be made: ${e.message.slice(0, 500)}`,
+    );
     for (const w of env.waiters.splice(0)) w(e);
     this.notify();
   }
@@ -585,11 +639,15 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
         { provider: p.name },
       );
     }
-    return new ToolplaneError(ErrorCode.ENVIRONMENT_BUILDING, `The ${p.label} environment of this call is still being built${env.progress ? ` (${env.progress})` : ''}: retry shortly`, {
-      provider: p.name,
-      status: this.status(env),
-      ...(env.progress ? { progress: env.progress } : {}),
-    });
+    return new ToolplaneError(
+      ErrorCode.ENVIRONMENT_BUILDING,
+      `The ${p.label} environment of this call is still being built${env.progress ? ` (${env.progress})` : ''}: retry shortly`,
+      {
+        provider: p.name,
+        status: this.status(env),
+        ...(env.progress ? { progress: env.progress } : {}),
+      },
+    );
   }
 
   private stopping(): ToolplaneError {
@@ -605,7 +663,9 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
       try {
         found = await this.provider.discover(env);
       } catch (e) {
-        this.log.warn(`could not look for earlier ${this.provider.label} sandboxes of org ${env.org}: ${(e as Error).message}`);
+        this.log.warn(
+          `could not look for earlier ${this.provider.label} sandboxes of org ${env.org}: ${(e as Error).message}`,
+        );
       }
       for (const r of found) {
         const place = this.placeAtOnce(env.org);
@@ -652,7 +712,9 @@ export class RemotePool<R extends RemoteEnvironmentRequest, B> {
   private renew(sandbox: RemoteSandbox<B>): void {
     if (!this.provider.keepAlive || Date.now() - sandbox.extendedAt <= this.o.idleTtlMs / 4) return;
     sandbox.extendedAt = Date.now();
-    this.provider.keepAlive(sandbox.box, 0).catch((e: Error) => this.log.warn(`could not renew the timeout of sandbox ${sandbox.id}: ${e.message}`));
+    this.provider
+      .keepAlive(sandbox.box, 0)
+      .catch((e: Error) => this.log.warn(`could not renew the timeout of sandbox ${sandbox.id}: ${e.message}`));
   }
 
   private kill(sandbox: RemoteSandbox<B>, reason: string): void {

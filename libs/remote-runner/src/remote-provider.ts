@@ -79,7 +79,12 @@ export interface RemoteProvider<R extends RemoteEnvironmentRequest, B> {
   /** Where Node tools find their modules. */
   moduleDir(env: RemoteEnvironment<R, B>): string;
   write(env: RemoteEnvironment<R, B>, box: B, files: Array<{ path: string; data: string }>): Promise<void>;
-  start(env: RemoteEnvironment<R, B>, box: B, command: string, o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void }): Promise<RunningCommand>;
+  start(
+    env: RemoteEnvironment<R, B>,
+    box: B,
+    command: string,
+    o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void },
+  ): Promise<RunningCommand>;
   read(env: RemoteEnvironment<R, B>, box: B, path: string): Promise<string>;
   /** The sandbox is gone (killed, expired): a call that had not started may go to another one. */
   isGone(e: unknown): boolean;
@@ -99,4 +104,13 @@ export interface RemoteProvider<R extends RemoteEnvironmentRequest, B> {
 export type RemoteRunRequest = RequestOf<(typeof RUNNERS)['e2b']['run']>;
 export type RemoteRunReply = ReplyOf<(typeof RUNNERS)['e2b']['run']>;
 /** What decides a call's environment: the run (or environment) request's environment fields. */
-export type RemoteEnvironmentAsk = Pick<RemoteRunRequest, 'org_id' | 'provider_credentials' | 'sandbox_config_fingerprint' | 'sandbox' | 'pip_requirements' | 'npm_requirements' | 'source_type'>;
+export type RemoteEnvironmentAsk = Pick<
+  RemoteRunRequest,
+  | 'org_id'
+  | 'provider_credentials'
+  | 'sandbox_config_fingerprint'
+  | 'sandbox'
+  | 'pip_requirements'
+  | 'npm_requirements'
+  | 'source_type'
+>;

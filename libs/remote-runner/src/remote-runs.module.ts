@@ -28,7 +28,9 @@ export function remoteRunsController(name: RemoteProviderName): Type<unknown> {
   const { run, environment } = RUNNERS[name];
   @Controller()
   class RunsController {
-    constructor(@Inject(RemoteRunsService) private readonly runs: RemoteRunsService<RemoteEnvironmentRequest, unknown>) {}
+    constructor(
+      @Inject(RemoteRunsService) private readonly runs: RemoteRunsService<RemoteEnvironmentRequest, unknown>,
+    ) {}
 
     @Handles(run)
     run(@Payload() req: RequestOf<Run>): Promise<ReplyOf<Run>> {
@@ -68,8 +70,20 @@ export function remoteRunsModule<C>(w: RemoteRunnerWiring<C>): ModuleMetadata {
       {
         provide: RemoteRunsService,
         inject: [RemotePool, RemoteRunnerMetrics, MessagingClient, APP_CONFIG],
-        useFactory: (pool: RemotePool<RemoteEnvironmentRequest, unknown>, metrics: RemoteRunnerMetrics, messaging: MessagingClient, c: C) =>
-          new RemoteRunsService(pool.provider, pool, new RemoteDriver(pool.provider, pool, w.limits(c)), w.settings(c), metrics, messaging),
+        useFactory: (
+          pool: RemotePool<RemoteEnvironmentRequest, unknown>,
+          metrics: RemoteRunnerMetrics,
+          messaging: MessagingClient,
+          c: C,
+        ) =>
+          new RemoteRunsService(
+            pool.provider,
+            pool,
+            new RemoteDriver(pool.provider, pool, w.limits(c)),
+            w.settings(c),
+            metrics,
+            messaging,
+          ),
       },
     ],
   };

@@ -44,7 +44,13 @@ export class RemoteRunsService<R extends RemoteEnvironmentRequest, B> implements
     messaging: MessagingClient,
   ) {
     this.log = new Logger(`${provider.label}RunsService`);
-    this.calls = new RunnerCalls(messaging, RUNNERS[provider.name].abandoned, settings.maxConcurrency, settings.maxConcurrencyPerOrg, metrics);
+    this.calls = new RunnerCalls(
+      messaging,
+      RUNNERS[provider.name].abandoned,
+      settings.maxConcurrency,
+      settings.maxConcurrencyPerOrg,
+      metrics,
+    );
   }
 
   onModuleInit(): void {
@@ -83,10 +89,20 @@ export class RemoteRunsService<R extends RemoteEnvironmentRequest, B> implements
               return this.driver.run(env, call, waitMs, signal);
             }));
           const reply = this.toReply(req, outcome);
-          this.metrics.recordRun(reply.status, reply.error?.code, ((admittedAt ?? performance.now()) - received) / 1000, outcome.durationMs / 1000);
+          this.metrics.recordRun(
+            reply.status,
+            reply.error?.code,
+            ((admittedAt ?? performance.now()) - received) / 1000,
+            outcome.durationMs / 1000,
+          );
           return reply;
         } catch (e) {
-          this.metrics.recordRun('rejected', e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL, (performance.now() - received) / 1000, 0);
+          this.metrics.recordRun(
+            'rejected',
+            e instanceof ToolplaneError ? e.code : ErrorCode.INTERNAL,
+            (performance.now() - received) / 1000,
+            0,
+          );
           throw e;
         }
       });
@@ -148,9 +164,21 @@ export class RemoteRunsService<R extends RemoteEnvironmentRequest, B> implements
       sandbox_config_fingerprint: req.sandbox_config_fingerprint ?? null,
     };
     if (o.status === 'success') return { status: 'success', func_return: o.value ?? null, ...common };
-    const err = o.error ?? { code: ErrorCode.SANDBOX_FAILURE, type: 'SandboxError', message: 'the sandbox ended without a result' };
-    if (err.code !== ErrorCode.TOOL_EXCEPTION) this.log.warn(`run of ${req.function_name} (tool ${req.tool_id}) ended with ${err.code}: ${err.message.slice(0, 500)}`);
-    return { status: 'error', func_return: formatToolError(req.function_name, err.type, err.message), ...common, error: { code: err.code, message: err.message } };
+    const err = o.error ?? {
+      code: ErrorCode.SANDBOX_FAILURE,
+      type: 'SandboxError',
+      message: 'the sandbox ended without a result',
+    };
+    if (err.code !== ErrorCode.TOOL_EXCEPTION)
+      this.log.warn(
+        `run of ${req.function_name} (tool ${req.tool_id}) ended with ${err.code}: ${err.message.slice(0, 500)}`,
+      );
+    return {
+      status: 'error',
+      func_return: formatToolError(req.function_name, err.type, err.message),
+      ...common,
+      error: { code: err.code, message: err.message },
+    };
   }
 }
 

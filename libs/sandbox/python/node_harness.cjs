@@ -56,7 +56,8 @@ function jsonable(v, seen) {
       if (j !== v) return jsonable(j, seen);
     }
     if (Array.isArray(v)) return v.map((x) => jsonable(x, seen));
-    if (v instanceof Map || v instanceof Set || v instanceof Promise || v instanceof WeakMap || v instanceof WeakSet) return text(v);
+    if (v instanceof Map || v instanceof Set || v instanceof Promise || v instanceof WeakMap || v instanceof WeakSet)
+      return text(v);
     if (ArrayBuffer.isView(v)) return text(v);
     const out = {};
     for (const k of Object.keys(v)) {
@@ -79,7 +80,14 @@ function finish(frame) {
   try {
     line = JSON.stringify(frame) + '\n';
   } catch (e) {
-    line = JSON.stringify({ v: 1, nonce, status: 'error', type: 'TypeError', message: `the result is not serializable: ${text(e && e.message)}` }) + '\n';
+    line =
+      JSON.stringify({
+        v: 1,
+        nonce,
+        status: 'error',
+        type: 'TypeError',
+        message: `the result is not serializable: ${text(e && e.message)}`,
+      }) + '\n';
   }
   const buf = Buffer.from(line, 'utf8');
   let off = 0;
@@ -123,7 +131,9 @@ async function main() {
   const filename = `/tool/${name}.js`;
   let exported;
   const grab = (f) => void (exported = f);
-  const scoped = /^[A-Za-z_$][\w$]*$/.test(name) ? `\n;__toolplane_grab(typeof ${name} === 'function' ? ${name} : undefined);` : '';
+  const scoped = /^[A-Za-z_$][\w$]*$/.test(name)
+    ? `\n;__toolplane_grab(typeof ${name} === 'function' ? ${name} : undefined);`
+    : '';
   const mod = { exports: {} };
   const req = createRequire(`${job.module_dir || '/opt/npm'}/tool.js`);
   const params = ['exports', 'require', 'module', '__filename', '__dirname', '__toolplane_grab'];

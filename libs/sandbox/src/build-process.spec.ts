@@ -1,10 +1,24 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BuildOnce, buildSettingsBinds, buildUrls, BUILD_CA_MOUNT, LOCK_SUFFIX, writeCaBundle, type BuildFn } from './build-process';
+import {
+  BuildOnce,
+  buildSettingsBinds,
+  buildUrls,
+  BUILD_CA_MOUNT,
+  LOCK_SUFFIX,
+  writeCaBundle,
+  type BuildFn,
+} from './build-process';
 
 /** A build that runs until the test ends it. */
-function gatedBuild(): { build: BuildFn; calls: number; say(text: string): void; finish(): void; fail(e: Error): void } {
+function gatedBuild(): {
+  build: BuildFn;
+  calls: number;
+  say(text: string): void;
+  finish(): void;
+  fail(e: Error): void;
+} {
   let resolve!: () => void;
   let reject!: (e: Error) => void;
   let progress: (text: string) => void = () => undefined;
@@ -119,7 +133,9 @@ describe('build settings (package-index CA, proxy)', () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('sends builds that need an index through the proxy alone, and local builds nowhere', () => {
-    expect(buildUrls(['https://pypi.org/simple', 'https://files.pythonhosted.org/'], { proxy: 'http://10.9.8.7:3128' })).toEqual(['http://10.9.8.7:3128']);
+    expect(
+      buildUrls(['https://pypi.org/simple', 'https://files.pythonhosted.org/'], { proxy: 'http://10.9.8.7:3128' }),
+    ).toEqual(['http://10.9.8.7:3128']);
     expect(buildUrls(['https://pypi.org/simple'], {})).toEqual(['https://pypi.org/simple']);
     expect(buildUrls([], { proxy: 'http://10.9.8.7:3128' })).toEqual([]);
   });
@@ -130,7 +146,8 @@ describe('build settings (package-index CA, proxy)', () => {
     const sut = await writeCaBundle(root, extra);
     const body = readFileSync(sut, 'utf8');
     expect(body.endsWith('-----BEGIN CERTIFICATE-----\nMIIBcorp\n-----END CERTIFICATE-----\n')).toBe(true);
-    if (existsSync('/etc/ssl/certs/ca-certificates.crt')) expect(body.length).toBeGreaterThan(readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').length);
+    if (existsSync('/etc/ssl/certs/ca-certificates.crt'))
+      expect(body.length).toBeGreaterThan(readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').length);
     expect(buildSettingsBinds({ caBundle: sut })).toEqual(['--ro-bind', sut, BUILD_CA_MOUNT]);
     expect(buildSettingsBinds({})).toEqual([]);
     writeFileSync(extra, 'not a certificate');

@@ -54,7 +54,11 @@ export function buildSettingsBinds(s: BuildSettings): string[] {
   return s.caBundle ? ['--ro-bind', s.caBundle, BUILD_CA_MOUNT] : [];
 }
 
-const SYSTEM_CA_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+const SYSTEM_CA_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/cert.pem',
+];
 
 /**
  * pip's `--cert` and npm's `cafile` replace the CAs they trust: an extra CA (a corporate proxy's)
@@ -164,7 +168,12 @@ export class BuildOnce {
    * `retryFailedAfterMs` ago; waits at most `waitMs` (or until `signal`) for it to end; answers the
    * state then. Never rejects for the build's sake: a failure is the state `failed`.
    */
-  async prepare(dir: string, specifiers: readonly string[], build: BuildFn, o: PrepareOptions = {}): Promise<BuildState> {
+  async prepare(
+    dir: string,
+    specifiers: readonly string[],
+    build: BuildFn,
+    o: PrepareOptions = {},
+  ): Promise<BuildState> {
     if (isReady(dir)) return this.state(dir);
     const f = this.failed.get(dir);
     if (!this.running.has(dir) && f && Date.now() - f.at < (o.retryFailedAfterMs ?? 0)) return this.state(dir);
@@ -174,7 +183,11 @@ export class BuildOnce {
     return this.state(dir);
   }
 
-  private async buildLocked(dir: string, specifiers: readonly string[], build: (dir: string) => Promise<void>): Promise<string> {
+  private async buildLocked(
+    dir: string,
+    specifiers: readonly string[],
+    build: (dir: string) => Promise<void>,
+  ): Promise<string> {
     try {
       await this.buildUnderLock(dir, specifiers, build);
       this.failed.delete(dir);
@@ -188,7 +201,11 @@ export class BuildOnce {
     }
   }
 
-  private async buildUnderLock(dir: string, specifiers: readonly string[], build: (dir: string) => Promise<void>): Promise<void> {
+  private async buildUnderLock(
+    dir: string,
+    specifiers: readonly string[],
+    build: (dir: string) => Promise<void>,
+  ): Promise<void> {
     await fs.mkdir(this.o.root, { recursive: true, mode: 0o755 });
     const lock = `${dir}${LOCK_SUFFIX}`;
     const stale = this.o.timeoutMs + 30_000;
@@ -199,7 +216,12 @@ export class BuildOnce {
         await (await fs.open(lock, fsc.O_CREAT | fsc.O_EXCL | fsc.O_WRONLY | fsc.O_NOFOLLOW, 0o644)).close();
         break;
       } catch {
-        const age = Date.now() - (await fs.lstat(lock).then((s) => s.mtimeMs).catch(() => Date.now()));
+        const age =
+          Date.now() -
+          (await fs
+            .lstat(lock)
+            .then((s) => s.mtimeMs)
+            .catch(() => Date.now()));
         if (age > stale || Date.now() > deadline) await fs.rm(lock, { force: true });
         else await new Promise((r) => setTimeout(r, 200));
       }
@@ -321,8 +343,15 @@ export function runBuild(
     let timedOut = false;
     let slirp: { stop(): void } | undefined;
     let partial = '';
-    const stdio = attachNetwork ? (['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] as const) : (['ignore', 'pipe', 'pipe'] as const);
-    const p = spawn(cmd, args, { stdio: [...stdio], env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' }, detached: true, ...(ids.uid !== undefined ? { uid: ids.uid, gid: ids.gid } : {}) });
+    const stdio = attachNetwork
+      ? (['ignore', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] as const)
+      : (['ignore', 'pipe', 'pipe'] as const);
+    const p = spawn(cmd, args, {
+      stdio: [...stdio],
+      env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
+      detached: true,
+      ...(ids.uid !== undefined ? { uid: ids.uid, gid: ids.gid } : {}),
+    });
     const keep = (d: Buffer): void => {
       const text = d.toString();
       output = (output + text).slice(-64_000);
@@ -337,7 +366,11 @@ export function runBuild(
       // bwrap reports the sandbox pid; confine.py says when its network namespace exists; the
       // runner attaches slirp4netns and lets it go on.
       const stdio = p.stdio as unknown as Array<Readable | Writable>;
-      const [info, made, go] = [stdio[ONE_SHOT_FDS.info], stdio[ONE_SHOT_FDS.made], stdio[ONE_SHOT_FDS.go]] as [Readable, Readable, Writable];
+      const [info, made, go] = [stdio[ONE_SHOT_FDS.info], stdio[ONE_SHOT_FDS.made], stdio[ONE_SHOT_FDS.go]] as [
+        Readable,
+        Readable,
+        Writable,
+      ];
       for (const s of [info, made, go]) s.on('error', () => undefined);
       let text = '';
       let pid: number | undefined;

@@ -48,7 +48,13 @@ const UNSHARE = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-w
  */
 export function slotArgs(l: SandboxLayout): string[] {
   const fds = slotFds(l.cgroupFds ?? 0, l.network !== undefined);
-  const a = [...UNSHARE, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', ...(l.network ? ['--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(fds.info)] : [])];
+  const a = [
+    ...UNSHARE,
+    '--as-pid-1',
+    '--cap-add',
+    'CAP_SYS_ADMIN',
+    ...(l.network ? ['--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(fds.info)] : []),
+  ];
   a.push('--hostname', 'toolplane', '--ro-bind', '/usr', '/usr');
   for (const [link, target] of [
     ['/bin', 'usr/bin'],
@@ -59,23 +65,63 @@ export function slotArgs(l: SandboxLayout): string[] {
   ] as const) {
     if (existsSync(link)) a.push('--symlink', target, link);
   }
-  for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/localtime', '/etc/ld.so.cache', '/etc/alternatives', '/etc/mime.types']) a.push('--ro-bind-try', f, f);
+  for (const f of [
+    '/etc/ssl',
+    '/etc/ca-certificates',
+    '/etc/localtime',
+    '/etc/ld.so.cache',
+    '/etc/alternatives',
+    '/etc/mime.types',
+  ])
+    a.push('--ro-bind-try', f, f);
   if (l.network) {
     // slirp4netns answers DNS on 10.0.2.3; the host's resolver and hosts file are not the sandbox's.
-    a.push('--ro-bind', path.join(l.supportDir, 'resolv.conf'), '/etc/resolv.conf', '--ro-bind', path.join(l.supportDir, 'hosts'), '/etc/hosts');
+    a.push(
+      '--ro-bind',
+      path.join(l.supportDir, 'resolv.conf'),
+      '/etc/resolv.conf',
+      '--ro-bind',
+      path.join(l.supportDir, 'hosts'),
+      '/etc/hosts',
+    );
     for (const f of ['/etc/nsswitch.conf', '/etc/gai.conf']) a.push('--ro-bind-try', f, f);
   }
   a.push('--ro-bind', l.supportDir, SUPPORT_MOUNT);
-  a.push('--ro-bind', path.join(l.supportDir, 'passwd'), '/etc/passwd', '--ro-bind', path.join(l.supportDir, 'group'), '/etc/group');
+  a.push(
+    '--ro-bind',
+    path.join(l.supportDir, 'passwd'),
+    '/etc/passwd',
+    '--ro-bind',
+    path.join(l.supportDir, 'group'),
+    '/etc/group',
+  );
   if (l.venvDir) a.push('--ro-bind', l.venvDir, VENV_MOUNT);
   if (l.node) a.push('--ro-bind', l.node, '/opt/node/bin/node');
   if (l.npmDir) a.push('--ro-bind', l.npmDir, '/opt/npm');
   // /dev: the usual device nodes, read-only; the slot mounts each call's /tmp and /dev/shm.
   a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev', '--tmpfs', '/tmp', '--chdir', '/', '--clearenv');
-  a.push('--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`, '--setenv', 'TOOLPLANE_PRELOAD', l.preload.join(','));
-  a.push('--setenv', 'TOOLPLANE_WORK_BYTES', String(l.workBytes), '--setenv', 'TOOLPLANE_SHM_BYTES', String(l.shmBytes ?? l.workBytes));
+  a.push(
+    '--setenv',
+    'PATH',
+    SANDBOX_PATH,
+    '--setenv',
+    'TOOLPLANE_SECCOMP',
+    `${SUPPORT_MOUNT}/seccomp.bpf`,
+    '--setenv',
+    'TOOLPLANE_PRELOAD',
+    l.preload.join(','),
+  );
+  a.push(
+    '--setenv',
+    'TOOLPLANE_WORK_BYTES',
+    String(l.workBytes),
+    '--setenv',
+    'TOOLPLANE_SHM_BYTES',
+    String(l.shmBytes ?? l.workBytes),
+  );
   if (fds.cgroup.length) a.push('--setenv', 'TOOLPLANE_CGROUP_FDS', fds.cgroup.join(','));
-  if (l.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(l.network), '--setenv', 'TOOLPLANE_NET_GO_FD', String(fds.go));
+  if (l.network)
+    a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(l.network), '--setenv', 'TOOLPLANE_NET_GO_FD', String(fds.go));
   a.push('--remount-ro', '/', '--', l.python, '-I', '-B', '-u', `${SUPPORT_MOUNT}/slot.py`);
   return a;
 }
@@ -111,7 +157,8 @@ export function oneShotArgs(opts: {
   command: string[];
 }): string[] {
   const a = [...UNSHARE];
-  if (opts.network) a.push('--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(ONE_SHOT_FDS.info));
+  if (opts.network)
+    a.push('--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_NET_ADMIN', '--info-fd', String(ONE_SHOT_FDS.info));
   a.push('--ro-bind', '/usr', '/usr');
   for (const [link, target] of [
     ['/bin', 'usr/bin'],
@@ -121,9 +168,25 @@ export function oneShotArgs(opts: {
   ] as const) {
     if (existsSync(link)) a.push('--symlink', target, link);
   }
-  for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/nsswitch.conf', '/etc/ld.so.cache', '/etc/alternatives']) a.push('--ro-bind-try', f, f);
-  if (opts.network) a.push('--ro-bind', path.join(opts.supportDir, 'resolv.conf'), '/etc/resolv.conf', '--ro-bind', opts.network.hostsFile, '/etc/hosts');
-  a.push('--ro-bind', path.join(opts.supportDir, 'passwd'), '/etc/passwd', '--ro-bind', path.join(opts.supportDir, 'group'), '/etc/group');
+  for (const f of ['/etc/ssl', '/etc/ca-certificates', '/etc/nsswitch.conf', '/etc/ld.so.cache', '/etc/alternatives'])
+    a.push('--ro-bind-try', f, f);
+  if (opts.network)
+    a.push(
+      '--ro-bind',
+      path.join(opts.supportDir, 'resolv.conf'),
+      '/etc/resolv.conf',
+      '--ro-bind',
+      opts.network.hostsFile,
+      '/etc/hosts',
+    );
+  a.push(
+    '--ro-bind',
+    path.join(opts.supportDir, 'passwd'),
+    '/etc/passwd',
+    '--ro-bind',
+    path.join(opts.supportDir, 'group'),
+    '/etc/group',
+  );
   a.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev', '--tmpfs', '/tmp'); // before the binds: they may live under /tmp
   a.push('--ro-bind', opts.supportDir, SUPPORT_MOUNT);
   for (const r of opts.readable ?? []) a.push('--ro-bind', r, r);
@@ -131,15 +194,45 @@ export function oneShotArgs(opts: {
   a.push(...(opts.extra ?? []));
   if (opts.home) {
     const home = opts.home;
-    const under = [...(opts.readable ?? []), opts.writableAt ?? opts.writable].find((p) => p !== undefined && (p === home || p.startsWith(`${home}/`) || home.startsWith(`${p}/`)));
+    const under = [...(opts.readable ?? []), opts.writableAt ?? opts.writable].find(
+      (p) => p !== undefined && (p === home || p.startsWith(`${home}/`) || home.startsWith(`${p}/`)),
+    );
     if (under) throw new Error(`The sandbox home ${home} and the bind ${under} overlap`);
     a.push('--tmpfs', home);
   }
-  a.push('--chdir', opts.chdir ?? opts.home ?? '/tmp', ...(opts.inheritEnv ? [] : ['--clearenv']), '--setenv', 'PATH', SANDBOX_PATH, '--setenv', 'HOME', opts.home ?? '/tmp');
+  a.push(
+    '--chdir',
+    opts.chdir ?? opts.home ?? '/tmp',
+    ...(opts.inheritEnv ? [] : ['--clearenv']),
+    '--setenv',
+    'PATH',
+    SANDBOX_PATH,
+    '--setenv',
+    'HOME',
+    opts.home ?? '/tmp',
+  );
   for (const [k, v] of Object.entries(opts.env ?? {})) a.push('--setenv', k, v);
   a.push('--setenv', 'TOOLPLANE_SECCOMP', `${SUPPORT_MOUNT}/seccomp.bpf`);
-  if (opts.network) a.push('--setenv', 'TOOLPLANE_NET', JSON.stringify(opts.network.routes), '--setenv', 'TOOLPLANE_NET_FDS', `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`);
-  a.push('--remount-ro', '/', '--', '/usr/bin/python3', '-I', '-B', `${SUPPORT_MOUNT}/confine.py`, '--', ...opts.command);
+  if (opts.network)
+    a.push(
+      '--setenv',
+      'TOOLPLANE_NET',
+      JSON.stringify(opts.network.routes),
+      '--setenv',
+      'TOOLPLANE_NET_FDS',
+      `${ONE_SHOT_FDS.made},${ONE_SHOT_FDS.go}`,
+    );
+  a.push(
+    '--remount-ro',
+    '/',
+    '--',
+    '/usr/bin/python3',
+    '-I',
+    '-B',
+    `${SUPPORT_MOUNT}/confine.py`,
+    '--',
+    ...opts.command,
+  );
   return a;
 }
 
@@ -148,7 +241,12 @@ export function oneShotArgs(opts: {
  * scripts, the seccomp program and a minimal passwd/group. The digest covers every file, so a
  * new version never mixes with an old one.
  */
-export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer, uid: number, gid: number): Promise<string> {
+export async function prepareSupportDir(
+  workRoot: string,
+  seccompProgram: Buffer,
+  uid: number,
+  gid: number,
+): Promise<string> {
   const files: Record<string, Buffer> = {
     'slot.py': await fs.readFile(path.join(PYTHON_DIR, 'slot.py')),
     'harness.py': await fs.readFile(path.join(PYTHON_DIR, 'harness.py')),
@@ -159,7 +257,9 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
     'seccomp.bpf': seccompProgram,
     'resolv.conf': Buffer.from(`nameserver ${SLIRP_DNS}\n`),
     hosts: Buffer.from('127.0.0.1 localhost\n::1 localhost\n'),
-    passwd: Buffer.from(`root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${uid}:${gid}:toolplane sandbox:/tmp:/usr/sbin/nologin\n`),
+    passwd: Buffer.from(
+      `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${uid}:${gid}:toolplane sandbox:/tmp:/usr/sbin/nologin\n`,
+    ),
     group: Buffer.from(`root:x:0:\nsandbox:x:${gid}:\n`),
   };
   const digest = createHash('sha256');
@@ -178,4 +278,3 @@ export async function prepareSupportDir(workRoot: string, seccompProgram: Buffer
   }
   return dir;
 }
-

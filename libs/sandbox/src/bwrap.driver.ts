@@ -4,7 +4,15 @@ import * as path from 'node:path';
 import { EgressPolicy, SecretMasker } from '@toolplane/platform';
 import { failed, invalidEnv, maskResult, messageOf, toolEnv, type RunResult } from './outcome';
 import { MAX_RESULT_FRAME_BYTES } from './process.driver';
-import type { EnvironmentSpec, EnvironmentState, IsolationLimits, PrepareOptions, SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
+import type {
+  EnvironmentSpec,
+  EnvironmentState,
+  IsolationLimits,
+  PrepareOptions,
+  SandboxDriver,
+  SandboxRunOutcome,
+  SandboxRunSpec,
+} from './sandbox.types';
 import type { SlotLimits } from './slot';
 import type { PipIndexOptions } from './venv.builder';
 import { NODE_MOUNT, NPM_MOUNT, type NpmSourceOptions } from './npm.builder';
@@ -130,13 +138,17 @@ export class BwrapDriver implements SandboxDriver {
     this.bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
     this.pythonPath = options.pythonPath ?? '/usr/bin/python3';
     this.workRoot = options.workRoot ?? path.join(os.tmpdir(), 'toolplane-runs');
-    this.runAs = process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
+    this.runAs =
+      process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
     this.limits = { ...DEFAULT_ISOLATION_LIMITS, ...options.limits };
   }
 
   /** How calls are limited: per-call cgroups (v2 or v1), or per-process rlimits only ('none', with the reason). */
   get cgroups(): { mode: CgroupMode; reason: string } {
-    return { mode: this.isolation?.cgroups.mode ?? 'none', reason: this.isolation?.cgroups.reason ?? 'not initialized' };
+    return {
+      mode: this.isolation?.cgroups.mode ?? 'none',
+      reason: this.isolation?.cgroups.reason ?? 'not initialized',
+    };
   }
 
   /**
@@ -156,13 +168,31 @@ export class BwrapDriver implements SandboxDriver {
       requireNetwork: this.options.network?.enabled,
     });
     const isolation = this.isolation;
-    const poolOptions: PoolOptions = { maxPerEnvironment: 16, maxTotal: 64, warm: 2, warmNetwork: 0, idleTtlMs: 300_000, preload: [], ...this.options.pool };
+    const poolOptions: PoolOptions = {
+      maxPerEnvironment: 16,
+      maxTotal: 64,
+      warm: 2,
+      warmNetwork: 0,
+      idleTtlMs: 300_000,
+      preload: [],
+      ...this.options.pool,
+    };
     this.pool = new SlotPool(poolOptions, (env) =>
-      isolation.slotSpawn({ python: env.python, venvDir: env.venvDir, network: env.network, preload: poolOptions.preload, workBytes: env.workBytes, node: env.node, npmDir: env.npmDir }),
+      isolation.slotSpawn({
+        python: env.python,
+        venvDir: env.venvDir,
+        network: env.network,
+        preload: poolOptions.preload,
+        workBytes: env.workBytes,
+        node: env.node,
+        npmDir: env.npmDir,
+      }),
     );
     let first: Slot;
     try {
-      first = await this.pool.prime(this.poolEnv({ key: 'default', python: this.pythonPath }, false, this.limits.workDirBytes));
+      first = await this.pool.prime(
+        this.poolEnv({ key: 'default', python: this.pythonPath }, false, this.limits.workDirBytes),
+      );
     } catch (e) {
       await this.pool.close();
       await isolation.close();
@@ -190,13 +220,26 @@ export class BwrapDriver implements SandboxDriver {
     });
     await this.store.init();
     await pool.warmUp(this.poolEnv({ key: 'default', python: this.pythonPath }, false, this.limits.workDirBytes));
-    if (poolOptions.warmNetwork > 0 && isolation.networkAvailable) void pool.warmUp(this.poolEnv({ key: 'default', python: this.pythonPath }, true, this.limits.workDirBytes)).catch(() => undefined);
+    if (poolOptions.warmNetwork > 0 && isolation.networkAvailable)
+      void pool
+        .warmUp(this.poolEnv({ key: 'default', python: this.pythonPath }, true, this.limits.workDirBytes))
+        .catch(() => undefined);
     for (const w of this.options.pool?.warmEnvironments ?? []) void this.keepWarm(w);
     pool.start();
   }
 
   stats(): DriverStats {
-    const empty: PoolStats = { slots: 0, idle: 0, busy: 0, environments: 0, warmHits: 0, warmMisses: 0, slotsStarted: 0, slotsKilled: 0, slotsDirty: 0 };
+    const empty: PoolStats = {
+      slots: 0,
+      idle: 0,
+      busy: 0,
+      environments: 0,
+      warmHits: 0,
+      warmMisses: 0,
+      slotsStarted: 0,
+      slotsKilled: 0,
+      slotsDirty: 0,
+    };
     const store = this.store;
     return {
       ...(this.pool?.stats() ?? empty),
@@ -246,11 +289,19 @@ export class BwrapDriver implements SandboxDriver {
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...extra,
     });
-    if (this.closing.signal.aborted || !this.pool || !this.isolation) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed or not initialized'));
+    if (this.closing.signal.aborted || !this.pool || !this.isolation)
+      return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed or not initialized'));
     if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
     const invalid = invalidEnv(spec.env);
     if (invalid) return done(failed('spawn_failed', 'InvalidEnv', invalid));
-    if (spec.network === true && !this.isolation.networkAvailable) return done(failed('spawn_failed', 'NetworkUnavailable', 'network-enabled sandboxes need slirp4netns, which is not installed on this runner'));
+    if (spec.network === true && !this.isolation.networkAvailable)
+      return done(
+        failed(
+          'spawn_failed',
+          'NetworkUnavailable',
+          'network-enabled sandboxes need slirp4netns, which is not installed on this runner',
+        ),
+      );
     const nonce = randomBytes(16).toString('hex');
     const lim = { ...this.limits, ...definedOnly(spec.isolation ?? {}) };
     const onNode = isNodeSource(spec.sourceType);
@@ -266,7 +317,18 @@ export class BwrapDriver implements SandboxDriver {
     try {
       const env = toolEnv(spec.env, WORK_DIR);
       const node = onNode ? nodeJob(spec, lim.memoryBytes) : {};
-      job = Buffer.from(JSON.stringify({ nonce, env, limits, source: spec.sourceCode, function: spec.functionName, args: spec.args, agent_id: spec.agentId ?? null, ...node }));
+      job = Buffer.from(
+        JSON.stringify({
+          nonce,
+          env,
+          limits,
+          source: spec.sourceCode,
+          function: spec.functionName,
+          args: spec.args,
+          agent_id: spec.agentId ?? null,
+          ...node,
+        }),
+      );
     } catch (e) {
       return done(failed('spawn_failed', 'InvalidArguments', `the arguments are not JSON: ${messageOf(e)}`));
     }
@@ -296,7 +358,10 @@ export class BwrapDriver implements SandboxDriver {
           stderrBytes: spec.limits.stderrBytes,
           maxOutputBytes: spec.limits.maxOutputBytes,
           maxResultBytes: MAX_RESULT_FRAME_BYTES,
-          cgroupLimits: { memoryBytes: lim.memoryBytes + (onNode ? NODE_CGROUP_HEADROOM : 0), processes: lim.processes },
+          cgroupLimits: {
+            memoryBytes: lim.memoryBytes + (onNode ? NODE_CGROUP_HEADROOM : 0),
+            processes: lim.processes,
+          },
           masker: masker.active ? masker : undefined,
         },
         signal,
@@ -316,7 +381,9 @@ export class BwrapDriver implements SandboxDriver {
     const network = spec.network === true;
     const workBytes = spec.isolation?.workDirBytes ?? this.limits.workDirBytes;
     const scripts = spec.buildScripts === true;
-    const environment = isNodeSource(spec.sourceType) ? await store.node(spec.npmRequirements ?? [], scripts) : await store.python(spec.pipRequirements ?? [], scripts);
+    const environment = isNodeSource(spec.sourceType)
+      ? await store.node(spec.npmRequirements ?? [], scripts)
+      : await store.python(spec.pipRequirements ?? [], scripts);
     return this.poolEnv(environment, network, workBytes);
   }
 
@@ -328,12 +395,17 @@ export class BwrapDriver implements SandboxDriver {
   /** Builds a configured environment (its virtualenv) and keeps `warm` of its slots ready. */
   private async keepWarm(w: WarmEnvironment): Promise<void> {
     try {
-      const env = await this.environmentFor({ pipRequirements: w.pipRequirements, network: w.network } as SandboxRunSpec);
+      const env = await this.environmentFor({
+        pipRequirements: w.pipRequirements,
+        network: w.network,
+      } as SandboxRunSpec);
       if (this.closing.signal.aborted) return;
       this.pool!.setWarmTarget(env.key, w.warm);
       await this.pool!.warmUp(env);
     } catch (e) {
-      this.options.onWarmFailure?.(`${w.pipRequirements.join(' ') || '(no requirements)'}${w.network ? ' +network' : ''}: ${messageOf(e)}`);
+      this.options.onWarmFailure?.(
+        `${w.pipRequirements.join(' ') || '(no requirements)'}${w.network ? ' +network' : ''}: ${messageOf(e)}`,
+      );
     }
   }
 }
@@ -345,5 +417,11 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 /** The Node part of a slot job: JavaScript (types stripped here, never run here) and the parameter order. */
 function nodeJob(spec: SandboxRunSpec, memoryBytes: number): Record<string, unknown> {
   const { code, params } = prepareScript(spec.sourceCode, spec.functionName);
-  return { runtime: 'node', source: code, params, module_dir: NPM_MOUNT, node: { path: NODE_MOUNT, heap_mb: Math.max(16, Math.floor(memoryBytes / (1024 * 1024))) } };
+  return {
+    runtime: 'node',
+    source: code,
+    params,
+    module_dir: NPM_MOUNT,
+    node: { path: NODE_MOUNT, heap_mb: Math.max(16, Math.floor(memoryBytes / (1024 * 1024))) },
+  };
 }

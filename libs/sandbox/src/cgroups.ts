@@ -1,4 +1,15 @@
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmdirSync, writeFileSync, mkdirSync, constants as fsc } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmdirSync,
+  writeFileSync,
+  mkdirSync,
+  constants as fsc,
+} from 'node:fs';
 import * as path from 'node:path';
 
 /**
@@ -71,7 +82,10 @@ export class CgroupManager {
       }
     }
     const reason = reasons.join('; ') || `no cgroup hierarchy with the memory and pids controllers under ${root}`;
-    if (mode === 'required') throw new CgroupUnavailableError(`cgroups are required (RUNNER_CGROUPS=required) but not delegated to this runner: ${reason}`);
+    if (mode === 'required')
+      throw new CgroupUnavailableError(
+        `cgroups are required (RUNNER_CGROUPS=required) but not delegated to this runner: ${reason}`,
+      );
     return new CgroupManager('none', reason, []);
   }
 
@@ -79,7 +93,10 @@ export class CgroupManager {
   slotGroup(): SlotCgroup | undefined {
     if (this.mode === 'none') return undefined;
     const n = ++this.seq;
-    const dirs = this.hierarchies.map((h) => ({ kind: h.kind, dir: path.join(h.base, h.flat ? `${this.id}-slot-${n}` : `slot-${n}`) }));
+    const dirs = this.hierarchies.map((h) => ({
+      kind: h.kind,
+      dir: path.join(h.base, h.flat ? `${this.id}-slot-${n}` : `slot-${n}`),
+    }));
     for (const d of dirs) {
       rmdirQuiet(d.dir); // a leftover of an earlier slot of the same name (empty by now)
       mkdirSync(d.dir);
@@ -179,7 +196,10 @@ export class SlotCgroup {
    */
   private readOomEvents(): string | undefined {
     try {
-      this.oomFd ??= openSync(path.join(this.dirOf('memory'), this.mode === 'v2' ? 'memory.events' : 'memory.oom_control'), fsc.O_RDONLY);
+      this.oomFd ??= openSync(
+        path.join(this.dirOf('memory'), this.mode === 'v2' ? 'memory.events' : 'memory.oom_control'),
+        fsc.O_RDONLY,
+      );
       return this.oomBuf.toString('latin1', 0, readSync(this.oomFd, this.oomBuf, 0, this.oomBuf.length, 0));
     } catch {
       this.closeOomFd();
@@ -220,17 +240,23 @@ function tryV2(root: string, id: string): CgroupManager | undefined {
   const base = path.join(root, own);
   const available = (readQuiet(path.join(base, 'cgroup.controllers')) ?? '').split(/\s+/);
   const missing = ['memory', 'pids'].filter((c) => !available.includes(c));
-  if (missing.length) throw new Error(`cgroup v2: the ${missing.join(' and ')} controller(s) are not available in ${base} (not delegated)`);
+  if (missing.length)
+    throw new Error(
+      `cgroup v2: the ${missing.join(' and ')} controller(s) are not available in ${base} (not delegated)`,
+    );
   try {
     const leaf = path.join(base, 'runner');
     if (!existsSync(leaf)) mkdirSync(leaf);
     // Every process of our cgroup (ours, and e.g. the container's init) moves to the leaf: a cgroup
     // with processes cannot enable controllers for its children.
-    for (const pid of (readQuiet(path.join(base, 'cgroup.procs')) ?? '').split('\n').filter(Boolean)) writeQuiet(path.join(leaf, 'cgroup.procs'), pid);
+    for (const pid of (readQuiet(path.join(base, 'cgroup.procs')) ?? '').split('\n').filter(Boolean))
+      writeQuiet(path.join(leaf, 'cgroup.procs'), pid);
     const wanted = ['memory', 'pids', ...(available.includes('cpu') ? ['cpu'] : [])];
     writeFileSync(path.join(base, 'cgroup.subtree_control'), wanted.map((c) => `+${c}`).join(' '));
   } catch (e) {
-    throw new Error(`cgroup v2: ${base} is not delegated to this runner (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new Error(
+      `cgroup v2: ${base} is not delegated to this runner (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   cleanStale(base); // groups of runners that are gone
   return new CgroupManager('v2', `cgroup v2 at ${base}`, [{ kind: 'unified', base, flat: true }], id);
@@ -245,7 +271,9 @@ function tryV1(root: string, id: string): CgroupManager | undefined {
   }
   const hierarchies: Hierarchy[] = [];
   for (const c of CONTROLLERS_V1) {
-    const mount = [path.join(root, c), path.join(root, c === 'cpu' ? 'cpu,cpuacct' : c)].find((d) => existsSync(path.join(d, 'cgroup.procs')));
+    const mount = [path.join(root, c), path.join(root, c === 'cpu' ? 'cpu,cpuacct' : c)].find((d) =>
+      existsSync(path.join(d, 'cgroup.procs')),
+    );
     if (!mount) {
       if (c === 'cpu') continue; // optional: weights only
       return undefined;
@@ -257,11 +285,18 @@ function tryV1(root: string, id: string): CgroupManager | undefined {
       cleanStale(parent);
       if (!existsSync(base)) mkdirSync(base);
     } catch (e) {
-      throw new Error(`cgroup v1: cannot create ${base} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; the runner must be root, or run with cgroup v2 delegation)`);
+      throw new Error(
+        `cgroup v1: cannot create ${base} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; the runner must be root, or run with cgroup v2 delegation)`,
+      );
     }
     hierarchies.push({ kind: c, base, flat });
   }
-  return new CgroupManager('v1', `cgroup v1 (${hierarchies.map((h) => (h.flat ? path.join(h.base, `${id}-slot-*`) : h.base)).join(', ')})`, hierarchies, id);
+  return new CgroupManager(
+    'v1',
+    `cgroup v1 (${hierarchies.map((h) => (h.flat ? path.join(h.base, `${id}-slot-*`) : h.base)).join(', ')})`,
+    hierarchies,
+    id,
+  );
 }
 
 /** Groups `toolplane-<pid>-…` of runners that are gone (empty once their sandboxes are). */

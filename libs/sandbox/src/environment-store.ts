@@ -3,7 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { isReady, LOCK_SUFFIX, READY_SUFFIX, removeTree, writeCaBundle, type BuildSettings, type BuildState, type ReadyMarker } from './build-process';
+import {
+  isReady,
+  LOCK_SUFFIX,
+  READY_SUFFIX,
+  removeTree,
+  writeCaBundle,
+  type BuildSettings,
+  type BuildState,
+  type ReadyMarker,
+} from './build-process';
 import type { BuildNetworkFor } from './build-network';
 import { VENV_MOUNT } from './bwrap.args';
 import { NodeModulesBuilder, npmSpecifiers, type NpmSourceOptions } from './npm.builder';
@@ -179,7 +188,11 @@ export class EnvironmentStore {
     const s = await t.prepare(options);
     // A finished build is a use (its marker's time) and may push the store over its budget.
     if (s.status === 'ready') this.used(t.dir);
-    else if (s.status === 'building') void t.ensure().then((dir) => this.used(dir), () => undefined);
+    else if (s.status === 'building')
+      void t.ensure().then(
+        (dir) => this.used(dir),
+        () => undefined,
+      );
     return stateOf(t.key, s);
   }
 
@@ -190,12 +203,24 @@ export class EnvironmentStore {
       if (reqs.length === 0) return null;
       const b = await this.npmBuilder();
       const dir = b.dirFor(reqs, scripts);
-      return { key: path.basename(dir), dir, state: () => b.state(reqs, scripts), prepare: (o) => b.prepare(reqs, scripts, o), ensure: () => b.ensure(reqs, scripts) };
+      return {
+        key: path.basename(dir),
+        dir,
+        state: () => b.state(reqs, scripts),
+        prepare: (o) => b.prepare(reqs, scripts, o),
+        ensure: () => b.ensure(reqs, scripts),
+      };
     }
     const reqs = spec.pipRequirements?.length ? pipSpecifiers(spec.pipRequirements.map(parseSpecifier)) : [];
     if (reqs.length === 0) return null;
     const dir = this.venvs.dirFor(reqs, scripts);
-    return { key: path.basename(dir), dir, state: () => this.venvs.state(reqs, scripts), prepare: (o) => this.venvs.prepare(reqs, scripts, o), ensure: () => this.venvs.ensure(reqs, scripts) };
+    return {
+      key: path.basename(dir),
+      dir,
+      state: () => this.venvs.state(reqs, scripts),
+      prepare: (o) => this.venvs.prepare(reqs, scripts, o),
+      ensure: () => this.venvs.ensure(reqs, scripts),
+    };
   }
 
   /**
@@ -258,8 +283,14 @@ export class EnvironmentStore {
       const host = realpathSync(this.o.nodePath ?? process.execPath);
       const { stdout } = await execFileP(host, ['-p', 'process.versions.node'], { env: {} });
       const besideNode = path.resolve(path.dirname(host), '..', 'lib', 'node_modules', 'npm');
-      const npmDir = this.o.npmDir ?? (existsSync(path.join(besideNode, 'bin', 'npm-cli.js')) ? besideNode : '/usr/lib/node_modules/npm');
-      return { node: await this.shareable(host, 'node'), npmDir: existsSync(npmDir) ? await this.shareable(npmDir, 'npm') : npmDir, version: stdout.trim() };
+      const npmDir =
+        this.o.npmDir ??
+        (existsSync(path.join(besideNode, 'bin', 'npm-cli.js')) ? besideNode : '/usr/lib/node_modules/npm');
+      return {
+        node: await this.shareable(host, 'node'),
+        npmDir: existsSync(npmDir) ? await this.shareable(npmDir, 'npm') : npmDir,
+        version: stdout.trim(),
+      };
     })();
     this.nodeRuntime.catch(() => (this.nodeRuntime = undefined));
     return this.nodeRuntime;
@@ -315,7 +346,14 @@ function stateOf(key: string, s: BuildState): EnvironmentState {
     status: s.status,
     ...(s.since ? { since: s.since } : {}),
     ...(s.progress ? { progress: s.progress } : {}),
-    ...(s.error ? { error: { message: s.error.message, ...(s.error instanceof DependencyInstallError ? { package: requirementName(s.error.packageName) } : {}) } } : {}),
+    ...(s.error
+      ? {
+          error: {
+            message: s.error.message,
+            ...(s.error instanceof DependencyInstallError ? { package: requirementName(s.error.packageName) } : {}),
+          },
+        }
+      : {}),
   };
 }
 

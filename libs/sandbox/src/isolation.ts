@@ -41,12 +41,19 @@ export class IsolationPolicy {
     private readonly slirp: Omit<SlirpOptions, 'dns'> | undefined,
   ) {
     this.routes = egressRoutes(o.egress);
-    this.buildNetwork = buildNetworkFor({ policy: o.egress, slirp: slirp && { ...slirp, dns: false }, tmpDir: path.join(o.workRoot, 'build-hosts') });
+    this.buildNetwork = buildNetworkFor({
+      policy: o.egress,
+      slirp: slirp && { ...slirp, dns: false },
+      tmpDir: path.join(o.workRoot, 'build-hosts'),
+    });
   }
 
   /** Checks what isolation needs here and writes the support files. Throws IsolationUnavailableError. */
   static async prepare(o: IsolationOptions): Promise<IsolationPolicy> {
-    if (!existsSync(o.bwrapPath)) throw new IsolationUnavailableError(`bubblewrap is not installed (${o.bwrapPath} is missing; apt-get install bubblewrap, or run \`npm start\` / tools/dev/prerequisites.sh as root)`);
+    if (!existsSync(o.bwrapPath))
+      throw new IsolationUnavailableError(
+        `bubblewrap is not installed (${o.bwrapPath} is missing; apt-get install bubblewrap, or run \`npm start\` / tools/dev/prerequisites.sh as root)`,
+      );
     let program: Buffer;
     try {
       program = seccompProgram();
@@ -54,9 +61,13 @@ export class IsolationPolicy {
       throw new IsolationUnavailableError(`cannot build the seccomp filter: ${(e as Error).message}`);
     }
     const slirpPath = o.slirpPath ?? '/usr/bin/slirp4netns';
-    const slirp = existsSync(slirpPath) ? { slirpPath, root: o.runAs !== undefined || process.getuid?.() === 0 } : undefined;
+    const slirp = existsSync(slirpPath)
+      ? { slirpPath, root: o.runAs !== undefined || process.getuid?.() === 0 }
+      : undefined;
     if (o.requireNetwork && !slirp) {
-      throw new IsolationUnavailableError(`network-enabled tools need slirp4netns (${slirpPath} is missing; apt-get install slirp4netns), or set RUNNER_ALLOW_NETWORK=false`);
+      throw new IsolationUnavailableError(
+        `network-enabled tools need slirp4netns (${slirpPath} is missing; apt-get install slirp4netns), or set RUNNER_ALLOW_NETWORK=false`,
+      );
     }
     let cgroups: CgroupManager;
     try {
@@ -66,7 +77,12 @@ export class IsolationPolicy {
     }
     await fs.mkdir(o.workRoot, { recursive: true, mode: 0o711 });
     await fs.chmod(o.workRoot, 0o711);
-    const supportDir = await prepareSupportDir(o.workRoot, program, o.runAs?.uid ?? process.getuid?.() ?? 65534, o.runAs?.gid ?? process.getgid?.() ?? 65534);
+    const supportDir = await prepareSupportDir(
+      o.workRoot,
+      program,
+      o.runAs?.uid ?? process.getuid?.() ?? 65534,
+      o.runAs?.gid ?? process.getgid?.() ?? 65534,
+    );
     return new IsolationPolicy(o, supportDir, cgroups, slirp);
   }
 
@@ -76,7 +92,8 @@ export class IsolationPolicy {
 
   /** How to start one slot of this layout (its cgroup made now; its network attached when it asks). */
   slotSpawn(layout: Omit<SandboxLayout, 'supportDir' | 'network' | 'cgroupFds'> & { network: boolean }): SlotSpawn {
-    if (layout.network && !this.slirp) throw new IsolationUnavailableError('network-enabled sandboxes need slirp4netns, which is not installed');
+    if (layout.network && !this.slirp)
+      throw new IsolationUnavailableError('network-enabled sandboxes need slirp4netns, which is not installed');
     const cgroup = this.cgroups.slotGroup();
     let cgroupFds: number[] = [];
     try {
@@ -88,7 +105,12 @@ export class IsolationPolicy {
     const slirp = this.slirp;
     return {
       bwrapPath: this.o.bwrapPath,
-      args: slotArgs({ ...layout, supportDir: this.supportDir, network: layout.network ? this.routes : undefined, cgroupFds: cgroupFds.length }),
+      args: slotArgs({
+        ...layout,
+        supportDir: this.supportDir,
+        network: layout.network ? this.routes : undefined,
+        cgroupFds: cgroupFds.length,
+      }),
       ...(this.o.runAs ?? {}),
       cgroup,
       cgroupFds,

@@ -32,7 +32,12 @@ export function egressRoutes(policy: EgressPolicy): Route[] {
     seen.add(cidr.text);
     // A refused range inside an allowlisted one is not refused; a smaller allowlisted range inside
     // a refused one wins by its longer prefix.
-    if (allowedV4.some((a) => a.prefix <= cidr.prefix && (cidr.base >> BigInt(32 - a.prefix)) === (a.base >> BigInt(32 - a.prefix)))) continue;
+    if (
+      allowedV4.some(
+        (a) => a.prefix <= cidr.prefix && cidr.base >> BigInt(32 - a.prefix) === a.base >> BigInt(32 - a.prefix),
+      )
+    )
+      continue;
     routes.push({ dst: cidr.text, type: 'prohibit' });
   }
   routes.push({ dst: `${SLIRP_GATEWAY}/32`, type: 'prohibit' }); // the host's loopback through slirp
@@ -72,13 +77,23 @@ export class NetworkAttachError extends Error {}
  * and resolves once tap0 is configured. It lives until `stop()` or until the sandbox is gone.
  */
 export function attachSlirp(pid: number, o: SlirpOptions, timeoutMs = 10_000): Promise<SlirpHandle> {
-  const args = ['--configure', '--mtu=65520', '--disable-host-loopback', '--enable-seccomp', '--ready-fd=3', '--exit-fd=4'];
+  const args = [
+    '--configure',
+    '--mtu=65520',
+    '--disable-host-loopback',
+    '--enable-seccomp',
+    '--ready-fd=3',
+    '--exit-fd=4',
+  ];
   if (o.root) args.push('--enable-sandbox');
   else args.push(`--userns-path=/proc/${pid}/ns/user`);
   if (!o.dns) args.push('--disable-dns');
   args.push('--netns-type=path', `/proc/${pid}/ns/net`, 'tap0');
   return new Promise((resolve, reject) => {
-    const proc = spawn(o.slirpPath, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    const proc = spawn(o.slirpPath, args, {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      env: { PATH: '/usr/bin:/bin' },
+    });
     let err = '';
     proc.stderr!.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-2000)));
     const [, , , ready, exitPipe] = proc.stdio as [unknown, unknown, Readable, Readable, NodeJS.WritableStream];
@@ -93,7 +108,17 @@ export function attachSlirp(pid: number, o: SlirpOptions, timeoutMs = 10_000): P
     const fail = (why: string): void => {
       clearTimeout(timer);
       handle.stop();
-      reject(new NetworkAttachError(`${why}: ${err.split('\n').filter((l) => l && !/^WARNING|^\*|^Starting/.test(l)).slice(-3).join(' ') || 'no message'}`));
+      reject(
+        new NetworkAttachError(
+          `${why}: ${
+            err
+              .split('\n')
+              .filter((l) => l && !/^WARNING|^\*|^Starting/.test(l))
+              .slice(-3)
+              .join(' ') || 'no message'
+          }`,
+        ),
+      );
     };
     ready.once('data', () => {
       clearTimeout(timer);

@@ -2,7 +2,15 @@ import { existsSync, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs } from './bwrap.args';
 import { DependencyInstallError } from './venv.builder';
-import { BUILD_CA_MOUNT, buildSettingsBinds, buildUrls, BuildOnce, runBuild, type BuildSettings, type BuildState } from './build-process';
+import {
+  BUILD_CA_MOUNT,
+  buildSettingsBinds,
+  buildUrls,
+  BuildOnce,
+  runBuild,
+  type BuildSettings,
+  type BuildState,
+} from './build-process';
 import type { PrepareOptions } from './sandbox.types';
 import type { BuildNetworkFor } from './build-network';
 import { environmentKey } from './requirements';
@@ -65,8 +73,23 @@ function splitSpec(spec: string): { name: string; version?: string } {
 }
 
 /** The npm command of a build (run in the build sandbox): targets (specifiers or local tarballs), scripts or not, registry, the build CA bundle and proxy. */
-export function npmInstallCommand(npm: NpmSourceOptions, build: BuildSettings, targets: readonly string[], buildScripts: boolean): string[] {
-  const cmd = [NODE_MOUNT, `${NPM_CLI_MOUNT}/bin/npm-cli.js`, 'install', '--no-audit', '--no-fund', '--no-update-notifier', '--no-package-lock', '--omit=dev', '--loglevel=error'];
+export function npmInstallCommand(
+  npm: NpmSourceOptions,
+  build: BuildSettings,
+  targets: readonly string[],
+  buildScripts: boolean,
+): string[] {
+  const cmd = [
+    NODE_MOUNT,
+    `${NPM_CLI_MOUNT}/bin/npm-cli.js`,
+    'install',
+    '--no-audit',
+    '--no-fund',
+    '--no-update-notifier',
+    '--no-package-lock',
+    '--omit=dev',
+    '--loglevel=error',
+  ];
   if (!buildScripts) cmd.push('--ignore-scripts');
   if (npm.registry) cmd.push('--registry', npm.registry);
   if (npm.offline) cmd.push('--offline');
@@ -105,7 +128,10 @@ export class NodeModulesBuilder {
   }
 
   dirFor(specifiers: readonly string[], buildScripts = false): string {
-    return path.join(this.o.root, `npm-${environmentKey(`node ${this.o.nodeVersion}${buildScripts ? ' scripts' : ''}`, specifiers)}`);
+    return path.join(
+      this.o.root,
+      `npm-${environmentKey(`node ${this.o.nodeVersion}${buildScripts ? ' scripts' : ''}`, specifiers)}`,
+    );
   }
 
   /** The host dir to bind at NPM_MOUNT (it holds node_modules/). */
@@ -119,7 +145,12 @@ export class NodeModulesBuilder {
 
   /** Starts the build in the background (see BuildOnce.prepare). */
   prepare(specifiers: readonly string[], buildScripts: boolean, o: PrepareOptions): Promise<BuildState> {
-    return this.once.prepare(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts), o);
+    return this.once.prepare(
+      this.dirFor(specifiers, buildScripts),
+      specifiers,
+      this.buildOf(specifiers, buildScripts),
+      o,
+    );
   }
 
   private buildOf(specifiers: readonly string[], buildScripts: boolean) {
@@ -135,16 +166,27 @@ export class NodeModulesBuilder {
       const versions = files
         .map((f) => (f.startsWith(`${base}-`) && f.endsWith('.tgz') ? f.slice(base.length + 1, -4) : undefined))
         .filter((v): v is string => v !== undefined && /^\d+\.\d+\.\d+/.test(v));
-      const pick = version ? versions.find((v) => v === version.replace(/^[=v]+/, '')) : versions.sort(compareVersions).at(-1);
+      const pick = version
+        ? versions.find((v) => v === version.replace(/^[=v]+/, ''))
+        : versions.sort(compareVersions).at(-1);
       if (pick) return path.join(d, `${base}-${pick}.tgz`);
     }
     return undefined;
   }
 
-  private async build(dir: string, specifiers: readonly string[], buildScripts: boolean, progress: (text: string) => void): Promise<void> {
+  private async build(
+    dir: string,
+    specifiers: readonly string[],
+    buildScripts: boolean,
+    progress: (text: string) => void,
+  ): Promise<void> {
     progress(`npm: installing ${specifiers.length} package${specifiers.length === 1 ? '' : 's'}`);
     await fs.mkdir(dir, { recursive: true, mode: 0o755 });
-    await fs.writeFile(path.join(dir, 'package.json'), '{"name":"toolplane-tool-env","version":"0.0.0","private":true}\n', { mode: 0o644 });
+    await fs.writeFile(
+      path.join(dir, 'package.json'),
+      '{"name":"toolplane-tool-env","version":"0.0.0","private":true}\n',
+      { mode: 0o644 },
+    );
     if (this.o.uid !== undefined) {
       await fs.chown(dir, this.o.uid, this.o.gid ?? this.o.uid);
       await fs.chown(path.join(dir, 'package.json'), this.o.uid, this.o.gid ?? this.o.uid);
@@ -153,7 +195,11 @@ export class NodeModulesBuilder {
     for (const s of specifiers) {
       const local = await this.localTarball(s);
       if (local) targets.push(local);
-      else if (this.o.npm.offline) throw new DependencyInstallError(splitSpec(s).name, `not found in the local npm sources (${(this.o.npm.localDirs ?? []).join(', ') || 'none configured'}) and the registry is off`);
+      else if (this.o.npm.offline)
+        throw new DependencyInstallError(
+          splitSpec(s).name,
+          `not found in the local npm sources (${(this.o.npm.localDirs ?? []).join(', ') || 'none configured'}) and the registry is off`,
+        );
       else targets.push(s);
     }
     const settings = this.o.build ?? {};
@@ -161,7 +207,9 @@ export class NodeModulesBuilder {
     const readable = (this.o.npm.localDirs ?? []).filter((d) => d.startsWith('/') && existsSync(d));
     // Only a requirement that is not a local tarball needs the registry.
     const needsRegistry = !this.o.npm.offline && !targets.every((t) => t.startsWith('/'));
-    const network = await this.o.network(buildUrls(needsRegistry ? [this.o.npm.registry ?? 'https://registry.npmjs.org/'] : [], settings));
+    const network = await this.o.network(
+      buildUrls(needsRegistry ? [this.o.npm.registry ?? 'https://registry.npmjs.org/'] : [], settings),
+    );
     try {
       const args = oneShotArgs({
         supportDir: this.o.supportDir,
@@ -169,11 +217,21 @@ export class NodeModulesBuilder {
         writable: dir,
         writableAt: NPM_MOUNT,
         readable,
-        extra: ['--ro-bind', this.o.node, NODE_MOUNT, '--ro-bind', this.o.npmDir, NPM_CLI_MOUNT, ...buildSettingsBinds(settings)],
+        extra: [
+          '--ro-bind',
+          this.o.node,
+          NODE_MOUNT,
+          '--ro-bind',
+          this.o.npmDir,
+          NPM_CLI_MOUNT,
+          ...buildSettingsBinds(settings),
+        ],
         chdir: NPM_MOUNT,
         command: npm,
       });
-      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, { attachNetwork: network?.attach });
+      const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, {
+        attachNetwork: network?.attach,
+      });
       if (r.code !== 0) {
         const message = r.timedOut ? `npm did not finish within ${this.o.timeoutMs} ms` : npmMessage(r.output);
         throw new DependencyInstallError(failedNpmPackage(r.output, specifiers), message);
@@ -187,7 +245,8 @@ export class NodeModulesBuilder {
 function compareVersions(a: string, b: string): number {
   const pa = a.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
   const pb = b.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++)
+    if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
 }
 
@@ -206,4 +265,3 @@ export function failedNpmPackage(output: string, specifiers: readonly string[]):
   const name = m?.[1]?.replace(/%2[fF]/, '/');
   return name ?? (specifiers[0] ? splitSpec(specifiers[0]).name : 'unknown');
 }
-

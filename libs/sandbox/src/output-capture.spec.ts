@@ -5,7 +5,11 @@ describe('OutputCapture', () => {
     const sut = new OutputCapture(10);
     sut.push(Buffer.from('hello'));
     sut.push(Buffer.from('world'));
-    expect({ text: sut.text(), truncated: sut.truncated, total: sut.total }).toEqual({ text: 'helloworld', truncated: false, total: 10 });
+    expect({ text: sut.text(), truncated: sut.truncated, total: sut.total }).toEqual({
+      text: 'helloworld',
+      truncated: false,
+      total: 10,
+    });
   });
 
   it('keeps the first bytes, counts the rest and flags truncation', () => {
@@ -13,7 +17,11 @@ describe('OutputCapture', () => {
     sut.push(Buffer.from('abc'));
     sut.push(Buffer.from('defgh'));
     sut.push(Buffer.from('ij'));
-    expect({ text: sut.text(), truncated: sut.truncated, total: sut.total }).toEqual({ text: 'abcd', truncated: true, total: 10 });
+    expect({ text: sut.text(), truncated: sut.truncated, total: sut.total }).toEqual({
+      text: 'abcd',
+      truncated: true,
+      total: 10,
+    });
   });
 
   it('drops a multi-byte character cut by the limit instead of emitting half of it', () => {

@@ -46,7 +46,10 @@ describe('ProcessDriver: isolation', () => {
   it('kills an endless tool at the deadline, leaving no process behind', async () => {
     const source = 'import os\ndef f():\n    print(os.getpid(), flush=True)\n    while True:\n        pass\n';
     const outcome = await sut.run(spec(source, { timeoutMs: 300 }));
-    expect(outcome).toMatchObject({ status: 'error', error: { kind: 'timeout', type: 'TimeoutError', message: 'Function f timed out after 300 ms' } });
+    expect(outcome).toMatchObject({
+      status: 'error',
+      error: { kind: 'timeout', type: 'TimeoutError', message: 'Function f timed out after 300 ms' },
+    });
     expect(outcome).toMatchObject({ exitCode: null, signal: 'SIGKILL' });
     const pid = Number(outcome.stdout.trim());
     expect(pid).toBeGreaterThan(1);
@@ -66,28 +69,58 @@ describe('ProcessDriver: isolation', () => {
   });
 
   it('keeps the first stdoutBytes of a 10 MB print, flags truncation and still returns', async () => {
-    const source = 'import sys\ndef f():\n    sys.stdout.write("é" * (5 * 1024 * 1024))\n    print("tail", file=sys.stderr)\n    return "done"\n';
-    const outcome = await sut.run(spec(source, { limits: { stdoutBytes: 1001, stderrBytes: 1024, maxOutputBytes: 64 * MB } }));
-    expect(outcome).toMatchObject({ status: 'success', value: 'done', stdoutTruncated: true, stderrTruncated: false, stderr: 'tail\n' });
+    const source =
+      'import sys\ndef f():\n    sys.stdout.write("é" * (5 * 1024 * 1024))\n    print("tail", file=sys.stderr)\n    return "done"\n';
+    const outcome = await sut.run(
+      spec(source, { limits: { stdoutBytes: 1001, stderrBytes: 1024, maxOutputBytes: 64 * MB } }),
+    );
+    expect(outcome).toMatchObject({
+      status: 'success',
+      value: 'done',
+      stdoutTruncated: true,
+      stderrTruncated: false,
+      stderr: 'tail\n',
+    });
     expect(outcome.stdout).toBe('é'.repeat(500)); // 1001 bytes cut mid-character: the half character is dropped
   });
 
   it('kills a run whose total output exceeds maxOutputBytes', async () => {
-    const source = 'import sys\ndef f():\n    while True:\n        sys.stdout.write("x" * 65536)\n        sys.stderr.write("y" * 65536)\n';
-    const outcome = await sut.run(spec(source, { limits: { stdoutBytes: 100, stderrBytes: 100, maxOutputBytes: 2 * MB } }));
-    expect(outcome).toMatchObject({ status: 'error', error: { kind: 'output_limit', type: 'OutputLimitExceeded' }, signal: 'SIGKILL' });
+    const source =
+      'import sys\ndef f():\n    while True:\n        sys.stdout.write("x" * 65536)\n        sys.stderr.write("y" * 65536)\n';
+    const outcome = await sut.run(
+      spec(source, { limits: { stdoutBytes: 100, stderrBytes: 100, maxOutputBytes: 2 * MB } }),
+    );
+    expect(outcome).toMatchObject({
+      status: 'error',
+      error: { kind: 'output_limit', type: 'OutputLimitExceeded' },
+      signal: 'SIGKILL',
+    });
     expect(outcome).toMatchObject({ stdout: 'x'.repeat(100), stdoutTruncated: true, stderrTruncated: true });
   });
 
   it('gives the tool only the allowlisted environment plus spec.env', async () => {
     process.env.TOOLPLANE_RUNNER_SECRET = 'must-not-leak';
     try {
-      const source = 'import os\ndef f():\n    return {"env": dict(os.environ), "cwd": os.getcwd(), "tmp": __import__("tempfile").gettempdir()}\n';
+      const source =
+        'import os\ndef f():\n    return {"env": dict(os.environ), "cwd": os.getcwd(), "tmp": __import__("tempfile").gettempdir()}\n';
       const outcome = await sut.run(spec(source, { env: { API_KEY: 'k-1', HOME: '/root' } }));
       const value = outcome.value as { env: Record<string, string>; cwd: string; tmp: string };
       expect(value.env.TOOLPLANE_RUNNER_SECRET).toBeUndefined();
-      expect(Object.keys(value.env).sort()).toEqual(['API_KEY', 'HOME', 'LANG', 'PATH', 'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING', 'TMPDIR']);
-      expect(value.env).toMatchObject({ API_KEY: 'k-1', PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONIOENCODING: 'utf-8' });
+      expect(Object.keys(value.env).sort()).toEqual([
+        'API_KEY',
+        'HOME',
+        'LANG',
+        'PATH',
+        'PYTHONDONTWRITEBYTECODE',
+        'PYTHONIOENCODING',
+        'TMPDIR',
+      ]);
+      expect(value.env).toMatchObject({
+        API_KEY: 'k-1',
+        PATH: '/usr/local/bin:/usr/bin:/bin',
+        LANG: 'C.UTF-8',
+        PYTHONIOENCODING: 'utf-8',
+      });
       expect(value.env.HOME).toBe(value.cwd); // spec.env cannot move HOME out of the work dir
       expect(value.env.TMPDIR).toBe(value.cwd);
       expect(value.tmp).toBe(value.cwd);
@@ -130,7 +163,11 @@ describe('ProcessDriver: isolation', () => {
     const pending = sut.run(spec('import time\ndef f():\n    time.sleep(30)\n'), controller.signal);
     setTimeout(() => controller.abort(), 100);
     const outcome = await pending;
-    expect(outcome).toMatchObject({ status: 'error', error: { kind: 'timeout', type: 'AbortError' }, signal: 'SIGKILL' });
+    expect(outcome).toMatchObject({
+      status: 'error',
+      error: { kind: 'timeout', type: 'AbortError' },
+      signal: 'SIGKILL',
+    });
     const already = await sut.run(spec('def f():\n    return 1\n'), AbortSignal.abort());
     expect(already.error).toMatchObject({ kind: 'timeout', type: 'AbortError' });
   });
@@ -141,7 +178,9 @@ describe('ProcessDriver: isolation', () => {
     await new Promise((r) => setTimeout(r, 100));
     await driver.close();
     await expect(pending).resolves.toMatchObject({ error: { kind: 'crashed', type: 'SandboxClosed' } });
-    await expect(driver.run(spec('def f():\n    return 1\n'))).resolves.toMatchObject({ error: { kind: 'spawn_failed', type: 'SandboxClosed' } });
+    await expect(driver.run(spec('def f():\n    return 1\n'))).resolves.toMatchObject({
+      error: { kind: 'spawn_failed', type: 'SandboxClosed' },
+    });
   });
 });
 

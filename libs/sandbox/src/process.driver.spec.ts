@@ -9,7 +9,11 @@ import type { SandboxRunSpec } from './sandbox.types';
 
 const limits = { stdoutBytes: 64 * 1024, stderrBytes: 64 * 1024, maxOutputBytes: 64 * 1024 * 1024 };
 
-function spec(sourceCode: string, args: Record<string, unknown> = {}, extra: Partial<SandboxRunSpec> = {}): SandboxRunSpec {
+function spec(
+  sourceCode: string,
+  args: Record<string, unknown> = {},
+  extra: Partial<SandboxRunSpec> = {},
+): SandboxRunSpec {
   return { runId: 'run-1', sourceCode, functionName: 'f', args, env: {}, timeoutMs: 10_000, limits, ...extra };
 }
 
@@ -28,11 +32,17 @@ describe('ProcessDriver: calling a tool', () => {
   });
 
   it('passes int, str, list and dict arguments as data and returns the value', async () => {
-    const source = 'def f(n, s, items, opts):\n    return {"n": n + 1, "s": s.upper(), "items": items[::-1], "opts": opts}\n';
+    const source =
+      'def f(n, s, items, opts):\n    return {"n": n + 1, "s": s.upper(), "items": items[::-1], "opts": opts}\n';
     const args = { n: 41, s: "it's \"quoted\"\n'''", items: [1, 'two', null], opts: { nested: { ok: true } } };
     const outcome = await sut.run(spec(source, args));
     expect(outcome).toMatchObject({ status: 'success', exitCode: 0, signal: null });
-    expect(outcome.value).toEqual({ n: 42, s: "IT'S \"QUOTED\"\n'''", items: [null, 'two', 1], opts: { nested: { ok: true } } });
+    expect(outcome.value).toEqual({
+      n: 42,
+      s: "IT'S \"QUOTED\"\n'''",
+      items: [null, 'two', 1],
+      opts: { nested: { ok: true } },
+    });
     expect(outcome.error).toBeUndefined();
     expect(outcome.durationMs).toBeGreaterThan(0);
   });
@@ -54,7 +64,9 @@ describe('ProcessDriver: calling a tool', () => {
   });
 
   it('injects agent_id when the function declares it, and only then', async () => {
-    const withParam = await sut.run(spec('def f(x, agent_id=None):\n    return [x, agent_id]\n', { x: 1 }, { agentId: 'agent-7' }));
+    const withParam = await sut.run(
+      spec('def f(x, agent_id=None):\n    return [x, agent_id]\n', { x: 1 }, { agentId: 'agent-7' }),
+    );
     expect(withParam.value).toEqual([1, 'agent-7']);
     const without = await sut.run(spec('def f(x):\n    return x\n', { x: 1 }, { agentId: 'agent-7' }));
     expect(without).toMatchObject({ status: 'success', value: 1 });
@@ -75,13 +87,24 @@ describe('ProcessDriver: calling a tool', () => {
     ].join('\n');
     const outcome = await sut.run(spec(source));
     expect(outcome.status).toBe('success');
-    expect(outcome.value).toEqual({ model: { name: 'm', when: '2024-01-02' }, point: { x: 1, y: 2 }, set: '{3}', tuple: [1, 2], nan: 'nan', '5': 'int key' });
+    expect(outcome.value).toEqual({
+      model: { name: 'm', when: '2024-01-02' },
+      point: { x: 1, y: 2 },
+      set: '{3}',
+      tuple: [1, 2],
+      nan: 'nan',
+      '5': 'int key',
+    });
   });
 
   it('masks secrets before cutting the output (unsafe mode too): a secret straddling the cut leaks nothing', async () => {
     const secret = 'sk-unsafe-0123456789';
     const outcome = await sut.run(
-      spec(`import sys\ndef f():\n    sys.stdout.write("x" * 65530 + "${secret}")\n    raise ValueError("bad ${secret}")\n`, {}, { maskValues: [secret] }),
+      spec(
+        `import sys\ndef f():\n    sys.stdout.write("x" * 65530 + "${secret}")\n    raise ValueError("bad ${secret}")\n`,
+        {},
+        { maskValues: [secret] },
+      ),
     );
     expect(outcome.stdout).toBe(`${'x'.repeat(65530)}***`);
     expect(outcome.stdoutTruncated).toBe(false); // the masked text fits: the secret is whole, as ***
@@ -89,15 +112,25 @@ describe('ProcessDriver: calling a tool', () => {
   });
 
   it('captures print() on stdout and stderr separately', async () => {
-    const source = 'import sys\ndef f():\n    print("to out")\n    print("to err", file=sys.stderr)\n    print("ünï")\n    return None\n';
+    const source =
+      'import sys\ndef f():\n    print("to out")\n    print("to err", file=sys.stderr)\n    print("ünï")\n    return None\n';
     const outcome = await sut.run(spec(source));
-    expect(outcome).toMatchObject({ status: 'success', value: null, stdout: 'to out\nünï\n', stderr: 'to err\n', stdoutTruncated: false });
+    expect(outcome).toMatchObject({
+      status: 'success',
+      value: null,
+      stdout: 'to out\nünï\n',
+      stderr: 'to err\n',
+      stdoutTruncated: false,
+    });
   });
 
   it('reports an exception with its type and message and prints a readable traceback', async () => {
     const source = 'def helper(v):\n    raise ValueError(f"bad value {v}")\n\ndef f(v):\n    return helper(v)\n';
     const outcome = await sut.run(spec(source, { v: 3 }));
-    expect(outcome).toMatchObject({ status: 'error', error: { kind: 'exception', type: 'ValueError', message: 'bad value 3' } });
+    expect(outcome).toMatchObject({
+      status: 'error',
+      error: { kind: 'exception', type: 'ValueError', message: 'bad value 3' },
+    });
     expect(outcome.stderr).toContain('Traceback (most recent call last)');
     expect(outcome.stderr).toContain('File "<tool:f>", line 2, in helper');
     expect(outcome.stderr).toContain('raise ValueError(f"bad value {v}")');
@@ -108,7 +141,11 @@ describe('ProcessDriver: calling a tool', () => {
     const syntax = await sut.run(spec('def f(:\n  pass\n'));
     expect(syntax.error).toMatchObject({ kind: 'exception', type: 'SyntaxError' });
     const missing = await sut.run(spec('def g():\n    return 1\n'));
-    expect(missing.error).toMatchObject({ kind: 'exception', type: 'NameError', message: "function 'f' is not defined by the tool source" });
+    expect(missing.error).toMatchObject({
+      kind: 'exception',
+      type: 'NameError',
+      message: "function 'f' is not defined by the tool source",
+    });
     const badArgs = await sut.run(spec('def f(a):\n    return a\n', { b: 1 }));
     expect(badArgs.error).toMatchObject({ kind: 'exception', type: 'TypeError' });
   });
@@ -151,7 +188,7 @@ describe('ProcessDriver: calling a tool', () => {
     const source = [
       'import subprocess, sys',
       'def f():',
-      '    code = "import os\\ntry:\\n    os.write(3, b\'x\')\\n    print(\'wrote\')\\nexcept OSError as e:\\n    print(\'denied\', e.errno)"',
+      "    code = \"import os\\ntry:\\n    os.write(3, b'x')\\n    print('wrote')\\nexcept OSError as e:\\n    print('denied', e.errno)\"",
       '    out = subprocess.run([sys.executable, "-c", code], close_fds=False, capture_output=True, text=True)',
       '    return out.stdout.strip()',
     ].join('\n');
@@ -163,7 +200,11 @@ describe('ProcessDriver: calling a tool', () => {
     const broken = new ProcessDriver({ workRoot, pythonPath: '/nonexistent/python3' });
     const outcome = await broken.run(spec('def f():\n    return 1\n'));
     await broken.close();
-    expect(outcome).toMatchObject({ status: 'error', error: { kind: 'spawn_failed', type: 'SpawnError' }, exitCode: null });
+    expect(outcome).toMatchObject({
+      status: 'error',
+      error: { kind: 'spawn_failed', type: 'SpawnError' },
+      exitCode: null,
+    });
     expect(outcome.error?.message).toContain('/nonexistent/python3');
   });
 
@@ -173,8 +214,11 @@ describe('ProcessDriver: calling a tool', () => {
   });
 
   it('runs 20 calls concurrently, each with its own result', async () => {
-    const source = 'import os, time\ndef f(i):\n    time.sleep(0.05)\n    print(i)\n    return {"i": i, "cwd": os.getcwd()}\n';
-    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => sut.run(spec(source, { i }, { runId: `run-${i}` }))));
+    const source =
+      'import os, time\ndef f(i):\n    time.sleep(0.05)\n    print(i)\n    return {"i": i, "cwd": os.getcwd()}\n';
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => sut.run(spec(source, { i }, { runId: `run-${i}` }))),
+    );
     outcomes.forEach((o, i) => {
       expect(o).toMatchObject({ status: 'success', value: { i }, stdout: `${i}\n` });
     });

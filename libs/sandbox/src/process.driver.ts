@@ -5,7 +5,17 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import { SecretMasker } from '@toolplane/platform';
 import { OutputCapture } from './output-capture';
-import { failed, fromChannel, invalidEnv, maskResult, messageOf, pipesClosed, toolEnv, type RunError, type RunResult } from './outcome';
+import {
+  failed,
+  fromChannel,
+  invalidEnv,
+  maskResult,
+  messageOf,
+  pipesClosed,
+  toolEnv,
+  type RunError,
+  type RunResult,
+} from './outcome';
 import type { SandboxDriver, SandboxRunOutcome, SandboxRunSpec } from './sandbox.types';
 import { createRunDir, prepareWorkRoot, removeRunDir, type RunAs } from './work-dir';
 
@@ -26,7 +36,6 @@ export const MAX_RESULT_FRAME_BYTES = 16 * 1024 * 1024;
 const PIPE_GRACE_MS = 500;
 const NOBODY = 65534;
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout fires at once beyond this
-
 
 interface RunContext {
   pythonPath: string;
@@ -58,7 +67,8 @@ export class ProcessDriver implements SandboxDriver {
   constructor(options: ProcessDriverOptions = {}) {
     this.pythonPath = options.pythonPath ?? '/usr/bin/python3';
     this.workRoot = options.workRoot ?? path.join(os.tmpdir(), 'toolplane-runs');
-    this.runAs = process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
+    this.runAs =
+      process.getuid?.() === 0 ? { uid: options.runAsUid ?? NOBODY, gid: options.runAsGid ?? NOBODY } : undefined;
   }
 
   run(spec: SandboxRunSpec, signal?: AbortSignal): Promise<SandboxRunOutcome> {
@@ -76,16 +86,33 @@ export class ProcessDriver implements SandboxDriver {
   private async runOnce(spec: SandboxRunSpec, signal: AbortSignal | undefined): Promise<SandboxRunOutcome> {
     const started = performance.now();
     const masker = new SecretMasker(spec.maskValues ?? []);
-    const done = (r: RunResult): SandboxRunOutcome => ({ ...maskResult(r, masker), durationMs: Math.round((performance.now() - started) * 10) / 10 });
-    if (this.closing.signal.aborted) return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed'));
+    const done = (r: RunResult): SandboxRunOutcome => ({
+      ...maskResult(r, masker),
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+    });
+    if (this.closing.signal.aborted)
+      return done(failed('spawn_failed', 'SandboxClosed', 'the sandbox driver is closed'));
     if (signal?.aborted) return done(failed('timeout', 'AbortError', 'the run was aborted by the caller'));
     const invalid = invalidEnv(spec.env);
     if (invalid) return done(failed('spawn_failed', 'InvalidEnv', invalid));
-    if (spec.sourceType && spec.sourceType !== 'python') return done(failed('spawn_failed', 'UnsupportedSourceType', `the ${this.name} driver runs Python tools only (not ${spec.sourceType})`));
+    if (spec.sourceType && spec.sourceType !== 'python')
+      return done(
+        failed(
+          'spawn_failed',
+          'UnsupportedSourceType',
+          `the ${this.name} driver runs Python tools only (not ${spec.sourceType})`,
+        ),
+      );
     const nonce = randomBytes(16).toString('hex');
     let job: string;
     try {
-      job = JSON.stringify({ nonce, source: spec.sourceCode, function: spec.functionName, args: spec.args, agent_id: spec.agentId ?? null });
+      job = JSON.stringify({
+        nonce,
+        source: spec.sourceCode,
+        function: spec.functionName,
+        args: spec.args,
+        agent_id: spec.agentId ?? null,
+      });
     } catch (err) {
       return done(failed('spawn_failed', 'InvalidArguments', `the arguments are not JSON: ${messageOf(err)}`));
     }
@@ -111,7 +138,13 @@ export class ProcessDriver implements SandboxDriver {
   }
 }
 
-function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | undefined, closing: AbortSignal, masker: SecretMasker): Promise<RunResult> {
+function execute(
+  spec: SandboxRunSpec,
+  ctx: RunContext,
+  caller: AbortSignal | undefined,
+  closing: AbortSignal,
+  masker: SecretMasker,
+): Promise<RunResult> {
   return new Promise((resolve) => {
     // Masked before cut: each stream keeps the longest secret's length past its limit.
     const stdout = new OutputCapture(spec.limits.stdoutBytes + masker.lookaheadBytes);
@@ -151,10 +184,17 @@ function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | un
       stop = reason;
       killGroup();
     };
-    const onCaller = (): void => halt({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
-    const onClosing = (): void => halt({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
+    const onCaller = (): void =>
+      halt({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
+    const onClosing = (): void =>
+      halt({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
     const timer = setTimeout(
-      () => halt({ kind: 'timeout', type: 'TimeoutError', message: `Function ${spec.functionName} timed out after ${spec.timeoutMs} ms` }),
+      () =>
+        halt({
+          kind: 'timeout',
+          type: 'TimeoutError',
+          message: `Function ${spec.functionName} timed out after ${spec.timeoutMs} ms`,
+        }),
       Math.min(Math.max(spec.timeoutMs, 0), MAX_TIMER_MS),
     );
     caller?.addEventListener('abort', onCaller, { once: true });
@@ -173,14 +213,23 @@ function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | un
     const capture = (into: OutputCapture) => (chunk: Buffer) => {
       into.push(chunk);
       if (stdout.total + stderr.total > spec.limits.maxOutputBytes) {
-        halt({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the tool wrote more than ${spec.limits.maxOutputBytes} bytes of output` });
+        halt({
+          kind: 'output_limit',
+          type: 'OutputLimitExceeded',
+          message: `the tool wrote more than ${spec.limits.maxOutputBytes} bytes of output`,
+        });
       }
     };
     child.stdout?.on('data', capture(stdout));
     child.stderr?.on('data', capture(stderr));
     child.stdio[3]?.on('data', (chunk: Buffer) => {
       channel.push(chunk);
-      if (channel.truncated) halt({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the result is larger than ${MAX_RESULT_FRAME_BYTES} bytes` });
+      if (channel.truncated)
+        halt({
+          kind: 'output_limit',
+          type: 'OutputLimitExceeded',
+          message: `the result is larger than ${MAX_RESULT_FRAME_BYTES} bytes`,
+        });
     });
     for (const p of pipes) p.on('error', () => undefined);
     child.stdin?.on('error', () => undefined); // EPIPE when the interpreter dies before reading the job
@@ -197,7 +246,12 @@ function execute(spec: SandboxRunSpec, ctx: RunContext, caller: AbortSignal | un
       void pipesClosed(pipes, PIPE_GRACE_MS).then(() => {
         const out = stdout.maskedText(spec.limits.stdoutBytes, masker);
         const err = stderr.maskedText(spec.limits.stderrBytes, masker);
-        const streams = { stdout: out.text, stderr: err.text, stdoutTruncated: out.truncated, stderrTruncated: err.truncated };
+        const streams = {
+          stdout: out.text,
+          stderr: err.text,
+          stdoutTruncated: out.truncated,
+          stderrTruncated: err.truncated,
+        };
         const base = { ...streams, exitCode, signal: exitSignal };
         finish(stop ? { status: 'error', error: stop, ...base } : fromChannel(channel.bytes(), ctx.nonce, base));
       });

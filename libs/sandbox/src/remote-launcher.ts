@@ -24,7 +24,12 @@ export const SUPPORT_FILES: ReadonlyArray<{ name: string; data: Buffer }> = [
   { name: 'harness.py', data: readFileSync(HARNESS_PATH) },
   { name: 'node_harness.cjs', data: readFileSync(NODE_HARNESS_PATH) },
 ];
-export const SUPPORT_DIGEST = SUPPORT_FILES.reduce((h, f) => h.update(f.name).update('\0').update(f.data), createHash('sha256')).digest('hex').slice(0, 12);
+export const SUPPORT_DIGEST = SUPPORT_FILES.reduce(
+  (h, f) => h.update(f.name).update('\0').update(f.data),
+  createHash('sha256'),
+)
+  .digest('hex')
+  .slice(0, 12);
 
 /** Where things live in a sandbox. */
 export class RemoteSandboxLayout {
@@ -65,7 +70,12 @@ export interface Proof {
   state: Record<string, unknown>;
 }
 
-const ProofState = z.object({ proved_at: z.number(), baseline: z.array(z.tuple([z.number(), z.string()])), baseline_ipc: z.array(z.string()), roots: z.record(z.string(), z.array(z.string())) });
+const ProofState = z.object({
+  proved_at: z.number(),
+  baseline: z.array(z.tuple([z.number(), z.string()])),
+  baseline_ipc: z.array(z.string()),
+  roots: z.record(z.string(), z.array(z.string())),
+});
 
 export const SetupReport = z.object({
   v: z.literal(1),
@@ -76,7 +86,14 @@ export const SetupReport = z.object({
   python: z.boolean().optional(),
   uid: z.number().optional(),
   proof: ProofState.optional(),
-  install: z.object({ ok: z.boolean(), tool: z.string().optional(), timed_out: z.boolean().optional(), output: z.array(z.string()).optional() }).optional(),
+  install: z
+    .object({
+      ok: z.boolean(),
+      tool: z.string().optional(),
+      timed_out: z.boolean().optional(),
+      output: z.array(z.string()).optional(),
+    })
+    .optional(),
 });
 export type SetupReport = z.infer<typeof SetupReport>;
 
@@ -154,7 +171,9 @@ export function proofJson(p: Proof): Record<string, unknown> {
 
 /** The proof of a setup or prove report (undefined: the sandbox did not prove itself clean). */
 export function proofOf(r: SetupReport): Proof | undefined {
-  return r.proof && r.proved_at !== null && r.dirty.length === 0 ? { provedAt: r.proof.proved_at, state: r.proof } : undefined;
+  return r.proof && r.proved_at !== null && r.dirty.length === 0
+    ? { provedAt: r.proof.proved_at, state: r.proof }
+    : undefined;
 }
 
 /** Parses a launcher report; undefined when it is not one (then nothing about the sandbox can be trusted). */
@@ -174,24 +193,70 @@ export function parseReport<T extends z.ZodType>(schema: T, text: string, nonce:
 export interface RemoteOutcome {
   status: 'success' | 'error';
   value?: unknown;
-  error?: { code: ErrorCode.EXECUTION_TIMEOUT | ErrorCode.OUTPUT_LIMIT_EXCEEDED | ErrorCode.TOOL_EXCEPTION | ErrorCode.SANDBOX_FAILURE; type: string; message: string };
+  error?: {
+    code:
+      | ErrorCode.EXECUTION_TIMEOUT
+      | ErrorCode.OUTPUT_LIMIT_EXCEEDED
+      | ErrorCode.TOOL_EXCEPTION
+      | ErrorCode.SANDBOX_FAILURE;
+    type: string;
+    message: string;
+  };
 }
 
 /** The call's result from the launcher's report: the harness's frame, or why there is none. */
 /** The call's result from the launcher's report: the harness's frame, or why there is none. */
-export function outcomeOf(report: RunReport, nonce: string, call: { functionName: string; timeoutMs: number }, maxOutputBytes: number): RemoteOutcome {
-  if (report.timed_out) return { status: 'error', error: { code: ErrorCode.EXECUTION_TIMEOUT, type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms` } };
-  if (report.output_limit) return { status: 'error', error: { code: ErrorCode.OUTPUT_LIMIT_EXCEEDED, type: 'OutputLimitExceeded', message: `the tool wrote more than ${maxOutputBytes} bytes of output` } };
-  if (report.frame_too_large) return { status: 'error', error: { code: ErrorCode.OUTPUT_LIMIT_EXCEEDED, type: 'OutputLimitExceeded', message: `the result is larger than ${MAX_FRAME_BYTES} bytes` } };
+export function outcomeOf(
+  report: RunReport,
+  nonce: string,
+  call: { functionName: string; timeoutMs: number },
+  maxOutputBytes: number,
+): RemoteOutcome {
+  if (report.timed_out)
+    return {
+      status: 'error',
+      error: {
+        code: ErrorCode.EXECUTION_TIMEOUT,
+        type: 'TimeoutError',
+        message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms`,
+      },
+    };
+  if (report.output_limit)
+    return {
+      status: 'error',
+      error: {
+        code: ErrorCode.OUTPUT_LIMIT_EXCEEDED,
+        type: 'OutputLimitExceeded',
+        message: `the tool wrote more than ${maxOutputBytes} bytes of output`,
+      },
+    };
+  if (report.frame_too_large)
+    return {
+      status: 'error',
+      error: {
+        code: ErrorCode.OUTPUT_LIMIT_EXCEEDED,
+        type: 'OutputLimitExceeded',
+        message: `the result is larger than ${MAX_FRAME_BYTES} bytes`,
+      },
+    };
   const raw = Buffer.from(report.frame ?? '', 'utf8');
   const parsed = parseResultFrame(raw, nonce);
   if (parsed.ok) {
     const f = parsed.frame;
-    return f.status === 'success' ? { status: 'success', value: f.value } : { status: 'error', error: { code: ErrorCode.TOOL_EXCEPTION, type: f.type, message: f.message } };
+    return f.status === 'success'
+      ? { status: 'success', value: f.value }
+      : { status: 'error', error: { code: ErrorCode.TOOL_EXCEPTION, type: f.type, message: f.message } };
   }
   if (raw.length === 0 && (report.exit !== 0 || report.signal !== null)) {
     const how = report.signal ? `was killed by ${report.signal}` : `exited with code ${report.exit}`;
-    return { status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'SandboxCrashed', message: `the interpreter ${how} before returning a result` } };
+    return {
+      status: 'error',
+      error: {
+        code: ErrorCode.SANDBOX_FAILURE,
+        type: 'SandboxCrashed',
+        message: `the interpreter ${how} before returning a result`,
+      },
+    };
   }
   return { status: 'error', error: { code: ErrorCode.SANDBOX_FAILURE, type: 'ProtocolError', message: parsed.reason } };
 }

@@ -2,11 +2,14 @@ import { environmentKey, failedPackage, pipSpecifiers } from './requirements';
 
 describe('pip requirements', () => {
   it('normalizes, pins bare versions, dedupes and sorts', () => {
-    expect(pipSpecifiers([{ name: 'Requests', version: '2.31.0' }, { name: 'attrs' }, { name: 'numpy', version: '>=1.0,<2' }, { name: 'attrs', version: null }])).toEqual([
-      'attrs',
-      'numpy>=1.0,<2',
-      'requests==2.31.0',
-    ]);
+    expect(
+      pipSpecifiers([
+        { name: 'Requests', version: '2.31.0' },
+        { name: 'attrs' },
+        { name: 'numpy', version: '>=1.0,<2' },
+        { name: 'attrs', version: null },
+      ]),
+    ).toEqual(['attrs', 'numpy>=1.0,<2', 'requests==2.31.0']);
   });
 
   it('refuses options, URLs and paths', () => {
@@ -22,8 +25,10 @@ describe('pip requirements', () => {
     expect(environmentKey('3.11.2', ['a==1'])).not.toBe(a);
   });
 
-  it("names the package pip could not install", () => {
-    expect(failedPackage('ERROR: No matching distribution found for nothere==9\n', ['a', 'nothere==9'])).toBe('nothere==9');
+  it('names the package pip could not install', () => {
+    expect(failedPackage('ERROR: No matching distribution found for nothere==9\n', ['a', 'nothere==9'])).toBe(
+      'nothere==9',
+    );
     expect(failedPackage('something else', ['a'])).toBe('a');
   });
 });

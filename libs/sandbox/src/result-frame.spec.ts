@@ -20,10 +20,29 @@ describe('parseResultFrame', () => {
 
   it.each([
     ['nothing', Buffer.alloc(0), 'no result frame'],
-    ['a foreign nonce', line({ v: 1, nonce: 'other', status: 'success', value: 1 }), "the result frame does not carry this run's nonce"],
-    ['garbage before the frame', Buffer.concat([Buffer.from('garbage\n'), line({ v: 1, nonce, status: 'success', value: 1 })]), 'the result channel must carry exactly one frame'],
-    ['two frames', Buffer.concat([line({ v: 1, nonce, status: 'success', value: 1 }), line({ v: 1, nonce, status: 'success', value: 2 })]), 'the result channel must carry exactly one frame'],
-    ['an unterminated frame', Buffer.from(JSON.stringify({ v: 1, nonce, status: 'success', value: 1 })), 'the result channel must carry exactly one frame'],
+    [
+      'a foreign nonce',
+      line({ v: 1, nonce: 'other', status: 'success', value: 1 }),
+      "the result frame does not carry this run's nonce",
+    ],
+    [
+      'garbage before the frame',
+      Buffer.concat([Buffer.from('garbage\n'), line({ v: 1, nonce, status: 'success', value: 1 })]),
+      'the result channel must carry exactly one frame',
+    ],
+    [
+      'two frames',
+      Buffer.concat([
+        line({ v: 1, nonce, status: 'success', value: 1 }),
+        line({ v: 1, nonce, status: 'success', value: 2 }),
+      ]),
+      'the result channel must carry exactly one frame',
+    ],
+    [
+      'an unterminated frame',
+      Buffer.from(JSON.stringify({ v: 1, nonce, status: 'success', value: 1 })),
+      'the result channel must carry exactly one frame',
+    ],
     ['invalid JSON', Buffer.from('{nope\n'), 'the result frame is not JSON'],
     ['a non-object', line([1]), 'the result frame is not an object'],
     ['another version', line({ v: 2, nonce, status: 'success', value: 1 }), 'unknown result frame version'],

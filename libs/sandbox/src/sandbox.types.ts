@@ -66,7 +66,14 @@ export interface SandboxRunSpec {
  * - spawn_failed: the sandbox could not be started (bad python path, work dir, driver closed).
  * - dependency_failed: the call's requirements could not be installed (type 'DependencyInstallFailed').
  */
-export type SandboxErrorKind = 'exception' | 'timeout' | 'output_limit' | 'crashed' | 'protocol' | 'spawn_failed' | 'dependency_failed';
+export type SandboxErrorKind =
+  | 'exception'
+  | 'timeout'
+  | 'output_limit'
+  | 'crashed'
+  | 'protocol'
+  | 'spawn_failed'
+  | 'dependency_failed';
 
 export interface SandboxRunOutcome {
   status: 'success' | 'error';
@@ -87,7 +94,10 @@ export interface SandboxRunOutcome {
 }
 
 /** What a call's environment depends on: its source type, its requirements, whether build scripts may run. */
-export type EnvironmentSpec = Pick<SandboxRunSpec, 'sourceType' | 'pipRequirements' | 'npmRequirements' | 'buildScripts'>;
+export type EnvironmentSpec = Pick<
+  SandboxRunSpec,
+  'sourceType' | 'pipRequirements' | 'npmRequirements' | 'buildScripts'
+>;
 
 /** The state of a call's environment (its virtualenv or node_modules tree) on this runner. */
 export interface EnvironmentState {

@@ -124,7 +124,10 @@ export class SlotPool {
         this.counters.warmHits++;
         return { slot: idle, warm: true, release: () => this.release(pool, idle) };
       }
-      if (pool.size < this.options.maxPerEnvironment && (this.total() < this.options.maxTotal || (await this.evictIdle(pool)))) {
+      if (
+        pool.size < this.options.maxPerEnvironment &&
+        (this.total() < this.options.maxTotal || (await this.evictIdle(pool)))
+      ) {
         this.counters.warmMisses++;
         const slot = await this.startSlot(pool);
         pool.busy.add(slot);
@@ -207,7 +210,9 @@ export class SlotPool {
 
   /** Closes the least recently used idle slot of another environment; false when none is idle. */
   private async evictIdle(except: Pool): Promise<boolean> {
-    const candidates = [...this.pools.values()].filter((p) => p !== except && p.idle.length > 0).sort((a, b) => a.lastUsed - b.lastUsed);
+    const candidates = [...this.pools.values()]
+      .filter((p) => p !== except && p.idle.length > 0)
+      .sort((a, b) => a.lastUsed - b.lastUsed);
     const victim = candidates[0]?.idle.shift();
     if (!victim) return false;
     await victim.kill();
@@ -219,7 +224,8 @@ export class SlotPool {
     for (const [key, p] of this.pools) {
       const keep = this.warmTarget(p);
       p.idle.sort((a, b) => b.lastUsed - a.lastUsed);
-      while (p.idle.length > keep && now - p.idle[p.idle.length - 1]!.lastUsed > this.options.idleTtlMs) void p.idle.pop()!.kill();
+      while (p.idle.length > keep && now - p.idle[p.idle.length - 1]!.lastUsed > this.options.idleTtlMs)
+        void p.idle.pop()!.kill();
       if (p.size === 0 && keep === 0) this.pools.delete(key);
     }
   }

@@ -98,7 +98,10 @@ class SplitStream {
       return masker.maskedPrefix(text, this.limit, truncated);
     }
     const { bytes, truncated } = this.toolBytes(ended);
-    return { text: new TextDecoder('utf-8').decode(truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes), truncated };
+    return {
+      text: new TextDecoder('utf-8').decode(truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes),
+      truncated,
+    };
   }
 }
 
@@ -160,7 +163,10 @@ export class Slot {
   private readonly exited: Promise<void>;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(readonly key: string, spawnSpec: SlotSpawn) {
+  constructor(
+    readonly key: string,
+    spawnSpec: SlotSpawn,
+  ) {
     this.ready = new Promise((resolve, reject) => {
       this.readyResolve = resolve;
       this.readyReject = reject;
@@ -171,7 +177,15 @@ export class Slot {
     const cgroupFds = spawnSpec.cgroupFds ?? [];
     try {
       this.proc = spawn(spawnSpec.bwrapPath, spawnSpec.args, {
-        stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...cgroupFds, ...(this.attachNetwork ? (['pipe', 'pipe'] as const) : [])],
+        stdio: [
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          ...cgroupFds,
+          ...(this.attachNetwork ? (['pipe', 'pipe'] as const) : []),
+        ],
         env: { PATH: '/usr/bin:/bin' },
         detached: true,
         ...(spawnSpec.uid !== undefined ? { uid: spawnSpec.uid, gid: spawnSpec.gid } : {}),
@@ -199,7 +213,10 @@ export class Slot {
     res.on('data', (c: Buffer) => this.onData('res', c));
     ctrl.on('data', (c: Buffer) => this.onControl(c));
     for (const s of [out, err, res, ctrl]) s.on('error', () => undefined);
-    const bootTimer = setTimeout(() => this.fail(new Error(`the sandbox did not start within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const bootTimer = setTimeout(
+      () => this.fail(new Error(`the sandbox did not start within ${READY_TIMEOUT_MS} ms`)),
+      READY_TIMEOUT_MS,
+    );
     this.ready.then(
       () => clearTimeout(bootTimer),
       () => clearTimeout(bootTimer),
@@ -208,7 +225,11 @@ export class Slot {
       this.proc.once('exit', (code, sig) => {
         this.dead = true;
         this.slirp?.stop();
-        this.readyReject(new Error(`the sandbox exited (${sig ?? code}) before it was ready: ${this.bootErr.trim().slice(0, 2000) || 'no message'}`));
+        this.readyReject(
+          new Error(
+            `the sandbox exited (${sig ?? code}) before it was ready: ${this.bootErr.trim().slice(0, 2000) || 'no message'}`,
+          ),
+        );
         void pipesClosed([out, err, res], PIPE_GRACE_MS).then(() => {
           this.onExit();
           void this.cgroup?.remove();
@@ -236,22 +257,32 @@ export class Slot {
   }
 
   run(call: SlotCall, caller?: AbortSignal, closing?: AbortSignal): Promise<RunResult> {
-    if (this.dead || this.current) return Promise.resolve(failed('spawn_failed', 'SpawnError', 'the sandbox slot is not available'));
+    if (this.dead || this.current)
+      return Promise.resolve(failed('spawn_failed', 'SpawnError', 'the sandbox slot is not available'));
     try {
       if (call.cgroupLimits) this.cgroup?.apply(call.cgroupLimits);
     } catch (e) {
       void this.kill();
-      return Promise.resolve(failed('spawn_failed', 'SpawnError', `cannot set the call's cgroup limits: ${(e as Error).message}`));
+      return Promise.resolve(
+        failed('spawn_failed', 'SpawnError', `cannot set the call's cgroup limits: ${(e as Error).message}`),
+      );
     }
     this.calls++;
     const lookahead = call.masker?.lookaheadBytes ?? 0;
     return new Promise((resolve) => {
       const timer = setTimeout(
-        () => this.stop({ kind: 'timeout', type: 'TimeoutError', message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms` }),
+        () =>
+          this.stop({
+            kind: 'timeout',
+            type: 'TimeoutError',
+            message: `Function ${call.functionName} timed out after ${call.timeoutMs} ms`,
+          }),
         Math.min(Math.max(call.timeoutMs, 0), MAX_TIMER_MS),
       );
-      const onCaller = (): void => this.stop({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
-      const onClosing = (): void => this.stop({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
+      const onCaller = (): void =>
+        this.stop({ kind: 'timeout', type: 'AbortError', message: 'the run was aborted by the caller' });
+      const onClosing = (): void =>
+        this.stop({ kind: 'crashed', type: 'SandboxClosed', message: 'the sandbox driver was closed during the run' });
       caller?.addEventListener('abort', onCaller, { once: true });
       closing?.addEventListener('abort', onClosing, { once: true });
       const state: CallState = {
@@ -323,9 +354,20 @@ export class Slot {
       setImmediate(() => this.maybeReplyEarly(c));
     }
     if (stream === 'res' && s.capture.total > c.call.maxResultBytes + SENTINEL_LEN) {
-      this.stop({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the result is larger than ${c.call.maxResultBytes} bytes` });
-    } else if (stream !== 'res' && c.out.capture.total + c.err.capture.total > c.call.maxOutputBytes + 2 * SENTINEL_LEN) {
-      this.stop({ kind: 'output_limit', type: 'OutputLimitExceeded', message: `the tool wrote more than ${c.call.maxOutputBytes} bytes of output` });
+      this.stop({
+        kind: 'output_limit',
+        type: 'OutputLimitExceeded',
+        message: `the result is larger than ${c.call.maxResultBytes} bytes`,
+      });
+    } else if (
+      stream !== 'res' &&
+      c.out.capture.total + c.err.capture.total > c.call.maxOutputBytes + 2 * SENTINEL_LEN
+    ) {
+      this.stop({
+        kind: 'output_limit',
+        type: 'OutputLimitExceeded',
+        message: `the tool wrote more than ${c.call.maxOutputBytes} bytes of output`,
+      });
     }
     this.maybeComplete();
   }
@@ -359,7 +401,10 @@ export class Slot {
           this.dead = true;
         }
         this.current.sentinel = Buffer.from(msg.sentinel, 'ascii');
-        this.current.exit = { exit: typeof msg.exit === 'number' ? msg.exit : null, signal: typeof msg.signal === 'string' ? msg.signal : null };
+        this.current.exit = {
+          exit: typeof msg.exit === 'number' ? msg.exit : null,
+          signal: typeof msg.signal === 'string' ? msg.signal : null,
+        };
         this.maybeComplete();
       }
     }
@@ -394,7 +439,14 @@ export class Slot {
   /** A call whose interpreter was killed while its cgroup ran out of memory hit its memory limit. */
   private memoryVerdict(r: RunResult): RunResult {
     if (r.error?.kind !== 'crashed' || !this.cgroup || this.cgroup.takeOomKills() === 0) return r;
-    return { ...r, error: { kind: 'crashed', type: 'MemoryLimitExceeded', message: 'the call used more memory than its limit allows: the kernel stopped it (out of memory in its cgroup)' } };
+    return {
+      ...r,
+      error: {
+        kind: 'crashed',
+        type: 'MemoryLimitExceeded',
+        message: 'the call used more memory than its limit allows: the kernel stopped it (out of memory in its cgroup)',
+      },
+    };
   }
 
   /**
@@ -418,16 +470,32 @@ export class Slot {
     if (!c) return;
     const code = this.proc.exitCode;
     const sig = this.proc.signalCode;
-    const stop = c.stop ?? { kind: 'crashed' as const, type: 'SandboxCrashed', message: `the sandbox ended (${sig ?? `exit ${code}`}) before the call finished` };
+    const stop = c.stop ?? {
+      kind: 'crashed' as const,
+      type: 'SandboxCrashed',
+      message: `the sandbox ended (${sig ?? `exit ${code}`}) before the call finished`,
+    };
     const r: RunResult = { status: 'error', error: stop, ...this.streams(c, false, null, 'SIGKILL') };
     c.reply(c.stop ? r : this.memoryVerdict(r));
     c.finish();
   }
 
-  private streams(c: CallState, ended: boolean, exitCode: number | null, signal: string | null): Omit<RunResult, 'status' | 'value' | 'error'> {
+  private streams(
+    c: CallState,
+    ended: boolean,
+    exitCode: number | null,
+    signal: string | null,
+  ): Omit<RunResult, 'status' | 'value' | 'error'> {
     const out = c.out.text(ended, c.call.masker);
     const err = c.err.text(ended, c.call.masker);
-    return { stdout: out.text, stderr: err.text, stdoutTruncated: out.truncated, stderrTruncated: err.truncated, exitCode, signal };
+    return {
+      stdout: out.text,
+      stderr: err.text,
+      stdoutTruncated: out.truncated,
+      stderrTruncated: err.truncated,
+      exitCode,
+      signal,
+    };
   }
 }
 

@@ -60,8 +60,10 @@ function paramsOf(source: string, name: string): Array<string | null> | null {
   let named: FunctionLike | undefined;
   let byDefault: FunctionLike | undefined;
   let lastExported: FunctionLike | undefined;
-  const exported = (n: ts.Node): boolean => ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
-  const isDefault = (n: ts.Node): boolean => ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
+  const exported = (n: ts.Node): boolean =>
+    ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+  const isDefault = (n: ts.Node): boolean =>
+    ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
   for (const stmt of sf.statements) {
     if (ts.isFunctionDeclaration(stmt) && stmt.body) {
       if (stmt.name?.text === name) named = stmt;
@@ -89,6 +91,7 @@ function paramsOf(source: string, name: string): Array<string | null> | null {
 
 function unwrap(e: ts.Expression | undefined): FunctionLike | undefined {
   let x = e;
-  while (x && (ts.isParenthesizedExpression(x) || ts.isSatisfiesExpression(x) || ts.isAsExpression(x))) x = x.expression;
+  while (x && (ts.isParenthesizedExpression(x) || ts.isSatisfiesExpression(x) || ts.isAsExpression(x)))
+    x = x.expression;
   return x && (ts.isArrowFunction(x) || ts.isFunctionExpression(x)) ? x : undefined;
 }

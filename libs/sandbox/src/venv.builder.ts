@@ -2,7 +2,15 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { oneShotArgs, VENV_MOUNT } from './bwrap.args';
 import { environmentKey, failedPackage } from './requirements';
-import { BUILD_CA_MOUNT, buildSettingsBinds, buildUrls, BuildOnce, runBuild, type BuildSettings, type BuildState } from './build-process';
+import {
+  BUILD_CA_MOUNT,
+  buildSettingsBinds,
+  buildUrls,
+  BuildOnce,
+  runBuild,
+  type BuildSettings,
+  type BuildState,
+} from './build-process';
 import type { PrepareOptions } from './sandbox.types';
 import type { BuildNetworkFor } from './build-network';
 
@@ -20,7 +28,11 @@ export interface PipIndexOptions {
 export function pipIndexUrls(o: PipIndexOptions): string[] {
   if (o.noIndex) return (o.findLinks ?? []).filter((f) => /^https?:/.test(f));
   const index = o.indexUrl ?? 'https://pypi.org/simple';
-  const urls = [index, ...(o.extraIndexUrl ? [o.extraIndexUrl] : []), ...(o.findLinks ?? []).filter((f) => /^https?:/.test(f))];
+  const urls = [
+    index,
+    ...(o.extraIndexUrl ? [o.extraIndexUrl] : []),
+    ...(o.findLinks ?? []).filter((f) => /^https?:/.test(f)),
+  ];
   if (/^https:\/\/pypi\.org\//.test(index)) urls.push('https://files.pythonhosted.org/');
   return urls;
 }
@@ -56,8 +68,27 @@ export class DependencyInstallError extends Error {
  * wheels only or not, the build CA bundle and proxy (also as PIP_CERT / PIP_PROXY, so that the
  * pip pip starts for an sdist's build requirements has them too).
  */
-export function pipInstallCommand(pipOptions: PipIndexOptions, build: BuildSettings, specifiers: readonly string[], wheelsOnly: boolean): { command: string[]; env: Record<string, string> } {
-  const pip = ['/usr/bin/python3', '-I', '-m', 'pip', '--python', `${VENV_MOUNT}/bin/python3`, 'install', '--no-input', '--disable-pip-version-check', '--no-cache-dir', '--progress-bar', 'off', '--prefer-binary'];
+export function pipInstallCommand(
+  pipOptions: PipIndexOptions,
+  build: BuildSettings,
+  specifiers: readonly string[],
+  wheelsOnly: boolean,
+): { command: string[]; env: Record<string, string> } {
+  const pip = [
+    '/usr/bin/python3',
+    '-I',
+    '-m',
+    'pip',
+    '--python',
+    `${VENV_MOUNT}/bin/python3`,
+    'install',
+    '--no-input',
+    '--disable-pip-version-check',
+    '--no-cache-dir',
+    '--progress-bar',
+    'off',
+    '--prefer-binary',
+  ];
   const env: Record<string, string> = {};
   if (wheelsOnly) pip.push('--only-binary', ':all:');
   const { indexUrl, extraIndexUrl, findLinks = [], noIndex } = pipOptions;
@@ -66,7 +97,8 @@ export function pipInstallCommand(pipOptions: PipIndexOptions, build: BuildSetti
   for (const f of findLinks) pip.push('--find-links', f);
   if (noIndex) pip.push('--no-index');
   // An index the operator configured over plain http is theirs to trust (pip refuses it otherwise).
-  for (const u of pipIndexUrls(pipOptions).filter((x) => x.startsWith('http:'))) pip.push('--trusted-host', new URL(u).host);
+  for (const u of pipIndexUrls(pipOptions).filter((x) => x.startsWith('http:')))
+    pip.push('--trusted-host', new URL(u).host);
   if (build.caBundle) {
     pip.push('--cert', BUILD_CA_MOUNT);
     env.PIP_CERT = BUILD_CA_MOUNT;
@@ -80,7 +112,8 @@ export function pipInstallCommand(pipOptions: PipIndexOptions, build: BuildSetti
 }
 
 /** pip's lines worth showing as a build's progress (never its warnings, nor a build script's own output). */
-const PIP_PROGRESS = /^(Looking in|Collecting|Processing|Downloading|Obtaining|Building wheels? |Created wheel|Getting requirements|Installing|Preparing metadata|Successfully|Using cached|Requirement already)/;
+const PIP_PROGRESS =
+  /^(Looking in|Collecting|Processing|Downloading|Obtaining|Building wheels? |Created wheel|Getting requirements|Installing|Preparing metadata|Successfully|Using cached|Requirement already)/;
 
 /** A line with a URL's user:password left out. */
 export function withoutCredentials(line: string): string {
@@ -124,7 +157,10 @@ export class VenvBuilder {
   }
 
   dirFor(specifiers: readonly string[], buildScripts = false): string {
-    return path.join(this.o.root, `py-${environmentKey(`${this.o.pythonVersion}${this.wheelsOnly(buildScripts) ? ' wheels-only' : ''}`, specifiers)}`);
+    return path.join(
+      this.o.root,
+      `py-${environmentKey(`${this.o.pythonVersion}${this.wheelsOnly(buildScripts) ? ' wheels-only' : ''}`, specifiers)}`,
+    );
   }
 
   ensure(specifiers: readonly string[], buildScripts = false): Promise<string> {
@@ -137,24 +173,48 @@ export class VenvBuilder {
 
   /** Starts the build in the background (see BuildOnce.prepare). */
   prepare(specifiers: readonly string[], buildScripts: boolean, o: PrepareOptions): Promise<BuildState> {
-    return this.once.prepare(this.dirFor(specifiers, buildScripts), specifiers, this.buildOf(specifiers, buildScripts), o);
+    return this.once.prepare(
+      this.dirFor(specifiers, buildScripts),
+      specifiers,
+      this.buildOf(specifiers, buildScripts),
+      o,
+    );
   }
 
   private buildOf(specifiers: readonly string[], buildScripts: boolean) {
-    return (dir: string, progress: (text: string) => void) => this.build(dir, specifiers, this.wheelsOnly(buildScripts), progress);
+    return (dir: string, progress: (text: string) => void) =>
+      this.build(dir, specifiers, this.wheelsOnly(buildScripts), progress);
   }
 
-  private async build(dir: string, specifiers: readonly string[], wheelsOnly: boolean, progress: (text: string) => void): Promise<void> {
+  private async build(
+    dir: string,
+    specifiers: readonly string[],
+    wheelsOnly: boolean,
+    progress: (text: string) => void,
+  ): Promise<void> {
     progress(`pip: installing ${specifiers.length} package${specifiers.length === 1 ? '' : 's'}`);
     const made = await runBuild(this.o.python, ['-I', '-m', 'venv', '--without-pip', dir], {}, 60_000);
-    if (made.code !== 0) throw new DependencyInstallError(specifiers[0] ?? 'venv', `python -m venv failed: ${made.output.trim().slice(-2000)}`);
+    if (made.code !== 0)
+      throw new DependencyInstallError(
+        specifiers[0] ?? 'venv',
+        `python -m venv failed: ${made.output.trim().slice(-2000)}`,
+      );
     if (this.o.uid !== undefined) await chownTree(dir, this.o.uid, this.o.gid ?? this.o.uid);
     const settings = this.o.build ?? {};
     const { command, env } = pipInstallCommand(this.o.pip, settings, specifiers, wheelsOnly);
     const localLinks = (this.o.pip.findLinks ?? []).filter((f) => f.startsWith('/'));
     const network = await this.o.network(buildUrls(pipIndexUrls(this.o.pip), settings));
     try {
-      const args = oneShotArgs({ supportDir: this.o.supportDir, network, writable: dir, writableAt: VENV_MOUNT, readable: localLinks, extra: buildSettingsBinds(settings), env, command });
+      const args = oneShotArgs({
+        supportDir: this.o.supportDir,
+        network,
+        writable: dir,
+        writableAt: VENV_MOUNT,
+        readable: localLinks,
+        extra: buildSettingsBinds(settings),
+        env,
+        command,
+      });
       const r = await runBuild(this.o.bwrapPath, args, { uid: this.o.uid, gid: this.o.gid }, this.o.timeoutMs, {
         attachNetwork: network?.attach,
         onLine: (line) => {
@@ -188,4 +248,3 @@ async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
     else await fs.lchown(p, uid, gid);
   }
 }
-

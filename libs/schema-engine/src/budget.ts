@@ -37,7 +37,10 @@ export class Budget {
   }
 
   error(): SchemaGenerationError {
-    return new SchemaGenerationError('TIME_LIMIT_EXCEEDED', `Schema generation exceeded its time limit of ${this.limits.timeLimitMs} ms`);
+    return new SchemaGenerationError(
+      'TIME_LIMIT_EXCEEDED',
+      `Schema generation exceeded its time limit of ${this.limits.timeLimitMs} ms`,
+    );
   }
 
   charge(bytes: number): void {
@@ -53,7 +56,10 @@ export class Budget {
   /** One level of type nesting in the schema being written. */
   nested<T>(fn: () => T): T {
     if (this.depth >= this.limits.maxDepth) {
-      throw new SchemaGenerationError('SCHEMA_TOO_LARGE', `The generated schema would nest types more than ${this.limits.maxDepth} levels deep`);
+      throw new SchemaGenerationError(
+        'SCHEMA_TOO_LARGE',
+        `The generated schema would nest types more than ${this.limits.maxDepth} levels deep`,
+      );
     }
     this.depth += 1;
     try {

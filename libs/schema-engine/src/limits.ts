@@ -14,10 +14,19 @@ export const DEFAULT_MAX_SCHEMA_BYTES = 512 * 1024;
 export const MAX_SCHEMA_DEPTH = 64;
 
 /** Throws SOURCE_TOO_LARGE when a docstring is over the limit; `what` names it ("function 'f'"). */
-export function checkDocstringSize(doc: string, maxBytes: number, what: string, details: SchemaErrorDetails & { line: number }): void {
+export function checkDocstringSize(
+  doc: string,
+  maxBytes: number,
+  what: string,
+  details: SchemaErrorDetails & { line: number },
+): void {
   if (doc.length <= maxBytes / 3) return; // cannot be over: at most 3 UTF-8 bytes per UTF-16 unit
   const bytes = Buffer.byteLength(doc, 'utf8');
   if (bytes > maxBytes) {
-    throw new SchemaGenerationError('SOURCE_TOO_LARGE', `The docstring of ${what} (line ${details.line}) is ${bytes} bytes; the limit is ${maxBytes} bytes`, details);
+    throw new SchemaGenerationError(
+      'SOURCE_TOO_LARGE',
+      `The docstring of ${what} (line ${details.line}) is ${bytes} bytes; the limit is ${maxBytes} bytes`,
+      details,
+    );
   }
 }

@@ -5,7 +5,12 @@ import { Budget } from './budget';
 import { toFunctionSchema } from './json-schema/json-schema.backend';
 import { parametersFromArgsSchema } from './json-schema/args-schema';
 import { jsonByteLength } from './json-schema/json-walk';
-import { DEFAULT_MAX_DOCSTRING_BYTES, DEFAULT_MAX_SCHEMA_BYTES, DEFAULT_MAX_SOURCE_BYTES, MAX_SCHEMA_DEPTH } from './limits';
+import {
+  DEFAULT_MAX_DOCSTRING_BYTES,
+  DEFAULT_MAX_SCHEMA_BYTES,
+  DEFAULT_MAX_SOURCE_BYTES,
+  MAX_SCHEMA_DEPTH,
+} from './limits';
 import { normalizeMcpSchema } from './json-schema/mcp.normalizer';
 import { validateSchema } from './json-schema/schema.validator';
 import { toStrictSchema } from './json-schema/strict.converter';
@@ -67,11 +72,17 @@ class TreeSitterSchemaEngine implements SchemaEngine {
     if (typeof source !== 'string') throw new SchemaGenerationError('SYNTAX_ERROR', 'source_code must be a string');
     const bytes = Buffer.byteLength(source, 'utf8');
     if (bytes > maxSourceBytes) {
-      throw new SchemaGenerationError('SOURCE_TOO_LARGE', `Source is ${bytes} bytes; the limit is ${maxSourceBytes} bytes`);
+      throw new SchemaGenerationError(
+        'SOURCE_TOO_LARGE',
+        `Source is ${bytes} bytes; the limit is ${maxSourceBytes} bytes`,
+      );
     }
     const sourceType = input.source_type ?? 'python';
     if (sourceType !== 'python' && sourceType !== 'typescript') {
-      throw new SchemaGenerationError('UNSUPPORTED_SOURCE_TYPE', `Source type '${String(sourceType)}' is not supported (supported: python, typescript)`);
+      throw new SchemaGenerationError(
+        'UNSUPPORTED_SOURCE_TYPE',
+        `Source type '${String(sourceType)}' is not supported (supported: python, typescript)`,
+      );
     }
     const headerOnly = input.args_json_schema !== undefined;
     const frontend = sourceType === 'python' ? this.python : this.typescript;
@@ -81,7 +92,10 @@ class TreeSitterSchemaEngine implements SchemaEngine {
       : toFunctionSchema(fn, budget);
     const schemaBytes = jsonByteLength(json_schema, maxSchemaBytes);
     if (schemaBytes > maxSchemaBytes) {
-      throw new SchemaGenerationError('SCHEMA_TOO_LARGE', `The generated schema is larger than ${maxSchemaBytes} bytes (the limit)`);
+      throw new SchemaGenerationError(
+        'SCHEMA_TOO_LARGE',
+        `The generated schema is larger than ${maxSchemaBytes} bytes (the limit)`,
+      );
     }
     budget.check();
     return { json_schema, ...validateSchema(json_schema) };

@@ -9,7 +9,10 @@ export interface EventuallyOptions {
  * Runs `check` until it stops throwing (or returns true) and answers its value; past the
  * deadline, fails with the last error. A test waits for a state, never for a fixed time.
  */
-export async function expectEventually<T>(check: () => T | Promise<T>, opts: EventuallyOptions = {}): Promise<Exclude<T, false>> {
+export async function expectEventually<T>(
+  check: () => T | Promise<T>,
+  opts: EventuallyOptions = {},
+): Promise<Exclude<T, false>> {
   const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
   let last: unknown;
   for (;;) {

@@ -1,7 +1,19 @@
-import { ErrorCode, ToolplaneError, type EventDescriptor, type EventOf, type ReplyOf, type RequestDescriptor, type RequestIn, type RequestOf } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ToolplaneError,
+  type EventDescriptor,
+  type EventOf,
+  type ReplyOf,
+  type RequestDescriptor,
+  type RequestIn,
+  type RequestOf,
+} from '@toolplane/contracts';
 import type { MessagingClient, RequestOptions } from '@toolplane/messaging';
 
-type Handler<D extends RequestDescriptor> = (req: RequestOf<D>, opts: RequestOptions) => ReplyOf<D> | Promise<ReplyOf<D>>;
+type Handler<D extends RequestDescriptor> = (
+  req: RequestOf<D>,
+  opts: RequestOptions,
+) => ReplyOf<D> | Promise<ReplyOf<D>>;
 
 interface Subscriber {
   events: readonly EventDescriptor[];
@@ -60,12 +72,25 @@ export class FakeMessaging {
     const req = d.request.parse(payload) as RequestOf<D>;
     this.requests.push({ subject: d.subject, payload: req });
     const fn = this.handlers.get(d.subject);
-    if (!fn) throw new ToolplaneError(opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE, `No service is serving ${d.subject}`, { subject: d.subject });
+    if (!fn)
+      throw new ToolplaneError(
+        opts.unavailableCode ?? ErrorCode.SERVICE_UNAVAILABLE,
+        `No service is serving ${d.subject}`,
+        { subject: d.subject },
+      );
     return d.reply.parse(await fn(req, opts)) as ReplyOf<D>;
   }
 
-  onEvents<E extends EventDescriptor>(events: readonly E[], onEvent: (event: E, payload: EventOf<E>) => void, opts: { queue?: string } = {}): { unsubscribe(): void } {
-    const sub: Subscriber = { events, onEvent: onEvent as Subscriber['onEvent'], ...(opts.queue ? { queue: opts.queue } : {}) };
+  onEvents<E extends EventDescriptor>(
+    events: readonly E[],
+    onEvent: (event: E, payload: EventOf<E>) => void,
+    opts: { queue?: string } = {},
+  ): { unsubscribe(): void } {
+    const sub: Subscriber = {
+      events,
+      onEvent: onEvent as Subscriber['onEvent'],
+      ...(opts.queue ? { queue: opts.queue } : {}),
+    };
     this.subscribers.add(sub);
     return { unsubscribe: () => this.subscribers.delete(sub) };
   }

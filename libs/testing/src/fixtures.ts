@@ -8,7 +8,10 @@ export function aTool(over: Partial<Tool> & { id: string; name: string }): Tool 
     source_type: 'python',
     tags: [],
     source_code: `def ${over.name}(x: int) -> int:\n    return x\n`,
-    json_schema: { name: over.name, parameters: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] } },
+    json_schema: {
+      name: over.name,
+      parameters: { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] },
+    },
     args_json_schema: null,
     return_char_limit: 50_000,
     pip_requirements: null,

@@ -26,7 +26,12 @@ export interface TestServiceOptions {
  * no NATS, no Postgres, no other service — so a behaviour change needs no whole stack to test.
  */
 export async function newTestService<T>(service: Type<T>, opts: TestServiceOptions = {}): Promise<TestService<T>> {
-  const providers = [service, ...(opts.providers ?? []), ...(opts.edges ?? []), ...(opts.config !== undefined ? [{ provide: APP_CONFIG, useValue: opts.config }] : [])];
+  const providers = [
+    service,
+    ...(opts.providers ?? []),
+    ...(opts.edges ?? []),
+    ...(opts.config !== undefined ? [{ provide: APP_CONFIG, useValue: opts.config }] : []),
+  ];
   @Module({ providers })
   class TestModule {}
   const app = await NestFactory.createApplicationContext(TestModule, { logger: false, abortOnError: false });

@@ -120,7 +120,9 @@ export function sendUnary(res: ServerResponse, message: unknown): void {
 
 export function sendUnaryError(res: ServerResponse, error: RpcError): void {
   const body = Buffer.from(JSON.stringify({ code: error.code, message: error.message }));
-  res.writeHead(HTTP_STATUS[error.code], { 'content-type': CONTENT_TYPE_UNARY, 'content-length': body.length }).end(body);
+  res
+    .writeHead(HTTP_STATUS[error.code], { 'content-type': CONTENT_TYPE_UNARY, 'content-length': body.length })
+    .end(body);
 }
 
 /**

@@ -49,7 +49,17 @@ const CLIENT_ID = '6532622b';
 const MAX_PAGE = 100;
 
 export type E2bFakeOp = 'create' | 'connect' | 'list' | 'info' | 'kill' | 'setTimeout' | 'pause' | 'command' | 'files';
-export const E2B_FAKE_OPS: readonly E2bFakeOp[] = ['create', 'connect', 'list', 'info', 'kill', 'setTimeout', 'pause', 'command', 'files'];
+export const E2B_FAKE_OPS: readonly E2bFakeOp[] = [
+  'create',
+  'connect',
+  'list',
+  'info',
+  'kill',
+  'setTimeout',
+  'pause',
+  'command',
+  'files',
+];
 export type { FaultStatus } from './envd';
 
 export interface E2bFakeOptions {
@@ -195,17 +205,37 @@ class E2bFakeServer implements E2bFake {
     const isolation = this.o.isolation ?? 'bwrap';
     const bwrapPath = this.o.bwrapPath ?? '/usr/bin/bwrap';
     if (isolation === 'bwrap' && !existsSync(bwrapPath)) {
-      throw new Error(`E2B fake: bubblewrap is not at ${bwrapPath}: install it (apt-get install bubblewrap) or start the fake with isolation 'process'`);
+      throw new Error(
+        `E2B fake: bubblewrap is not at ${bwrapPath}: install it (apt-get install bubblewrap) or start the fake with isolation 'process'`,
+      );
     }
-    for (const r of this.o.readable ?? []) if (!path.isAbsolute(r) || !existsSync(r)) throw new Error(`E2B fake: readable path ${r} must be an existing absolute path`);
+    for (const r of this.o.readable ?? [])
+      if (!path.isAbsolute(r) || !existsSync(r))
+        throw new Error(`E2B fake: readable path ${r} must be an existing absolute path`);
     const root = process.getuid?.() === 0;
     const runAs = this.o.runAs ?? (root ? { uid: 65534, gid: 65534 } : undefined);
-    this.workDir = path.join(this.o.workRoot ?? os.tmpdir(), `tp-e2b-fake-${process.pid}-${randomBytes(4).toString('hex')}`);
+    this.workDir = path.join(
+      this.o.workRoot ?? os.tmpdir(),
+      `tp-e2b-fake-${process.pid}-${randomBytes(4).toString('hex')}`,
+    );
     await fs.mkdir(this.workDir, { recursive: true, mode: 0o711 });
     await fs.chmod(this.workDir, 0o711); // the command uid walks through it to its sandbox's dirs
     const supportDir =
-      isolation === 'bwrap' ? await prepareSupportDir(this.workDir, seccompProgram(), runAs?.uid ?? process.getuid?.() ?? 65534, runAs?.gid ?? process.getgid?.() ?? 65534) : undefined;
-    this.plan = { isolation, bwrapPath, ...(supportDir ? { supportDir } : {}), ...(runAs ? { runAs } : {}), readable: [...(this.o.readable ?? [])] };
+      isolation === 'bwrap'
+        ? await prepareSupportDir(
+            this.workDir,
+            seccompProgram(),
+            runAs?.uid ?? process.getuid?.() ?? 65534,
+            runAs?.gid ?? process.getgid?.() ?? 65534,
+          )
+        : undefined;
+    this.plan = {
+      isolation,
+      bwrapPath,
+      ...(supportDir ? { supportDir } : {}),
+      ...(runAs ? { runAs } : {}),
+      readable: [...(this.o.readable ?? [])],
+    };
     const host = this.o.host ?? '127.0.0.1';
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
@@ -224,11 +254,17 @@ class E2bFakeServer implements E2bFake {
 
   failNext(op: E2bFakeOp, status: FaultStatus, opts: E2bFakeFaultOptions = {}): void {
     if (!E2B_FAKE_OPS.includes(op)) throw new Error(`unknown operation ${op}: one of ${E2B_FAKE_OPS.join(', ')}`);
-    if (![401, 429, 500, 502, 503].includes(status)) throw new Error(`fault status must be 401, 429, 500, 502 or 503, got ${status}`);
+    if (![401, 429, 500, 502, 503].includes(status))
+      throw new Error(`fault status must be 401, 429, 500, 502 or 503, got ${status}`);
     const count = opts.count ?? 1;
     if (!Number.isInteger(count) || count < 1) throw new Error(`fault count must be a positive integer, got ${count}`);
     const queue = this.faults.get(op) ?? [];
-    for (let i = 0; i < count; i++) queue.push({ status, ...(opts.retryAfterSec !== undefined ? { retryAfterSec: opts.retryAfterSec } : {}), ...(opts.message ? { message: opts.message } : {}) });
+    for (let i = 0; i < count; i++)
+      queue.push({
+        status,
+        ...(opts.retryAfterSec !== undefined ? { retryAfterSec: opts.retryAfterSec } : {}),
+        ...(opts.message ? { message: opts.message } : {}),
+      });
     this.faults.set(op, queue);
   }
 
@@ -288,7 +324,13 @@ class E2bFakeServer implements E2bFake {
       await this.api(url, req, res);
     } catch (e) {
       if (res.headersSent) return void res.destroy();
-      if (e instanceof ApiError) return json(res, e.status, { code: e.status, message: e.message, ...(e.errorCode ? { error_code: e.errorCode } : {}) }, e.headers);
+      if (e instanceof ApiError)
+        return json(
+          res,
+          e.status,
+          { code: e.status, message: e.message, ...(e.errorCode ? { error_code: e.errorCode } : {}) },
+          e.headers,
+        );
       json(res, 500, { code: 500, message: `E2B fake: ${(e as Error).message}` });
     }
   }
@@ -297,7 +339,8 @@ class E2bFakeServer implements E2bFake {
     const sandbox = this.sandboxes.get(sandboxId);
     if (!sandbox?.running) return sandboxNotFound(res, sandboxId);
     const port = req.headers['e2b-sandbox-port'];
-    if (port !== undefined && port !== String(ENVD_PORT)) return sandboxNotFound(res, sandboxId, `The sandbox is running but port ${port} is not open`);
+    if (port !== undefined && port !== String(ENVD_PORT))
+      return sandboxNotFound(res, sandboxId, `The sandbox is running but port ${port} is not open`);
     await handleEnvd(this.envdHooks, sandbox, req, res);
   }
 
@@ -373,7 +416,12 @@ class E2bFakeServer implements E2bFake {
     const spec = parseNewSandbox(version, body);
     if (this.createLatencyMs > 0) await new Promise((r) => setTimeout(r, this.createLatencyMs));
     if (this.closing) throw new ApiError(503, 'the E2B fake is shutting down');
-    const sandbox = await FakeSandbox.create(spec, this.workDir, this.plan!, (s) => void this.expire(s).catch(warn('expiring a sandbox')));
+    const sandbox = await FakeSandbox.create(
+      spec,
+      this.workDir,
+      this.plan!,
+      (s) => void this.expire(s).catch(warn('expiring a sandbox')),
+    );
     this.sandboxes.set(sandbox.sandboxId, sandbox);
     json(res, 201, this.sandboxJson(sandbox));
   }
@@ -381,16 +429,25 @@ class E2bFakeServer implements E2bFake {
   private list(version: 1 | 2, url: URL, res: ServerResponse): void {
     const q = url.searchParams;
     const metadata = parseMetadataFilter(q.get('metadata'));
-    const states = version === 1 ? ['running'] : q.getAll('state').flatMap((s) => s.split(',')).filter(Boolean);
-    for (const s of states) if (s !== 'running' && s !== 'paused') throw new ApiError(400, `invalid state ${s}: running or paused`);
+    const states =
+      version === 1
+        ? ['running']
+        : q
+            .getAll('state')
+            .flatMap((s) => s.split(','))
+            .filter(Boolean);
+    for (const s of states)
+      if (s !== 'running' && s !== 'paused') throw new ApiError(400, `invalid state ${s}: running or paused`);
     const wanted = new Set(states.length ? states : ['running', 'paused']);
     const template = version === 2 ? q.get('template') || undefined : undefined;
     const startedAfter = version === 2 && q.get('startedAfter') ? Date.parse(q.get('startedAfter')!) : undefined;
-    if (startedAfter !== undefined && Number.isNaN(startedAfter)) throw new ApiError(400, `invalid startedAfter ${q.get('startedAfter')}`);
+    if (startedAfter !== undefined && Number.isNaN(startedAfter))
+      throw new ApiError(400, `invalid startedAfter ${q.get('startedAfter')}`);
     const order = q.get('order') ?? 'desc';
     if (order !== 'asc' && order !== 'desc') throw new ApiError(400, `invalid order ${order}: asc or desc`);
     const limit = q.get('limit') === null ? MAX_PAGE : Number(q.get('limit'));
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ApiError(400, `limit must be an integer between 1 and ${MAX_PAGE}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+      throw new ApiError(400, `limit must be an integer between 1 and ${MAX_PAGE}`);
 
     const matching = [...this.sandboxes.values()]
       .filter((s) => wanted.has(s.state))
@@ -399,8 +456,15 @@ class E2bFakeServer implements E2bFake {
       .filter((s) => startedAfter === undefined || s.startedAt.getTime() >= startedAfter)
       .sort((a, b) => compareCursor(cursorOf(a), cursorOf(b)) * (order === 'asc' ? 1 : -1));
     const headers: Record<string, string> = {};
-    if (wanted.has('running')) headers['x-total-running'] = String(matching.filter((s) => s.state === 'running').length);
-    if (version === 1) return json(res, 200, matching.map((s) => this.listed(s)), headers);
+    if (wanted.has('running'))
+      headers['x-total-running'] = String(matching.filter((s) => s.state === 'running').length);
+    if (version === 1)
+      return json(
+        res,
+        200,
+        matching.map((s) => this.listed(s)),
+        headers,
+      );
 
     // nextToken: the (startedAt, id) of the last sandbox of the previous page; robust to deletions.
     const token = q.get('nextToken');
@@ -412,7 +476,12 @@ class E2bFakeServer implements E2bFake {
     }
     const page = matching.slice(start, start + limit);
     if (start + limit < matching.length) headers['x-next-token'] = encodeCursor(cursorOf(page[page.length - 1]!));
-    json(res, 200, page.map((s) => this.listed(s)), headers);
+    json(
+      res,
+      200,
+      page.map((s) => this.listed(s)),
+      headers,
+    );
   }
 
   private setTimeout(sandbox: FakeSandbox, body: Record<string, unknown>, res: ServerResponse): void {
@@ -424,7 +493,8 @@ class E2bFakeServer implements E2bFake {
   /** Connect: a running sandbox keeps running and its TTL is only extended; a paused one resumes. */
   private connect(version: 1 | 2, sandbox: FakeSandbox, body: Record<string, unknown>, res: ServerResponse): void {
     const timeoutS = timeoutField(body.timeout, version === 2 ? 300 : undefined);
-    if (body.memory === false) throw new ApiError(400, 'resuming without memory (onResume: reboot) is not supported by the E2B fake');
+    if (body.memory === false)
+      throw new ApiError(400, 'resuming without memory (onResume: reboot) is not supported by the E2B fake');
     if (sandbox.running) {
       sandbox.extendTimeoutS(timeoutS);
       return json(res, 200, this.sandboxJson(sandbox));
@@ -573,7 +643,8 @@ function matchRoute(method: string, pathname: string): Route | undefined {
   if (!m) return undefined;
   const id = decodeURIComponent(m[1]!);
   const action = m[2];
-  if (v2) return action === 'connect' && method === 'POST' ? { name: 'connect', op: 'connect', version, id } : undefined;
+  if (v2)
+    return action === 'connect' && method === 'POST' ? { name: 'connect', op: 'connect', version, id } : undefined;
   if (!action && method === 'GET') return { name: 'info', op: 'info', version, id };
   if (!action && method === 'DELETE') return { name: 'kill', op: 'kill', version, id };
   if (method !== 'POST') return undefined;
@@ -593,8 +664,14 @@ function apiFault(op: E2bFakeOp, fault: Fault): ApiError {
     502: 'Bad gateway',
     503: 'Service temporarily unavailable',
   };
-  const headers: Record<string, string> = fault.status === 429 && fault.retryAfterSec !== undefined ? { 'retry-after': String(fault.retryAfterSec) } : {};
-  return new ApiError(fault.status, fault.message ?? messages[fault.status], headers, fault.status === 503 && op === 'create' ? 'sandbox_capacity_unavailable' : undefined);
+  const headers: Record<string, string> =
+    fault.status === 429 && fault.retryAfterSec !== undefined ? { 'retry-after': String(fault.retryAfterSec) } : {};
+  return new ApiError(
+    fault.status,
+    fault.message ?? messages[fault.status],
+    headers,
+    fault.status === 503 && op === 'create' ? 'sandbox_capacity_unavailable' : undefined,
+  );
 }
 
 async function readJson(req: IncomingMessage): Promise<Record<string, any>> {
@@ -614,7 +691,8 @@ function parseNewSandbox(version: 1 | 2, body: Record<string, any>): SandboxSpec
   if (typeof body.templateID !== 'string' || !body.templateID) throw new ApiError(400, 'templateID is required');
   const metadata = stringMap(body.metadata, 'metadata');
   const envVars = stringMap(body.envVars, 'envVars');
-  if (Array.isArray(body.volumeMounts) && body.volumeMounts.length) throw new ApiError(400, 'volume mounts are not supported by the E2B fake');
+  if (Array.isArray(body.volumeMounts) && body.volumeMounts.length)
+    throw new ApiError(400, 'volume mounts are not supported by the E2B fake');
   if (body.autoResume?.enabled === true) throw new ApiError(400, 'autoResume is not supported by the E2B fake');
   return {
     templateId: body.templateID,
@@ -642,7 +720,8 @@ function timeoutField(value: unknown, fallback: number | undefined): number {
     if (fallback === undefined) throw new ApiError(400, 'timeout is required');
     return fallback;
   }
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1) throw new ApiError(400, 'timeout must be a non-negative integer (seconds)');
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2 ** 31 - 1)
+    throw new ApiError(400, 'timeout must be a non-negative integer (seconds)');
   return value;
 }
 
@@ -683,5 +762,17 @@ function warn(what: string): (e: Error) => void {
 }
 
 function zeroCounters(): Record<Counter, number> {
-  return { creates: 0, connects: 0, lists: 0, infos: 0, kills: 0, setTimeouts: 0, pauses: 0, commands: 0, filesOps: 0, faultsServed: 0, expired: 0 };
+  return {
+    creates: 0,
+    connects: 0,
+    lists: 0,
+    infos: 0,
+    kills: 0,
+    setTimeouts: 0,
+    pauses: 0,
+    commands: 0,
+    filesOps: 0,
+    faultsServed: 0,
+    expired: 0,
+  };
 }

@@ -25,10 +25,26 @@ import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
-import { parseStreamRequest, parseTimeoutMs, parseUnaryRequest, readBody, RpcError, sendUnary, sendUnaryError, ServerStream, CONTENT_TYPE_STREAM } from './connect-protocol';
+import {
+  parseStreamRequest,
+  parseTimeoutMs,
+  parseUnaryRequest,
+  readBody,
+  RpcError,
+  sendUnary,
+  sendUnaryError,
+  ServerStream,
+  CONTENT_TYPE_STREAM,
+} from './connect-protocol';
 import type { FakeSandbox } from './fake-sandbox';
 import { FsError, HOME } from './sandbox-files';
-import { DEFAULT_PATH, SandboxProcess, type ProcessConfigJson, type ProcessEventJson, type StartSpec } from './sandbox-process';
+import {
+  DEFAULT_PATH,
+  SandboxProcess,
+  type ProcessConfigJson,
+  type ProcessEventJson,
+  type StartSpec,
+} from './sandbox-process';
 
 export const ENVD_PORT = 49983;
 
@@ -55,12 +71,20 @@ export function sandboxNotFound(res: ServerResponse, sandboxId: string, message 
   json(res, 502, { sandboxId, message, code: 502 });
 }
 
-export async function handleEnvd(hooks: EnvdHooks, sandbox: FakeSandbox, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleEnvd(
+  hooks: EnvdHooks,
+  sandbox: FakeSandbox,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://envd');
   if (url.pathname === '/health' && req.method === 'GET') return void res.writeHead(204).end();
   const signed = url.pathname === '/files' && signatureValid(sandbox, url, req.method === 'GET' ? 'read' : 'write');
   if (sandbox.envdAccessToken && !signed && !tokenMatches(req.headers['x-access-token'], sandbox.envdAccessToken)) {
-    return json(res, 401, { code: 401, message: 'unauthorized access, please provide a valid access token or method signing if supported' });
+    return json(res, 401, {
+      code: 401,
+      message: 'unauthorized access, please provide a valid access token or method signing if supported',
+    });
   }
   if (url.pathname === '/envs' && req.method === 'GET') return json(res, 200, sandbox.spec.envVars);
   if (url.pathname === '/files') return handleFiles(hooks, sandbox, url, req, res);
@@ -72,13 +96,21 @@ export async function handleEnvd(hooks: EnvdHooks, sandbox: FakeSandbox, req: In
 // ---------------------------------------------------------------------------------------------
 // /files
 
-async function handleFiles(hooks: EnvdHooks, sandbox: FakeSandbox, url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (req.method !== 'GET' && req.method !== 'POST') return json(res, 405, { code: 405, message: `method ${req.method} not allowed` });
+async function handleFiles(
+  hooks: EnvdHooks,
+  sandbox: FakeSandbox,
+  url: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  if (req.method !== 'GET' && req.method !== 'POST')
+    return json(res, 405, { code: 405, message: `method ${req.method} not allowed` });
   hooks.count('files');
   const fault = hooks.takeFault('files');
   if (fault) return httpFault(res, sandbox, fault);
   const user = url.searchParams.get('username') || undefined;
-  if (!knownUser(user)) return json(res, 401, { code: 401, message: `error looking up user '${user}': user: unknown user ${user}` });
+  if (!knownUser(user))
+    return json(res, 401, { code: 401, message: `error looking up user '${user}': user: unknown user ${user}` });
   try {
     if (req.method === 'GET') await download(sandbox, url, req, res);
     else await upload(sandbox, url, req, res);
@@ -116,16 +148,23 @@ async function upload(sandbox: FakeSandbox, url: URL, req: IncomingMessage, res:
     const form = await new Response(await readBody(req), { headers: { 'content-type': contentType } }).formData();
     const files = form.getAll('file').filter((f): f is File => typeof f !== 'string');
     if (!files.length) return json(res, 400, { code: 400, message: 'no file in the multipart request' });
-    if (queryPath && files.length > 1) return json(res, 400, { code: 400, message: 'path can only be used with a single file' });
+    if (queryPath && files.length > 1)
+      return json(res, 400, { code: 400, message: 'path can only be used with a single file' });
     for (const file of files) {
       const target = queryPath ?? file.name;
-      if (!target) return json(res, 400, { code: 400, message: 'path is required: neither the path parameter nor a filename was given' });
+      if (!target)
+        return json(res, 400, {
+          code: 400,
+          message: 'path is required: neither the path parameter nor a filename was given',
+        });
       written.push(await sandbox.files.write(target, Buffer.from(await file.arrayBuffer()), metadata));
     }
   } else {
-    if (!queryPath) return json(res, 400, { code: 400, message: 'path is required for an application/octet-stream upload' });
+    if (!queryPath)
+      return json(res, 400, { code: 400, message: 'path is required for an application/octet-stream upload' });
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
-    if (encoding !== 'identity' && encoding !== 'gzip') return json(res, 400, { code: 400, message: `unsupported Content-Encoding ${encoding}` });
+    if (encoding !== 'identity' && encoding !== 'gzip')
+      return json(res, 400, { code: 400, message: `unsupported Content-Encoding ${encoding}` });
     let source: Readable = req;
     if (encoding === 'gzip') {
       const gunzip = createGunzip();
@@ -145,7 +184,8 @@ function metadataHeaders(req: IncomingMessage): Record<string, string> | Error |
     if (!/^x-metadata-/i.test(name)) continue;
     const key = name.slice('x-metadata-'.length).toLowerCase();
     const value = req.rawHeaders[i + 1]!;
-    if (!/^[\x20-\x7e]+$/.test(key) || !/^[\x20-\x7e]*$/.test(value)) return new Error(`invalid metadata ${key}: keys and values must be printable US-ASCII`);
+    if (!/^[\x20-\x7e]+$/.test(key) || !/^[\x20-\x7e]*$/.test(value))
+      return new Error(`invalid metadata ${key}: keys and values must be printable US-ASCII`);
     if (!(key in out)) out[key] = value; // the first of repeated headers wins
   }
   return Object.keys(out).length ? out : undefined;
@@ -154,9 +194,20 @@ function metadataHeaders(req: IncomingMessage): Record<string, string> | Error |
 // ---------------------------------------------------------------------------------------------
 // Connect RPC
 
-async function handleRpc(hooks: EnvdHooks, sandbox: FakeSandbox, method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const streaming = method === 'process.Process/Start' || method === 'process.Process/Connect' || method === 'filesystem.Filesystem/WatchDir';
-  const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim();
+async function handleRpc(
+  hooks: EnvdHooks,
+  sandbox: FakeSandbox,
+  method: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const streaming =
+    method === 'process.Process/Start' ||
+    method === 'process.Process/Connect' ||
+    method === 'filesystem.Filesystem/WatchDir';
+  const contentType = String(req.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
   const expected = streaming ? CONTENT_TYPE_STREAM : 'application/json';
   if (contentType !== expected) {
     // connect-go answers 415 for an encoding it does not serve; this fake serves only JSON.
@@ -165,7 +216,8 @@ async function handleRpc(hooks: EnvdHooks, sandbox: FakeSandbox, method: string,
   const body = await readBody(req);
   try {
     const user = basicUser(req.headers.authorization);
-    if (!knownUser(user)) throw new RpcError('unauthenticated', `error looking up user '${user}': user: unknown user ${user}`);
+    if (!knownUser(user))
+      throw new RpcError('unauthenticated', `error looking up user '${user}': user: unknown user ${user}`);
     switch (method) {
       case 'process.Process/Start':
         return await startProcess(hooks, sandbox, parseStreamRequest(body) as StartRequestJson, req, res);
@@ -183,7 +235,8 @@ async function handleRpc(hooks: EnvdHooks, sandbox: FakeSandbox, method: string,
     }
     sendUnary(res, await unary(sandbox, method, request));
   } catch (e) {
-    const error = e instanceof RpcError ? e : e instanceof FsError ? fsRpcError(e) : new RpcError('internal', (e as Error).message);
+    const error =
+      e instanceof RpcError ? e : e instanceof FsError ? fsRpcError(e) : new RpcError('internal', (e as Error).message);
     if (res.headersSent) return void res.destroy();
     // A streaming call fails like connect-go fails it: 200 and an end-of-stream error.
     if (streaming) return void new ServerStream(res).end(error);
@@ -195,7 +248,9 @@ async function unary(sandbox: FakeSandbox, method: string, request: Record<strin
   switch (method) {
     case 'process.Process/List':
       return {
-        processes: [...sandbox.processes.values()].filter((p) => p.running).map((p) => ({ config: p.config, pid: p.pid, ...(p.tag !== undefined ? { tag: p.tag } : {}) })),
+        processes: [...sandbox.processes.values()]
+          .filter((p) => p.running)
+          .map((p) => ({ config: p.config, pid: p.pid, ...(p.tag !== undefined ? { tag: p.tag } : {}) })),
       };
     case 'process.Process/SendSignal': {
       const proc = findProcess(sandbox, request.process);
@@ -207,7 +262,8 @@ async function unary(sandbox: FakeSandbox, method: string, request: Record<strin
     case 'process.Process/SendInput': {
       const proc = findProcess(sandbox, request.process);
       if (request.input?.pty !== undefined) throw new RpcError('failed_precondition', 'the process has no PTY');
-      if (!proc.stdinOpen) throw new RpcError('failed_precondition', 'stdin is not enabled or already closed for this process');
+      if (!proc.stdinOpen)
+        throw new RpcError('failed_precondition', 'stdin is not enabled or already closed for this process');
       await proc.writeStdin(Buffer.from(String(request.input?.stdin ?? ''), 'base64'));
       return {};
     }
@@ -242,25 +298,48 @@ interface StartRequestJson {
 }
 
 /** SendSignal's `signal` in proto3 JSON: the enum name (or its number). */
-const SIGNALS: Record<string, NodeJS.Signals> = { SIGNAL_SIGKILL: 'SIGKILL', '9': 'SIGKILL', SIGNAL_SIGTERM: 'SIGTERM', '15': 'SIGTERM' };
+const SIGNALS: Record<string, NodeJS.Signals> = {
+  SIGNAL_SIGKILL: 'SIGKILL',
+  '9': 'SIGKILL',
+  SIGNAL_SIGTERM: 'SIGTERM',
+  '15': 'SIGTERM',
+};
 
-async function startProcess(hooks: EnvdHooks, sandbox: FakeSandbox, request: StartRequestJson, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function startProcess(
+  hooks: EnvdHooks,
+  sandbox: FakeSandbox,
+  request: StartRequestJson,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   hooks.count('command');
   const fault = hooks.takeFault('command');
   if (fault?.status === 502) return sandboxNotFound(res, sandbox.sandboxId);
   const stream = new ServerStream(res);
   sandbox.trackStream(stream);
   if (fault) return stream.end(faultRpcError(fault));
-  if (request.pty !== undefined) return stream.end(new RpcError('unimplemented', 'PTY processes are not implemented by the E2B fake'));
+  if (request.pty !== undefined)
+    return stream.end(new RpcError('unimplemented', 'PTY processes are not implemented by the E2B fake'));
   const config = request.process;
-  if (!config || typeof config.cmd !== 'string' || !config.cmd) return stream.end(new RpcError('invalid_argument', 'process.cmd is required'));
-  if (config.cmd.includes('=')) return stream.end(new RpcError('invalid_argument', `the E2B fake cannot run a program whose path contains '=': ${config.cmd}`));
+  if (!config || typeof config.cmd !== 'string' || !config.cmd)
+    return stream.end(new RpcError('invalid_argument', 'process.cmd is required'));
+  if (config.cmd.includes('='))
+    return stream.end(
+      new RpcError('invalid_argument', `the E2B fake cannot run a program whose path contains '=': ${config.cmd}`),
+    );
   const cwd = path.posix.resolve(HOME, config.cwd ?? HOME);
   const resolvedCwd = await sandbox.files.resolve(cwd).catch((e: Error) => e);
-  if (resolvedCwd instanceof Error) return stream.end(resolvedCwd instanceof FsError ? fsRpcError(resolvedCwd) : new RpcError('internal', resolvedCwd.message));
+  if (resolvedCwd instanceof Error)
+    return stream.end(
+      resolvedCwd instanceof FsError ? fsRpcError(resolvedCwd) : new RpcError('internal', resolvedCwd.message),
+    );
   if (resolvedCwd.host) {
-    const isDir = await stat(resolvedCwd.host).then((s) => s.isDirectory(), () => false);
-    if (!isDir) return stream.end(new RpcError('internal', `error starting process: chdir ${cwd}: no such file or directory`));
+    const isDir = await stat(resolvedCwd.host).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (!isDir)
+      return stream.end(new RpcError('internal', `error starting process: chdir ${cwd}: no such file or directory`));
   }
   // The command's environment: PATH and HOME, the sandbox's envVars, then the command's envs.
   const envs = { ...(config.envs ?? {}) };
@@ -268,7 +347,12 @@ async function startProcess(hooks: EnvdHooks, sandbox: FakeSandbox, request: Sta
   if (sandbox.plan.isolation === 'process' && env.HOME === HOME) env.HOME = sandbox.plan.homeHost;
   const spec: StartSpec = {
     pid: sandbox.allocatePid(),
-    config: { cmd: config.cmd, args: (config.args ?? []).map(String), envs, ...(config.cwd !== undefined ? { cwd: config.cwd } : {}) },
+    config: {
+      cmd: config.cmd,
+      args: (config.args ?? []).map(String),
+      envs,
+      ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+    },
     ...(request.tag !== undefined ? { tag: request.tag } : {}),
     env,
     cwd,
@@ -295,11 +379,29 @@ async function startProcess(hooks: EnvdHooks, sandbox: FakeSandbox, request: Sta
   if (kill) {
     // The sandbox dies while the command runs: once the start event is on the wire, after afterMs.
     // The relay holds every later event, so the client never sees the command finish.
-    void relay.flushed().then(() => setTimeout(() => void hooks.killSandbox(sandbox).catch((e: Error) => process.emitWarning(`E2B fake: killing sandbox ${sandbox.sandboxId} failed: ${e.message}`)), kill.afterMs));
+    void relay
+      .flushed()
+      .then(() =>
+        setTimeout(
+          () =>
+            void hooks
+              .killSandbox(sandbox)
+              .catch((e: Error) =>
+                process.emitWarning(`E2B fake: killing sandbox ${sandbox.sandboxId} failed: ${e.message}`),
+              ),
+          kill.afterMs,
+        ),
+      );
   }
 }
 
-function connectProcess(hooks: EnvdHooks, sandbox: FakeSandbox, request: { process?: SelectorJson }, req: IncomingMessage, res: ServerResponse): void {
+function connectProcess(
+  hooks: EnvdHooks,
+  sandbox: FakeSandbox,
+  request: { process?: SelectorJson },
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
   const stream = new ServerStream(res);
   sandbox.trackStream(stream);
   let proc: SandboxProcess;
@@ -323,7 +425,13 @@ function connectProcess(hooks: EnvdHooks, sandbox: FakeSandbox, request: { proce
  * while a client that just disconnects leaves the process running. For `Connect` it ends only the
  * stream.
  */
-function follow(proc: SandboxProcess, stream: ServerStream, relay: EventRelay, req: IncomingMessage, killOnDeadline: boolean): void {
+function follow(
+  proc: SandboxProcess,
+  stream: ServerStream,
+  relay: EventRelay,
+  req: IncomingMessage,
+  killOnDeadline: boolean,
+): void {
   const timeoutMs = parseTimeoutMs(req.headers['connect-timeout-ms']);
   const deadline =
     timeoutMs === undefined
@@ -334,7 +442,8 @@ function follow(proc: SandboxProcess, stream: ServerStream, relay: EventRelay, r
         }, timeoutMs);
   // `Keepalive-Ping-Interval` (seconds; the SDK sends 50): envd sends a keepalive event that often.
   const pingS = Number(req.headers['keepalive-ping-interval']);
-  const keepalive = pingS > 0 ? setInterval(() => void stream.send({ event: { keepalive: {} } }), pingS * 1000) : undefined;
+  const keepalive =
+    pingS > 0 ? setInterval(() => void stream.send({ event: { keepalive: {} } }), pingS * 1000) : undefined;
   deadline?.unref();
   keepalive?.unref();
   void proc.done.then(() => clearTimeout(deadline));
@@ -407,20 +516,41 @@ function stringField(request: Record<string, any>, name: string): string {
 }
 
 function fsRpcError(e: FsError): RpcError {
-  const code = ({ not_found: 'not_found', invalid: 'invalid_argument', permission: 'permission_denied', exists: 'already_exists' } as const)[e.kind];
+  const code = (
+    {
+      not_found: 'not_found',
+      invalid: 'invalid_argument',
+      permission: 'permission_denied',
+      exists: 'already_exists',
+    } as const
+  )[e.kind];
   return new RpcError(code, e.message);
 }
 
 /** An injected fault as an RPC error (502 is answered by the proxy, before envd: see callers). */
 function faultRpcError(fault: Fault): RpcError {
-  const code = ({ 401: 'unauthenticated', 429: 'resource_exhausted', 500: 'internal', 502: 'unavailable', 503: 'unavailable' } as const)[fault.status];
+  const code = (
+    {
+      401: 'unauthenticated',
+      429: 'resource_exhausted',
+      500: 'internal',
+      502: 'unavailable',
+      503: 'unavailable',
+    } as const
+  )[fault.status];
   return new RpcError(code, fault.message ?? `injected fault (${fault.status})`);
 }
 
 function httpFault(res: ServerResponse, sandbox: FakeSandbox, fault: Fault): void {
   if (fault.status === 502) return sandboxNotFound(res, sandbox.sandboxId);
-  const headers: Record<string, string> = fault.status === 429 && fault.retryAfterSec !== undefined ? { 'retry-after': String(fault.retryAfterSec) } : {};
-  json(res, fault.status, { code: fault.status, message: fault.message ?? `injected fault (${fault.status})` }, headers);
+  const headers: Record<string, string> =
+    fault.status === 429 && fault.retryAfterSec !== undefined ? { 'retry-after': String(fault.retryAfterSec) } : {};
+  json(
+    res,
+    fault.status,
+    { code: fault.status, message: fault.message ?? `injected fault (${fault.status})` },
+    headers,
+  );
 }
 
 /** The user of an envd RPC: `Authorization: Basic base64("<user>:")`, absent for the default user. */
@@ -438,7 +568,9 @@ function knownUser(user: string | undefined): boolean {
 
 function tokenMatches(given: string | string[] | undefined, token: string): boolean {
   const value = Array.isArray(given) ? given[0] : given;
-  return value !== undefined && value.length === token.length && timingSafeEqual(Buffer.from(value), Buffer.from(token));
+  return (
+    value !== undefined && value.length === token.length && timingSafeEqual(Buffer.from(value), Buffer.from(token))
+  );
 }
 
 /**
@@ -450,7 +582,13 @@ function signatureValid(sandbox: FakeSandbox, url: URL, operation: 'read' | 'wri
   if (!signature || !sandbox.envdAccessToken) return false;
   const expiration = url.searchParams.get('signature_expiration');
   if (expiration && Number(expiration) < Date.now() / 1000) return false;
-  const parts = [url.searchParams.get('path') ?? '', operation, url.searchParams.get('username') ?? '', sandbox.envdAccessToken, ...(expiration ? [expiration] : [])];
+  const parts = [
+    url.searchParams.get('path') ?? '',
+    operation,
+    url.searchParams.get('username') ?? '',
+    sandbox.envdAccessToken,
+    ...(expiration ? [expiration] : []),
+  ];
   const want = `v1_${createHash('sha256').update(parts.join(':')).digest('base64').replace(/=+$/, '')}`;
   return signature.length === want.length && timingSafeEqual(Buffer.from(signature), Buffer.from(want));
 }
@@ -465,5 +603,7 @@ function acceptsGzip(header: string | undefined): boolean {
 
 export function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const payload = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length, ...headers }).end(payload);
+  res
+    .writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length, ...headers })
+    .end(payload);
 }

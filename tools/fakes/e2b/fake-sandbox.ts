@@ -78,7 +78,12 @@ export class FakeSandbox {
     this.arm();
   }
 
-  static async create(spec: SandboxSpec, workDir: string, plan: Omit<SpawnPlan, 'homeHost' | 'tmpHost'>, onExpire: (sandbox: FakeSandbox) => void): Promise<FakeSandbox> {
+  static async create(
+    spec: SandboxSpec,
+    workDir: string,
+    plan: Omit<SpawnPlan, 'homeHost' | 'tmpHost'>,
+    onExpire: (sandbox: FakeSandbox) => void,
+  ): Promise<FakeSandbox> {
     const dir = path.join(workDir, `sbx-${randomBytes(6).toString('hex')}`);
     // The sandbox dir itself stays root's (traversable): its commands see only home and tmp.
     await fs.mkdir(dir, { mode: 0o711 });
@@ -147,7 +152,10 @@ export class FakeSandbox {
   private arm(): void {
     this.disarm();
     const delay = Math.max(0, this.endAt.getTime() - Date.now());
-    this.timer = setTimeout(() => (Date.now() >= this.endAt.getTime() ? this.onExpire(this) : this.arm()), Math.min(delay, MAX_TIMER_MS));
+    this.timer = setTimeout(
+      () => (Date.now() >= this.endAt.getTime() ? this.onExpire(this) : this.arm()),
+      Math.min(delay, MAX_TIMER_MS),
+    );
     this.timer.unref();
   }
 

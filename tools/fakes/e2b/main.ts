@@ -56,7 +56,9 @@ function parseArgs(argv: string[]): E2bFakeOptions {
 
 async function main(): Promise<void> {
   const fake = await startE2bFake(parseArgs(process.argv.slice(2)));
-  process.stdout.write(`${JSON.stringify({ apiUrl: fake.apiUrl, sandboxUrl: fake.sandboxUrl, domain: fake.domain })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ apiUrl: fake.apiUrl, sandboxUrl: fake.sandboxUrl, domain: fake.domain })}\n`,
+  );
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;

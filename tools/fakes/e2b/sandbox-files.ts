@@ -78,12 +78,20 @@ export class SandboxFiles {
   }
 
   /** Writes (creates or truncates) a file, creating its parent directories; envd's upload. */
-  async write(p: string, data: Buffer | Readable, metadata?: Record<string, string>): Promise<{ name: string; type: 'file'; path: string; metadata?: Record<string, string> }> {
+  async write(
+    p: string,
+    data: Buffer | Readable,
+    metadata?: Record<string, string>,
+  ): Promise<{ name: string; type: 'file'; path: string; metadata?: Record<string, string> }> {
     const r = await this.writableTarget(p, `error opening file '${path.posix.resolve(HOME, p)}': permission denied`);
     await this.makeParents(r);
     const existing = await fs.lstat(r.host!).catch(() => undefined);
     if (existing?.isDirectory()) throw new FsError('invalid', `path '${r.path}' is a directory`);
-    const handle = await fs.open(r.host!, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    const handle = await fs.open(
+      r.host!,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+      0o644,
+    );
     try {
       if (Buffer.isBuffer(data)) await handle.writeFile(data);
       else for await (const chunk of data) await handle.write(chunk as Buffer);
@@ -94,7 +102,12 @@ export class SandboxFiles {
     // Each upload replaces the file's metadata with exactly the keys it sends (envd's /files doc).
     if (metadata && Object.keys(metadata).length) this.metadata.set(r.path, metadata);
     else this.metadata.delete(r.path);
-    return { name: path.posix.basename(r.path), type: 'file', path: r.path, ...(metadata && Object.keys(metadata).length ? { metadata } : {}) };
+    return {
+      name: path.posix.basename(r.path),
+      type: 'file',
+      path: r.path,
+      ...(metadata && Object.keys(metadata).length ? { metadata } : {}),
+    };
   }
 
   async stat(p: string): Promise<EntryInfoJson> {
@@ -117,7 +130,10 @@ export class SandboxFiles {
   }
 
   async makeDir(p: string): Promise<EntryInfoJson> {
-    const r = await this.writableTarget(p, `error creating directory '${path.posix.resolve(HOME, p)}': permission denied`);
+    const r = await this.writableTarget(
+      p,
+      `error creating directory '${path.posix.resolve(HOME, p)}': permission denied`,
+    );
     const st = await fs.lstat(r.host!).catch(() => undefined);
     if (st?.isDirectory()) throw new FsError('exists', `directory '${r.path}' already exists`);
     if (st) throw new FsError('invalid', `path '${r.path}' already exists and is not a directory`);
@@ -131,7 +147,8 @@ export class SandboxFiles {
     const r = await this.writableTarget(p, `error removing '${path.posix.resolve(HOME, p)}': permission denied`, false);
     await this.lstatOf(r, p);
     await fs.rm(r.host!, { recursive: true, force: false });
-    for (const key of [...this.metadata.keys()]) if (key === r.path || key.startsWith(`${r.path}/`)) this.metadata.delete(key);
+    for (const key of [...this.metadata.keys()])
+      if (key === r.path || key.startsWith(`${r.path}/`)) this.metadata.delete(key);
   }
 
   async move(source: string, destination: string): Promise<EntryInfoJson> {
@@ -183,7 +200,8 @@ export class SandboxFiles {
   private hostOf(sandboxPath: string): { host: string; mount: Mount } | undefined {
     let best: Mount | undefined;
     for (const m of this.mounts) {
-      if ((sandboxPath === m.at || sandboxPath.startsWith(`${m.at}/`)) && (!best || m.at.length > best.at.length)) best = m;
+      if ((sandboxPath === m.at || sandboxPath.startsWith(`${m.at}/`)) && (!best || m.at.length > best.at.length))
+        best = m;
     }
     return best ? { host: best.host + sandboxPath.slice(best.at.length), mount: best } : undefined;
   }
@@ -241,7 +259,13 @@ export class SandboxFiles {
     const metadata = this.metadata.get(sandboxPath);
     return {
       name: path.posix.basename(sandboxPath) || '/',
-      type: st.isSymbolicLink() ? 'FILE_TYPE_SYMLINK' : st.isDirectory() ? 'FILE_TYPE_DIRECTORY' : st.isFile() ? 'FILE_TYPE_FILE' : 'FILE_TYPE_UNSPECIFIED',
+      type: st.isSymbolicLink()
+        ? 'FILE_TYPE_SYMLINK'
+        : st.isDirectory()
+          ? 'FILE_TYPE_DIRECTORY'
+          : st.isFile()
+            ? 'FILE_TYPE_FILE'
+            : 'FILE_TYPE_UNSPECIFIED',
       path: sandboxPath,
       size: String(st.size),
       mode: st.mode & 0o777,
@@ -265,12 +289,14 @@ export class SandboxFiles {
   private virtualChildren(dir: string): string[] {
     const prefix = dir === '/' ? '/' : `${dir}/`;
     const children = new Set<string>();
-    for (const m of this.mounts) if (m.at.startsWith(prefix)) children.add(prefix + m.at.slice(prefix.length).split('/')[0]!);
+    for (const m of this.mounts)
+      if (m.at.startsWith(prefix)) children.add(prefix + m.at.slice(prefix.length).split('/')[0]!);
     return [...children].sort();
   }
 
   private virtualDir(sandboxPath: string, asked: string): EntryInfoJson {
-    if (!this.virtualChildren(sandboxPath).length) throw new FsError('not_found', `path '${path.posix.resolve(HOME, asked)}' does not exist`);
+    if (!this.virtualChildren(sandboxPath).length)
+      throw new FsError('not_found', `path '${path.posix.resolve(HOME, asked)}' does not exist`);
     return {
       name: path.posix.basename(sandboxPath) || '/',
       type: 'FILE_TYPE_DIRECTORY',

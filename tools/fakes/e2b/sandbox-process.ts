@@ -95,7 +95,12 @@ export class SandboxProcess {
   /** The last signal the fake sent: the exit it causes is reported as that signal (see endEvent). */
   private signalled?: NodeJS.Signals;
 
-  private constructor(spec: StartSpec, child: ChildProcess, bwrap: boolean, listener?: (event: ProcessEventJson) => void) {
+  private constructor(
+    spec: StartSpec,
+    child: ChildProcess,
+    bwrap: boolean,
+    listener?: (event: ProcessEventJson) => void,
+  ) {
     this.pid = spec.pid;
     this.bwrap = bwrap;
     this.config = spec.config;
@@ -119,7 +124,11 @@ export class SandboxProcess {
    * Spawns the command; resolves once it runs (a spawn failure rejects, like envd's start error).
    * `listener` is attached before any output can arrive.
    */
-  static async start(plan: SpawnPlan, spec: StartSpec, listener?: (event: ProcessEventJson) => void): Promise<SandboxProcess> {
+  static async start(
+    plan: SpawnPlan,
+    spec: StartSpec,
+    listener?: (event: ProcessEventJson) => void,
+  ): Promise<SandboxProcess> {
     const stdio: Array<'pipe' | 'ignore'> = [spec.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
     const ids = plan.runAs ? { uid: plan.runAs.uid, gid: plan.runAs.gid } : {};
     let child: ChildProcess;
@@ -128,12 +137,39 @@ export class SandboxProcess {
       // the confining python3 coerces the C locale by adding LC_CTYPE: /usr/bin/env puts the
       // command's own values back.
       const unset = spec.env.LC_CTYPE === undefined ? ['-u', 'LC_CTYPE'] : [];
-      const command = ['/usr/bin/env', ...unset, `HOME=${spec.env.HOME}`, `PATH=${spec.env.PATH}`, spec.config.cmd, ...spec.config.args];
-      const extra = ['--bind', plan.tmpHost, '/tmp', ...plan.readable.flatMap((r) => ['--ro-bind', r, r]), ...(plan.extraBinds ?? [])];
-      const args = oneShotArgs({ supportDir: plan.supportDir!, writable: plan.homeHost, writableAt: plan.homeAt ?? HOME, extra, chdir: spec.cwd, inheritEnv: true, command });
+      const command = [
+        '/usr/bin/env',
+        ...unset,
+        `HOME=${spec.env.HOME}`,
+        `PATH=${spec.env.PATH}`,
+        spec.config.cmd,
+        ...spec.config.args,
+      ];
+      const extra = [
+        '--bind',
+        plan.tmpHost,
+        '/tmp',
+        ...plan.readable.flatMap((r) => ['--ro-bind', r, r]),
+        ...(plan.extraBinds ?? []),
+      ];
+      const args = oneShotArgs({
+        supportDir: plan.supportDir!,
+        writable: plan.homeHost,
+        writableAt: plan.homeAt ?? HOME,
+        extra,
+        chdir: spec.cwd,
+        inheritEnv: true,
+        command,
+      });
       child = spawn(plan.bwrapPath, args, { env: spec.env, stdio, detached: true, ...ids });
     } else {
-      child = spawn(spec.config.cmd, spec.config.args, { env: spec.env, cwd: spec.hostCwd ?? plan.homeHost, stdio, detached: true, ...ids });
+      child = spawn(spec.config.cmd, spec.config.args, {
+        env: spec.env,
+        cwd: spec.hostCwd ?? plan.homeHost,
+        stdio,
+        detached: true,
+        ...ids,
+      });
     }
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);

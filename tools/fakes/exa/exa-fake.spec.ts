@@ -15,12 +15,31 @@ describe('Exa fake', () => {
 
   it('answers search with results shaped as the SDK reads them, and records the request', async () => {
     const exa = new Exa('good-key', fake.url);
-    const res = await exa.search('red foxes', { numResults: 2, type: 'auto', includeDomains: ['zoo.test'], contents: { text: true, highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'red foxes' }, summary: { query: 'red foxes' } } });
+    const res = await exa.search('red foxes', {
+      numResults: 2,
+      type: 'auto',
+      includeDomains: ['zoo.test'],
+      contents: {
+        text: true,
+        highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'red foxes' },
+        summary: { query: 'red foxes' },
+      },
+    });
     expect(res.results.map((r) => r.url)).toEqual(['https://zoo.test/red-foxes/1', 'https://zoo.test/red-foxes/2']);
-    expect(res.results[0]).toMatchObject({ title: 'Result 1 for red foxes', text: expect.any(String), summary: expect.any(String) });
+    expect(res.results[0]).toMatchObject({
+      title: 'Result 1 for red foxes',
+      text: expect.any(String),
+      summary: expect.any(String),
+    });
     expect((res.results[0] as { highlights: string[] }).highlights).toHaveLength(3);
     expect(fake.requests).toEqual([
-      expect.objectContaining({ method: 'POST', path: '/search', apiKey: 'good-key', userAgent: expect.stringMatching(/^exa-node /), body: expect.objectContaining({ query: 'red foxes', numResults: 2, includeDomains: ['zoo.test'] }) }),
+      expect.objectContaining({
+        method: 'POST',
+        path: '/search',
+        apiKey: 'good-key',
+        userAgent: expect.stringMatching(/^exa-node /),
+        body: expect.objectContaining({ query: 'red foxes', numResults: 2, includeDomains: ['zoo.test'] }),
+      }),
     ]);
   });
 
@@ -28,8 +47,13 @@ describe('Exa fake', () => {
     fake.pages.set('https://news.test/a', { title: 'A', text: 'alpha', author: 'Ann' });
     const exa = new Exa('good-key', fake.url);
     const res = await exa.getContents(['https://news.test/a', 'https://news.test/missing'], { text: true });
-    expect(res.results).toEqual([expect.objectContaining({ url: 'https://news.test/a', title: 'A', text: 'alpha', author: 'Ann' })]);
-    expect(fake.requests[0]).toMatchObject({ path: '/contents', body: { urls: ['https://news.test/a', 'https://news.test/missing'], text: true } });
+    expect(res.results).toEqual([
+      expect.objectContaining({ url: 'https://news.test/a', title: 'A', text: 'alpha', author: 'Ann' }),
+    ]);
+    expect(fake.requests[0]).toMatchObject({
+      path: '/contents',
+      body: { urls: ['https://news.test/a', 'https://news.test/missing'], text: true },
+    });
   });
 
   it.each([
@@ -49,5 +73,4 @@ describe('Exa fake', () => {
     expect((err as ExaError).statusCode).toBe(401);
     expect((err as Error).message).toContain('Invalid API key');
   });
-
 });

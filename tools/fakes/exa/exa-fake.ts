@@ -73,9 +73,13 @@ export async function startExaFake(opts: ExaFakeOptions = {}): Promise<ExaFake> 
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
   const server: Server = createServer((req, res) => {
-    handle(fake, opts, req, res).catch((e: Error) => send(res, 500, { requestId: randomUUID(), error: `fake: ${e.message}` }));
+    handle(fake, opts, req, res).catch((e: Error) =>
+      send(res, 500, { requestId: randomUUID(), error: `fake: ${e.message}` }),
+    );
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve()));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve()),
+  );
   const addr = server.address() as AddressInfo;
   fake.url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
   return fake;
@@ -93,7 +97,8 @@ async function handle(fake: ExaFake, opts: ExaFakeOptions, req: IncomingMessage,
   const apiKey = header(req, 'x-api-key');
   fake.requests.push({ method: req.method ?? '', path, apiKey, userAgent: header(req, 'user-agent'), body });
   if (fake.latencyMs > 0) await new Promise((r) => setTimeout(r, fake.latencyMs));
-  if (!apiKey || (opts.apiKeys && !opts.apiKeys.includes(apiKey))) return send(res, 401, { requestId: randomUUID(), error: 'Invalid API key', tag: 'INVALID_API_KEY' });
+  if (!apiKey || (opts.apiKeys && !opts.apiKeys.includes(apiKey)))
+    return send(res, 401, { requestId: randomUUID(), error: 'Invalid API key', tag: 'INVALID_API_KEY' });
   if (fake.fault === 'malformed_json') {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"requestId": "x", "results": [');
     return;
@@ -112,9 +117,17 @@ function search(body: Record<string, unknown>): unknown {
   const query = String(body.query ?? '');
   if (!query) return { requestId: randomUUID(), results: [] };
   const n = Math.min(Math.max(Number(body.numResults ?? 10) || 10, 1), 100);
-  const contents = (body.contents ?? {}) as { text?: unknown; highlights?: { highlightsPerUrl?: number }; summary?: unknown };
+  const contents = (body.contents ?? {}) as {
+    text?: unknown;
+    highlights?: { highlightsPerUrl?: number };
+    summary?: unknown;
+  };
   const domain = (body.includeDomains as string[] | undefined)?.[0] ?? 'example.com';
-  const slug = query.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'q';
+  const slug =
+    query
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '') || 'q';
   const results = Array.from({ length: n }, (_, i) => {
     const r: Record<string, unknown> = {
       id: `https://${domain}/${slug}/${i + 1}`,
@@ -146,7 +159,14 @@ function contents(fake: ExaFake, body: Record<string, unknown>): unknown {
       statuses.push({ id: url, status: 'error', error: { tag: 'CRAWL_NOT_FOUND', httpStatusCode: 404 } });
       continue;
     }
-    results.push({ id: url, url, title: page.title ?? null, publishedDate: page.publishedDate ?? null, author: page.author ?? null, text: page.text });
+    results.push({
+      id: url,
+      url,
+      title: page.title ?? null,
+      publishedDate: page.publishedDate ?? null,
+      author: page.author ?? null,
+      text: page.text,
+    });
     statuses.push({ id: url, status: 'success' });
   }
   return { requestId: randomUUID(), results, statuses };

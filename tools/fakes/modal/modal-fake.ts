@@ -172,20 +172,43 @@ export class ModalFake {
   async start(): Promise<this> {
     const isolation = this.o.isolation ?? 'bwrap';
     const bwrapPath = this.o.bwrapPath ?? '/usr/bin/bwrap';
-    if (isolation === 'bwrap' && !existsSync(bwrapPath)) throw new Error(`Modal fake: bubblewrap is not at ${bwrapPath}: install it (apt-get install bubblewrap) or start the fake with isolation 'process'`);
+    if (isolation === 'bwrap' && !existsSync(bwrapPath))
+      throw new Error(
+        `Modal fake: bubblewrap is not at ${bwrapPath}: install it (apt-get install bubblewrap) or start the fake with isolation 'process'`,
+      );
     const root = process.getuid?.() === 0;
     const runAs = this.o.runAs ?? (root ? { uid: 65534, gid: 65534 } : undefined);
-    this.workDir = path.join(this.o.workRoot ?? os.tmpdir(), `tp-modal-fake-${process.pid}-${randomBytes(4).toString('hex')}`);
+    this.workDir = path.join(
+      this.o.workRoot ?? os.tmpdir(),
+      `tp-modal-fake-${process.pid}-${randomBytes(4).toString('hex')}`,
+    );
     await fs.mkdir(this.workDir, { recursive: true, mode: 0o711 });
-    const supportDir = isolation === 'bwrap' ? await prepareSupportDir(this.workDir, seccompProgram(), runAs?.uid ?? 65534, runAs?.gid ?? 65534) : undefined;
+    const supportDir =
+      isolation === 'bwrap'
+        ? await prepareSupportDir(this.workDir, seccompProgram(), runAs?.uid ?? 65534, runAs?.gid ?? 65534)
+        : undefined;
     const fsTools = path.join(this.workDir, 'modal-sandbox-fs-tools');
     await fs.copyFile(FS_TOOLS_HOST, fsTools);
     await fs.chmod(fsTools, 0o755);
-    this.basePlan = { isolation, bwrapPath, ...(supportDir ? { supportDir } : {}), ...(runAs ? { runAs } : {}), readable: [...(this.o.readable ?? [])], homeAt: '/root', extraBinds: ['--ro-bind', fsTools, FS_TOOLS_PATH] };
+    this.basePlan = {
+      isolation,
+      bwrapPath,
+      ...(supportDir ? { supportDir } : {}),
+      ...(runAs ? { runAs } : {}),
+      readable: [...(this.o.readable ?? [])],
+      homeAt: '/root',
+      extraBinds: ['--ro-bind', fsTools, FS_TOOLS_PATH],
+    };
     const { ModalClientDefinition, TaskCommandRouterDefinition } = modalProtocol();
-    const server = createServer({ 'grpc.max_receive_message_length': 100 * 1024 * 1024, 'grpc.max_send_message_length': 100 * 1024 * 1024 });
+    const server = createServer({
+      'grpc.max_receive_message_length': 100 * 1024 * 1024,
+      'grpc.max_send_message_length': 100 * 1024 * 1024,
+    });
     server.add(ModalClientDefinition as never, this.serve(ModalClientDefinition, this.controlPlane(), true) as never);
-    server.add(TaskCommandRouterDefinition as never, this.serve(TaskCommandRouterDefinition, this.router(), false) as never);
+    server.add(
+      TaskCommandRouterDefinition as never,
+      this.serve(TaskCommandRouterDefinition, this.router(), false) as never,
+    );
     const host = this.o.host ?? '127.0.0.1';
     const port = await server.listen(`${host}:${this.o.port ?? 0}`);
     this.server = server;
@@ -212,7 +235,12 @@ export class ModalFake {
         execs: s.execCount,
         maxConcurrentExecs: s.maxRunning,
         ...(s.scheduledAt ? { scheduledAt: s.scheduledAt } : {}),
-        execLog: [...s.execs.values()].map((e) => ({ command: e.command, requestedAt: e.requestedAt, startedAt: e.startedAt, ...(e.endedAt ? { endedAt: e.endedAt } : {}) })),
+        execLog: [...s.execs.values()].map((e) => ({
+          command: e.command,
+          requestedAt: e.requestedAt,
+          startedAt: e.startedAt,
+          ...(e.endedAt ? { endedAt: e.endedAt } : {}),
+        })),
       })),
     };
   }
@@ -255,12 +283,16 @@ export class ModalFake {
         return { appId: id };
       },
       secretGetOrCreate: async (r: { envDict: Record<string, string>; objectCreationType: number }) => {
-        if (r.objectCreationType !== 5) throw new ServerError(Status.FAILED_PRECONDITION, 'the Modal fake only makes ephemeral secrets');
+        if (r.objectCreationType !== 5)
+          throw new ServerError(Status.FAILED_PRECONDITION, 'the Modal fake only makes ephemeral secrets');
         const id = `st-${randomBytes(11).toString('hex')}`;
         this.secrets.set(id, { ...r.envDict });
         return { secretId: id };
       },
-      imageGetOrCreate: async (r: { image?: { dockerfileCommands: string[]; baseImages: Array<{ imageId: string }> }; forceBuild: boolean }) => this.imageGetOrCreate(r),
+      imageGetOrCreate: async (r: {
+        image?: { dockerfileCommands: string[]; baseImages: Array<{ imageId: string }> };
+        forceBuild: boolean;
+      }) => this.imageGetOrCreate(r),
       imageJoinStreaming: async function* (this: ModalFake, r: { imageId: string; timeout: number }, ctx: CallContext) {
         const image = this.imagesById.get(r.imageId);
         if (!image) throw new ServerError(Status.NOT_FOUND, `Image ${r.imageId} not found`);
@@ -276,7 +308,8 @@ export class ModalFake {
       },
       sandboxGetCommandRouterAccess: async (r: { sandboxId?: string; taskId?: string }) => {
         const s = r.sandboxId ? this.sandbox(r.sandboxId) : this.byTask.get(r.taskId ?? '');
-        if (!s?.taskId || s.result) throw new ServerError(Status.NOT_FOUND, `Sandbox ${r.sandboxId ?? r.taskId} is not running`);
+        if (!s?.taskId || s.result)
+          throw new ServerError(Status.NOT_FOUND, `Sandbox ${r.sandboxId ?? r.taskId} is not running`);
         return { url: this.routerUrl, jwt: this.jwt({ kind: 'router', task_id: s.taskId }) };
       },
       taskGetCommandRouterAccess: async (r: { taskId: string }) => {
@@ -295,7 +328,15 @@ export class ModalFake {
         await this.terminate(r.sandboxId);
         return {};
       },
-      sandboxList: async (r: { appId: string; beforeTimestamp: number; includeFinished: boolean; tags: Array<{ tagName: string; tagValue: string }> }, ctx) => {
+      sandboxList: async (
+        r: {
+          appId: string;
+          beforeTimestamp: number;
+          includeFinished: boolean;
+          tags: Array<{ tagName: string; tagValue: string }>;
+        },
+        ctx,
+      ) => {
         const token = tokenOf(ctx);
         const found = [...this.sandboxes.values()]
           .filter((s) => s.tokenId === token && (!r.appId || s.appId === r.appId) && (r.includeFinished || !s.result))
@@ -311,22 +352,37 @@ export class ModalFake {
             imageId: s.imageId,
             timeoutSecs: s.timeoutSecs,
             tags: [...s.tags].map(([tagName, tagValue]) => ({ tagName, tagValue })),
-            taskInfo: s.taskId ? { id: s.taskId, startedAt: s.createdAt, ...(s.result ? { result: s.result } : {}) } : undefined,
+            taskInfo: s.taskId
+              ? { id: s.taskId, startedAt: s.createdAt, ...(s.result ? { result: s.result } : {}) }
+              : undefined,
           })),
         };
       },
-      sandboxTagsGet: async (r: { sandboxId: string }) => ({ tags: [...this.sandbox(r.sandboxId).tags].map(([tagName, tagValue]) => ({ tagName, tagValue })) }),
+      sandboxTagsGet: async (r: { sandboxId: string }) => ({
+        tags: [...this.sandbox(r.sandboxId).tags].map(([tagName, tagValue]) => ({ tagName, tagValue })),
+      }),
       sandboxTagsSet: async (r: { sandboxId: string; tags: Array<{ tagName: string; tagValue: string }> }) => {
         const s = this.sandbox(r.sandboxId);
         s.tags = new Map(r.tags.map((t) => [t.tagName, t.tagValue]));
         return {};
       },
     };
-    for (const name of ['sandboxGetTaskId', 'sandboxWait', 'sandboxTerminate', 'sandboxList', 'sandboxTagsGet', 'sandboxTagsSet']) cp[`${name}V2`] = cp[name]!;
+    for (const name of [
+      'sandboxGetTaskId',
+      'sandboxWait',
+      'sandboxTerminate',
+      'sandboxList',
+      'sandboxTagsGet',
+      'sandboxTagsSet',
+    ])
+      cp[`${name}V2`] = cp[name]!;
     return cp;
   }
 
-  private imageGetOrCreate(r: { image?: { dockerfileCommands: string[]; baseImages: Array<{ imageId: string }> }; forceBuild: boolean }): { imageId: string; result?: FakeImage['result'] } {
+  private imageGetOrCreate(r: {
+    image?: { dockerfileCommands: string[]; baseImages: Array<{ imageId: string }> };
+    forceBuild: boolean;
+  }): { imageId: string; result?: FakeImage['result'] } {
     const commands = r.image?.dockerfileCommands ?? [];
     const base = r.image?.baseImages?.[0]?.imageId;
     const baseImage = base ? this.imagesById.get(base) : undefined;
@@ -334,7 +390,8 @@ export class ModalFake {
     const all = [...(baseImage?.commands ?? []), ...commands.filter((c) => !/^FROM base$/i.test(c))];
     const key = createHash('sha256').update(JSON.stringify(all)).digest('hex');
     const existing = this.images.get(key);
-    if (existing && !r.forceBuild && existing.result?.status !== FAILURE) return { imageId: existing.id, ...(existing.result ? { result: existing.result } : {}) };
+    if (existing && !r.forceBuild && existing.result?.status !== FAILURE)
+      return { imageId: existing.id, ...(existing.result ? { result: existing.result } : {}) };
     const image: FakeImage = { id: `im-${key.slice(0, 22)}`, commands: all, done: Promise.resolve() };
     image.done = this.build(image);
     this.images.set(key, image);
@@ -358,7 +415,12 @@ export class ModalFake {
         await fs.mkdir(d, { recursive: true, mode: 0o755 });
         if (this.basePlan!.runAs) await fs.chown(d, this.basePlan!.runAs.uid, this.basePlan!.runAs.gid);
       }
-      const plan: SpawnPlan = { ...this.basePlan!, homeHost: path.join(scratch, 'root'), tmpHost: path.join(scratch, 'tmp'), extraBinds: [...(this.basePlan!.extraBinds ?? []), '--bind', dir, IMAGE_MOUNT, ...this.supportBind()] };
+      const plan: SpawnPlan = {
+        ...this.basePlan!,
+        homeHost: path.join(scratch, 'root'),
+        tmpHost: path.join(scratch, 'tmp'),
+        extraBinds: [...(this.basePlan!.extraBinds ?? []), '--bind', dir, IMAGE_MOUNT, ...this.supportBind()],
+      };
       for (const run of runs) {
         const p = await SandboxProcess.start(plan, {
           pid: 1,
@@ -372,7 +434,8 @@ export class ModalFake {
           if ('data' in ev) chunks.push(Buffer.from('stderr' in ev.data ? ev.data.stderr : ev.data.stdout, 'base64'));
         });
         const end = await p.done;
-        if (end.exitCode !== 0) throw new Error(`RUN ${run} failed (${end.status}):\n${Buffer.concat(chunks).toString('utf8').slice(-2000)}`);
+        if (end.exitCode !== 0)
+          throw new Error(`RUN ${run} failed (${end.status}):\n${Buffer.concat(chunks).toString('utf8').slice(-2000)}`);
       }
       image.dir = dir;
       image.result = { status: SUCCESS, exception: '' };
@@ -388,17 +451,26 @@ export class ModalFake {
    * other id; the task id and router access come back at once, and the task's first exec waits
    * until it is scheduled — create returns before the container runs).
    */
-  private async sandboxCreate(r: SandboxCreateRequest, ctx: CallContext, v2: boolean): Promise<{ sandboxId: string; taskId?: string; commandRouterAccess?: { url: string; jwt: string } }> {
-    if (this.faults.resourceExhausted) throw new ServerError(Status.RESOURCE_EXHAUSTED, 'Sandbox quota exceeded for this workspace');
+  private async sandboxCreate(
+    r: SandboxCreateRequest,
+    ctx: CallContext,
+    v2: boolean,
+  ): Promise<{ sandboxId: string; taskId?: string; commandRouterAccess?: { url: string; jwt: string } }> {
+    if (this.faults.resourceExhausted)
+      throw new ServerError(Status.RESOURCE_EXHAUSTED, 'Sandbox quota exceeded for this workspace');
     const def = r.definition;
     if (!def) throw new ServerError(Status.INVALID_ARGUMENT, 'definition is required');
     const image = this.imagesById.get(def.imageId);
-    if (!image?.result || image.result.status !== SUCCESS) throw new ServerError(Status.FAILED_PRECONDITION, `Image ${def.imageId} is not built`);
+    if (!image?.result || image.result.status !== SUCCESS)
+      throw new ServerError(Status.FAILED_PRECONDITION, `Image ${def.imageId} is not built`);
     await sleep(this.createLatencyMs, ctx.signal);
     const env: Record<string, string> = {};
     for (const id of def.secretIds ?? []) Object.assign(env, this.secret(id));
-    for (const src of r.secretSources ?? []) Object.assign(env, src.secretId ? this.secret(src.secretId) : (src.env?.contents ?? {}));
-    const id = v2 ? `sb-${randomBytes(8).toString('hex')}-${randomBytes(4).toString('hex')}` : `sb-${randomBytes(11).toString('hex')}`;
+    for (const src of r.secretSources ?? [])
+      Object.assign(env, src.secretId ? this.secret(src.secretId) : (src.env?.contents ?? {}));
+    const id = v2
+      ? `sb-${randomBytes(8).toString('hex')}-${randomBytes(4).toString('hex')}`
+      : `sb-${randomBytes(11).toString('hex')}`;
     const dir = path.join(this.workDir, `sbx-${id}`);
     await fs.mkdir(dir, { mode: 0o711 });
     for (const sub of ['root', 'tmp']) {
@@ -420,7 +492,12 @@ export class ModalFake {
       milliCpu: def.resources?.milliCpu ?? 0,
       memoryMb: def.resources?.memoryMb ?? 0,
       dir,
-      plan: { ...this.basePlan!, homeHost: path.join(dir, 'root'), tmpHost: path.join(dir, 'tmp'), extraBinds: [...(this.basePlan!.extraBinds ?? []), ...imageBinds] },
+      plan: {
+        ...this.basePlan!,
+        homeHost: path.join(dir, 'root'),
+        tmpHost: path.join(dir, 'tmp'),
+        extraBinds: [...(this.basePlan!.extraBinds ?? []), ...imageBinds],
+      },
       execs: new Map(),
       execCount: 0,
       running: 0,
@@ -446,7 +523,13 @@ export class ModalFake {
     const expire = setTimeout(() => void this.terminate(id, TIMEOUT, 'Sandbox timed out'), s.timeoutSecs * 1000);
     expire.unref();
     s.timers.push(schedule, expire);
-    return v2 ? { sandboxId: id, taskId: s.taskId, commandRouterAccess: { url: this.routerUrl, jwt: this.jwt({ kind: 'router', task_id: s.taskId! }) } } : { sandboxId: id };
+    return v2
+      ? {
+          sandboxId: id,
+          taskId: s.taskId,
+          commandRouterAccess: { url: this.routerUrl, jwt: this.jwt({ kind: 'router', task_id: s.taskId! }) },
+        }
+      : { sandboxId: id };
   }
 
   // ---------------------------------------------------------------- task command router
@@ -461,30 +544,49 @@ export class ModalFake {
         if (s.execs.has(r.execId)) throw new ServerError(Status.ALREADY_EXISTS, `exec ${r.execId} already exists`);
         const env: Record<string, string> = { ...s.env };
         for (const id of r.secretIds ?? []) Object.assign(env, this.secret(id));
-        for (const src of r.secretSources ?? []) Object.assign(env, src.secretId ? this.secret(src.secretId) : (src.env?.contents ?? {}));
+        for (const src of r.secretSources ?? [])
+          Object.assign(env, src.secretId ? this.secret(src.secretId) : (src.env?.contents ?? {}));
         Object.assign(env, r.env ?? {});
         const [cmd, ...args] = r.commandArgs;
         if (!cmd) throw new ServerError(Status.INVALID_ARGUMENT, 'commandArgs is empty');
-        const exec: Exec = { id: r.execId, process: undefined as never, out: [[], []], outLen: [0, 0], stdinWritten: 0, stdinClosed: false, changed: new Set(), requestedAt, startedAt: Date.now(), command: r.commandArgs.join(' ').slice(0, 300) };
+        const exec: Exec = {
+          id: r.execId,
+          process: undefined as never,
+          out: [[], []],
+          outLen: [0, 0],
+          stdinWritten: 0,
+          stdinClosed: false,
+          changed: new Set(),
+          requestedAt,
+          startedAt: Date.now(),
+          command: r.commandArgs.join(' ').slice(0, 300),
+        };
         const keep = [r.stdoutConfig === 1, r.stderrConfig === 1];
         const onEvent = (ev: ProcessEventJson) => {
           if ('data' in ev) {
             const fd = 'stdout' in ev.data ? 0 : 1;
             if (!keep[fd]) return;
-            const b = Buffer.from(fd === 0 ? (ev.data as { stdout: string }).stdout : (ev.data as { stderr: string }).stderr, 'base64');
+            const b = Buffer.from(
+              fd === 0 ? (ev.data as { stdout: string }).stdout : (ev.data as { stderr: string }).stderr,
+              'base64',
+            );
             exec.out[fd].push(b);
             exec.outLen[fd] += b.length;
             notify(exec.changed);
           }
         };
         try {
-          exec.process = await SandboxProcess.start(s.plan, {
-            pid: ++s.execCount,
-            config: { cmd, args, envs: env },
-            env: { HOME: '/root', PATH: PATH_IN_SANDBOX, ...env },
-            cwd: r.workdir || '/',
-            stdin: true,
-          }, onEvent);
+          exec.process = await SandboxProcess.start(
+            s.plan,
+            {
+              pid: ++s.execCount,
+              config: { cmd, args, envs: env },
+              env: { HOME: '/root', PATH: PATH_IN_SANDBOX, ...env },
+              cwd: r.workdir || '/',
+              stdin: true,
+            },
+            onEvent,
+          );
         } catch (e) {
           throw new ServerError(Status.INVALID_ARGUMENT, `could not start ${cmd}: ${(e as Error).message}`);
         }
@@ -497,10 +599,15 @@ export class ModalFake {
           notify(exec.changed);
         });
         if (r.timeoutSecs) s.timers.push(setTimeout(() => exec.process.signal('SIGKILL'), r.timeoutSecs * 1000));
-        if (this.faults.terminateMidExecMs !== undefined) s.timers.push(setTimeout(() => void this.terminate(s.id), this.faults.terminateMidExecMs));
+        if (this.faults.terminateMidExecMs !== undefined)
+          s.timers.push(setTimeout(() => void this.terminate(s.id), this.faults.terminateMidExecMs));
         return {};
       },
-      taskExecStdioRead: async function* (this: ModalFake, r: { taskId: string; execId: string; offset: number; fileDescriptor: number }, ctx: CallContext) {
+      taskExecStdioRead: async function* (
+        this: ModalFake,
+        r: { taskId: string; execId: string; offset: number; fileDescriptor: number },
+        ctx: CallContext,
+      ) {
         const { exec } = this.exec(r.taskId, r.execId, ctx);
         const fd = r.fileDescriptor === 1 ? 1 : 0;
         let offset = Number(r.offset);
@@ -522,12 +629,22 @@ export class ModalFake {
           if (ctx.signal.aborted) return;
         }
       }.bind(this),
-      taskExecStdinWrite: async (r: { taskId: string; execId: string; offset: number; data: Uint8Array; eof: boolean }, ctx) => {
+      taskExecStdinWrite: async (
+        r: { taskId: string; execId: string; offset: number; data: Uint8Array; eof: boolean },
+        ctx,
+      ) => {
         const { exec } = this.exec(r.taskId, r.execId, ctx);
         await this.writeStdin(exec, Number(r.offset), Buffer.from(r.data), r.eof);
         return {};
       },
-      taskExecStdinWriteStream: async (requests: AsyncIterable<{ start?: { taskId: string; execId: string; offset: number }; data?: Uint8Array; end?: object }>, ctx) => {
+      taskExecStdinWriteStream: async (
+        requests: AsyncIterable<{
+          start?: { taskId: string; execId: string; offset: number };
+          data?: Uint8Array;
+          end?: object;
+        }>,
+        ctx,
+      ) => {
         let exec: Exec | undefined;
         let offset = 0;
         for await (const m of requests) {
@@ -549,7 +666,8 @@ export class ModalFake {
         const { exec } = this.exec(r.taskId, r.execId, ctx);
         return { numBytesWritten: exec.stdinWritten, closed: exec.stdinClosed || !!exec.end };
       },
-      taskExecPoll: async (r: { taskId: string; execId: string }, ctx) => this.exec(r.taskId, r.execId, ctx).exec.end ?? {},
+      taskExecPoll: async (r: { taskId: string; execId: string }, ctx) =>
+        this.exec(r.taskId, r.execId, ctx).exec.end ?? {},
       taskExecWait: async (r: { taskId: string; execId: string }, ctx) => {
         const { exec } = this.exec(r.taskId, r.execId, ctx);
         await waitFor(exec.changed, () => !!exec.end, 55_000, ctx.signal);
@@ -564,7 +682,8 @@ export class ModalFake {
       if (data.length === 0 && eof) return;
       throw new ServerError(Status.FAILED_PRECONDITION, 'stdin is closed');
     }
-    if (offset > exec.stdinWritten) throw new ServerError(Status.OUT_OF_RANGE, `offset ${offset} is past the ${exec.stdinWritten} bytes written`);
+    if (offset > exec.stdinWritten)
+      throw new ServerError(Status.OUT_OF_RANGE, `offset ${offset} is past the ${exec.stdinWritten} bytes written`);
     const fresh = data.subarray(exec.stdinWritten - offset);
     if (fresh.length > 0 && !exec.end) {
       try {
@@ -588,7 +707,11 @@ export class ModalFake {
   }
 
   /** Wraps each handler: checks credentials, fills every response through its message type. */
-  private serve(def: ServiceDefinition, handlers: Record<string, Handler>, controlPlane: boolean): Record<string, unknown> {
+  private serve(
+    def: ServiceDefinition,
+    handlers: Record<string, Handler>,
+    controlPlane: boolean,
+  ): Record<string, unknown> {
     const impl: Record<string, unknown> = {};
     for (const [name, method] of Object.entries(def.methods)) {
       const h = handlers[name];
@@ -597,10 +720,16 @@ export class ModalFake {
         impl[name] = method.responseStream
           ? async function* () {
               yield* [];
-              throw new ServerError(Status.UNIMPLEMENTED, `the Modal fake does not implement ${def.name}/${method.name}`);
+              throw new ServerError(
+                Status.UNIMPLEMENTED,
+                `the Modal fake does not implement ${def.name}/${method.name}`,
+              );
             }
           : async () => {
-              throw new ServerError(Status.UNIMPLEMENTED, `the Modal fake does not implement ${def.name}/${method.name}`);
+              throw new ServerError(
+                Status.UNIMPLEMENTED,
+                `the Modal fake does not implement ${def.name}/${method.name}`,
+              );
             };
       } else if (method.responseStream) {
         impl[name] = async function* (req: unknown, ctx: CallContext) {
@@ -623,7 +752,8 @@ export class ModalFake {
     const secret = ctx.metadata.get('x-modal-token-secret');
     const ok = this.o.tokens?.length ? this.o.tokens.some((t) => t.id === id && t.secret === secret) : !!id && !!secret;
     if (!ok) throw new ServerError(Status.UNAUTHENTICATED, 'Invalid token id or secret');
-    if (method !== 'authTokenGet' && !this.jwts.has(ctx.metadata.get('x-modal-auth-token') ?? '')) throw new ServerError(Status.UNAUTHENTICATED, 'Missing or invalid auth token');
+    if (method !== 'authTokenGet' && !this.jwts.has(ctx.metadata.get('x-modal-auth-token') ?? ''))
+      throw new ServerError(Status.UNAUTHENTICATED, 'Missing or invalid auth token');
   }
 
   private checkRouterJwt(ctx: CallContext): void {
@@ -659,7 +789,8 @@ export class ModalFake {
     const s = this.byTask.get(taskId);
     const exec = s?.execs.get(execId);
     if (!s || !exec) throw new ServerError(Status.NOT_FOUND, `exec ${execId} not found`);
-    if (s.result && !exec.end) throw new ServerError(Status.NOT_FOUND, `Task ${taskId} has finished: ${s.result.exception}`);
+    if (s.result && !exec.end)
+      throw new ServerError(Status.NOT_FOUND, `Task ${taskId} has finished: ${s.result.exception}`);
     return { sandbox: s, exec };
   }
 
@@ -741,4 +872,3 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export async function startModalFake(o: ModalFakeOptions = {}): Promise<ModalFake> {
   return new ModalFake(o).start();
 }
-

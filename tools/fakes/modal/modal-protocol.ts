@@ -39,11 +39,19 @@ let loaded: ModalProtocol | undefined;
 export function modalProtocol(): ModalProtocol {
   if (loaded) return loaded;
   const bundle = require.resolve('modal'); // the "require" export: dist/index.cjs
-  const pkg = JSON.parse(readFileSync(path.join(path.dirname(bundle), '..', 'package.json'), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(path.join(path.dirname(bundle), '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
   const requireFromSdk = createRequire(bundle);
   const source = `${readFileSync(bundle, 'utf8')}\n;module.exports.__definitions = { ModalClientDefinition, TaskCommandRouterDefinition };`;
   const mod: { exports: Record<string, unknown> } = { exports: {} };
-  new Function('exports', 'require', 'module', '__filename', '__dirname', source)(mod.exports, requireFromSdk, mod, bundle, path.dirname(bundle));
+  new Function('exports', 'require', 'module', '__filename', '__dirname', source)(
+    mod.exports,
+    requireFromSdk,
+    mod,
+    bundle,
+    path.dirname(bundle),
+  );
   const defs = mod.exports.__definitions as Omit<ModalProtocol, 'version'>;
   loaded = { ...defs, version: pkg.version };
   return loaded;

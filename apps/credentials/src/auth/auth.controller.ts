@@ -1,6 +1,15 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { AuthOrgsDelete, AuthStateGet, AuthTokensCreate, AuthTokensList, AuthTokensRevoke, type Principal, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  AuthOrgsDelete,
+  AuthStateGet,
+  AuthTokensCreate,
+  AuthTokensList,
+  AuthTokensRevoke,
+  type Principal,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Caller, Handles } from '@toolplane/messaging';
 import { AuthService } from './auth.service';
 
@@ -9,7 +18,10 @@ export class AuthController {
   constructor(private readonly auth: AuthService) {}
 
   @Handles(AuthTokensCreate)
-  create(@Payload() req: RequestOf<typeof AuthTokensCreate>, @Caller() caller: Principal): Promise<ReplyOf<typeof AuthTokensCreate>> {
+  create(
+    @Payload() req: RequestOf<typeof AuthTokensCreate>,
+    @Caller() caller: Principal,
+  ): Promise<ReplyOf<typeof AuthTokensCreate>> {
     return this.auth.create(caller, req);
   }
 
@@ -24,7 +36,10 @@ export class AuthController {
   }
 
   @Handles(AuthOrgsDelete)
-  deleteOrg(@Payload() req: RequestOf<typeof AuthOrgsDelete>, @Caller() caller: Principal): Promise<ReplyOf<typeof AuthOrgsDelete>> {
+  deleteOrg(
+    @Payload() req: RequestOf<typeof AuthOrgsDelete>,
+    @Caller() caller: Principal,
+  ): Promise<ReplyOf<typeof AuthOrgsDelete>> {
     return this.auth.deleteOrg(caller, req);
   }
 

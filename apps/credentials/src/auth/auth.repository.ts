@@ -42,14 +42,22 @@ export class AuthRepository {
   }
 
   async orgDeleted(orgId: string): Promise<boolean> {
-    const rows: unknown[] = await this.ds.query(`SELECT 1 FROM credentials.auth_revocations WHERE kind = 'org' AND subject = $1`, [orgId]);
+    const rows: unknown[] = await this.ds.query(
+      `SELECT 1 FROM credentials.auth_revocations WHERE kind = 'org' AND subject = $1`,
+      [orgId],
+    );
     return rows.length > 0;
   }
 
   /** Marks the token revoked and records it for verifiers; false when it was revoked already. */
   revoke(token: AuthTokenEntity): Promise<boolean> {
     return this.ds.transaction(async (m) => {
-      const r = rowsOf(await m.query(`UPDATE credentials.auth_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id`, [token.id]));
+      const r = rowsOf(
+        await m.query(
+          `UPDATE credentials.auth_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING id`,
+          [token.id],
+        ),
+      );
       if (!r.length) return false;
       await recordRevocation(m, 'token', token.id, token.expiresAt);
       return true;
@@ -67,11 +75,20 @@ export class AuthRepository {
     return this.ds.transaction(async (m) => {
       await recordRevocation(m, 'org', orgId, null);
       const revoked = rowsOf<{ id: string; expires_at: Date }>(
-        await m.query(`UPDATE credentials.auth_tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING id, expires_at`, [orgId]),
+        await m.query(
+          `UPDATE credentials.auth_tokens SET revoked_at = now() WHERE org_id = $1 AND revoked_at IS NULL AND expires_at > now() RETURNING id, expires_at`,
+          [orgId],
+        ),
       );
       for (const t of revoked) await recordRevocation(m, 'token', t.id, t.expires_at);
-      const gone = async (table: string) => rowsOf(await m.query(`DELETE FROM credentials.${table} WHERE org_id = $1 RETURNING org_id`, [orgId])).length;
-      return { tokensRevoked: revoked.length, secrets: await gone('secrets'), oauthTokens: await gone('oauth_tokens'), webhooks: await gone('webhooks') };
+      const gone = async (table: string) =>
+        rowsOf(await m.query(`DELETE FROM credentials.${table} WHERE org_id = $1 RETURNING org_id`, [orgId])).length;
+      return {
+        tokensRevoked: revoked.length,
+        secrets: await gone('secrets'),
+        oauthTokens: await gone('oauth_tokens'),
+        webhooks: await gone('webhooks'),
+      };
     });
   }
 
@@ -81,7 +98,9 @@ export class AuthRepository {
    * lower seq may commit after a higher one was read.)
    */
   async revocationVersion(): Promise<string> {
-    const [row]: Array<{ version: string }> = await this.ds.query(`SELECT ${VERSION_SQL} AS version FROM credentials.auth_revocations`);
+    const [row]: Array<{ version: string }> = await this.ds.query(
+      `SELECT ${VERSION_SQL} AS version FROM credentials.auth_revocations`,
+    );
     return row?.version ?? '0-0';
   }
 
@@ -92,7 +111,11 @@ export class AuthRepository {
        SELECT r.kind, r.subject, v.version FROM v LEFT JOIN credentials.auth_revocations r ON r.expires_at IS NULL OR r.expires_at > now()`,
     );
     const live = rows.filter((r) => r.kind !== null);
-    return { version: rows[0]?.version ?? '0-0', tokens: live.filter((r) => r.kind === 'token').map((r) => r.subject!), orgs: live.filter((r) => r.kind === 'org').map((r) => r.subject!) };
+    return {
+      version: rows[0]?.version ?? '0-0',
+      tokens: live.filter((r) => r.kind === 'token').map((r) => r.subject!),
+      orgs: live.filter((r) => r.kind === 'org').map((r) => r.subject!),
+    };
   }
 }
 
@@ -103,6 +126,14 @@ function rowsOf<T = unknown>(r: unknown): T[] {
   return (Array.isArray(r) && r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
 }
 
-async function recordRevocation(m: EntityManager, kind: 'token' | 'org', subject: string, expiresAt: Date | null): Promise<void> {
-  await m.query(`INSERT INTO credentials.auth_revocations (kind, subject, expires_at) VALUES ($1, $2, $3) ON CONFLICT (kind, subject) DO NOTHING`, [kind, subject, expiresAt]);
+async function recordRevocation(
+  m: EntityManager,
+  kind: 'token' | 'org',
+  subject: string,
+  expiresAt: Date | null,
+): Promise<void> {
+  await m.query(
+    `INSERT INTO credentials.auth_revocations (kind, subject, expires_at) VALUES ($1, $2, $3) ON CONFLICT (kind, subject) DO NOTHING`,
+    [kind, subject, expiresAt],
+  );
 }

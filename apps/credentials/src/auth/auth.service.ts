@@ -40,7 +40,8 @@ export class AuthService {
 
   async create(caller: Principal, req: RequestOf<typeof AuthTokensCreate>): Promise<ReplyOf<typeof AuthTokensCreate>> {
     const scopes = this.grantable(caller, req.scopes);
-    if (await this.repo.orgDeleted(req.org_id)) throw forbidden(`Org ${req.org_id} has been deleted: no token can be minted for it`);
+    if (await this.repo.orgDeleted(req.org_id))
+      throw forbidden(`Org ${req.org_id} has been deleted: no token can be minted for it`);
     const minted = await this.minter.mint({
       org: req.org_id,
       name: req.name,
@@ -49,7 +50,9 @@ export class AuthService {
       ttlS: req.ttl_s,
       createdBy: caller.kind === 'service' ? caller.app : caller.tokenId,
     });
-    this.log.log(`minted token ${minted.token_id} (${scopes.join(' ')}) for org ${req.org_id}${req.user_id !== undefined ? ', bound to an end user' : ''}`);
+    this.log.log(
+      `minted token ${minted.token_id} (${scopes.join(' ')}) for org ${req.org_id}${req.user_id !== undefined ? ', bound to an end user' : ''}`,
+    );
     return minted;
   }
 
@@ -63,7 +66,10 @@ export class AuthService {
 
   async revoke(req: RequestOf<typeof AuthTokensRevoke>): Promise<ReplyOf<typeof AuthTokensRevoke>> {
     const token = await this.repo.find(req.token_id);
-    if (!token || token.orgId !== req.org_id) throw new ToolplaneError(ErrorCode.TOKEN_NOT_FOUND, `No token ${req.token_id} in this org`, { token_id: req.token_id });
+    if (!token || token.orgId !== req.org_id)
+      throw new ToolplaneError(ErrorCode.TOKEN_NOT_FOUND, `No token ${req.token_id} in this org`, {
+        token_id: req.token_id,
+      });
     if (await this.repo.revoke(token)) {
       this.log.log(`revoked token ${token.id} of org ${req.org_id}`);
       await this.announce();
@@ -85,9 +91,15 @@ export class AuthService {
   }
 
   async state(req: RequestOf<typeof AuthStateGet>): Promise<ReplyOf<typeof AuthStateGet>> {
-    if (req.version !== undefined && req.version === this.version(await this.repo.revocationVersion())) return { unchanged: true, version: req.version };
+    if (req.version !== undefined && req.version === this.version(await this.repo.revocationVersion()))
+      return { unchanged: true, version: req.version };
     const r = await this.repo.revocations();
-    return { version: this.version(r.version), keys: this.signer.publicKeys(), revoked_tokens: r.tokens, deleted_orgs: r.orgs };
+    return {
+      version: this.version(r.version),
+      keys: this.signer.publicKeys(),
+      revoked_tokens: r.tokens,
+      deleted_orgs: r.orgs,
+    };
   }
 
   /** What verifiers compare: the revocations' version and the signing keys'. */
@@ -120,7 +132,9 @@ export class AuthService {
     try {
       this.messaging.broadcast(AuthChanged, { version: this.version(await this.repo.revocationVersion()) });
     } catch (e) {
-      this.log.warn(`could not broadcast the token state change: ${(e as Error).message}; verifiers still see it within AUTH_REFRESH_MS`);
+      this.log.warn(
+        `could not broadcast the token state change: ${(e as Error).message}; verifiers still see it within AUTH_REFRESH_MS`,
+      );
     }
   }
 }
@@ -146,9 +160,12 @@ function encodeCursor(t: AuthTokenEntity): string {
 function decodeCursor(cursor: string): { createdAt: string; id: string } {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAt === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(createdAt))) return { createdAt, id };
+    if (typeof createdAt === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(createdAt)))
+      return { createdAt, id };
   } catch {
     // fall through
   }
-  throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor: not a cursor this service returned', { issues: [{ path: 'cursor', message: 'unknown cursor' }] });
+  throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor: not a cursor this service returned', {
+    issues: [{ path: 'cursor', message: 'unknown cursor' }],
+  });
 }

@@ -29,8 +29,30 @@ export class TokenMinter {
     const issuedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
     const expiresAt = new Date(issuedAt.getTime() + t.ttlS * 1000);
     const userId = t.org !== undefined ? t.userId : undefined;
-    await this.repo.insert({ id: jti, orgId: t.org ?? null, userId: userId ?? null, name: t.name, scopes: [...t.scopes], keyId: this.signer.activeKeyId, createdBy: t.createdBy, expiresAt });
-    const token = await this.signer.sign({ jti, org: t.org, scopes: t.scopes, ...(userId !== undefined ? { userId } : {}), issuedAt, expiresAt });
-    return { token, token_id: jti, scopes: [...t.scopes], expires_at: expiresAt.toISOString(), user_id: userId ?? null };
+    await this.repo.insert({
+      id: jti,
+      orgId: t.org ?? null,
+      userId: userId ?? null,
+      name: t.name,
+      scopes: [...t.scopes],
+      keyId: this.signer.activeKeyId,
+      createdBy: t.createdBy,
+      expiresAt,
+    });
+    const token = await this.signer.sign({
+      jti,
+      org: t.org,
+      scopes: t.scopes,
+      ...(userId !== undefined ? { userId } : {}),
+      issuedAt,
+      expiresAt,
+    });
+    return {
+      token,
+      token_id: jti,
+      scopes: [...t.scopes],
+      expires_at: expiresAt.toISOString(),
+      user_id: userId ?? null,
+    };
   }
 }

@@ -1,5 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { OPERATOR_SUBJECT, TOKEN_ALGORITHM, TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_USER_CLAIM, type Scope } from '@toolplane/contracts';
+import {
+  OPERATOR_SUBJECT,
+  TOKEN_ALGORITHM,
+  TOKEN_AUDIENCE,
+  TOKEN_ISSUER,
+  TOKEN_USER_CLAIM,
+  type Scope,
+} from '@toolplane/contracts';
 import { deriveKey, ed25519FromSeed } from '@toolplane/crypto';
 import { SignJWT } from 'jose';
 import { createHash, type KeyObject } from 'node:crypto';
@@ -50,7 +57,11 @@ export class TokenSigner {
 
   sign(c: TokenClaims): Promise<string> {
     const kid = this.ring.activeKeyId;
-    return new SignJWT({ scope: c.scopes.join(' '), ...(c.org !== undefined ? { org: c.org } : {}), ...(c.userId !== undefined ? { [TOKEN_USER_CLAIM]: c.userId } : {}) })
+    return new SignJWT({
+      scope: c.scopes.join(' '),
+      ...(c.org !== undefined ? { org: c.org } : {}),
+      ...(c.userId !== undefined ? { [TOKEN_USER_CLAIM]: c.userId } : {}),
+    })
       .setProtectedHeader({ alg: TOKEN_ALGORITHM, typ: 'JWT', kid })
       .setIssuer(TOKEN_ISSUER)
       .setAudience(TOKEN_AUDIENCE)

@@ -1,6 +1,7 @@
 import { CredentialsCache } from './credentials-cache';
 
-const cacheWith = (ttl = 60_000, max = 100) => new CredentialsCache({ CREDENTIALS_ENV_CACHE_TTL_MS: ttl, CREDENTIALS_ENV_CACHE_MAX_ENTRIES: max });
+const cacheWith = (ttl = 60_000, max = 100) =>
+  new CredentialsCache({ CREDENTIALS_ENV_CACHE_TTL_MS: ttl, CREDENTIALS_ENV_CACHE_MAX_ENTRIES: max });
 
 describe('CredentialsCache', () => {
   it('loads once per org and key, and never serves one org from another', async () => {
@@ -33,7 +34,9 @@ describe('CredentialsCache', () => {
     await off.get('a', 'k', async () => n++);
     expect(n).toBe(2);
     const cache = cacheWith();
-    await expect(cache.get('a', 'k', async () => Promise.reject(new Error('ENCRYPTION_KEY_MISSING')))).rejects.toThrow();
+    await expect(
+      cache.get('a', 'k', async () => Promise.reject(new Error('ENCRYPTION_KEY_MISSING'))),
+    ).rejects.toThrow();
     expect(await cache.get('a', 'k', async () => 'ok')).toBe('ok');
   });
 });

@@ -1,4 +1,13 @@
-import { Global, Inject, Injectable, Logger, Module, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import {
+  Global,
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  Optional,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { CredentialsChanged } from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
@@ -23,7 +32,10 @@ export class CredentialsCache implements OnModuleInit, OnModuleDestroy {
   private sub?: { unsubscribe(): void };
 
   constructor(
-    @Inject(APP_CONFIG) config: Pick<CredentialsConfig, 'CREDENTIALS_ENV_CACHE_TTL_MS' | 'CREDENTIALS_ENV_CACHE_MAX_ENTRIES'>,
+    @Inject(APP_CONFIG) config: Pick<
+      CredentialsConfig,
+      'CREDENTIALS_ENV_CACHE_TTL_MS' | 'CREDENTIALS_ENV_CACHE_MAX_ENTRIES'
+    >,
     @Optional() private readonly messaging?: MessagingClient,
   ) {
     this.ttlMs = config.CREDENTIALS_ENV_CACHE_TTL_MS ?? 0;

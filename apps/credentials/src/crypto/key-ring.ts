@@ -4,7 +4,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { KEY_BYTES, parseKeyRingSpec } from '../key-ring-spec';
 
-
 /** Injection token of the loaded key ring. */
 export const KEY_RING = Symbol('KEY_RING');
 
@@ -35,7 +34,9 @@ export function loadKeyRing(c: KeyRingSource, log = new Logger('KeyRing')): KeyR
     try {
       text = readFileSync(c.CREDENTIALS_KEYS_FILE, 'utf8');
     } catch (e) {
-      throw new Error(`CREDENTIALS_KEYS_FILE ${c.CREDENTIALS_KEYS_FILE} cannot be read: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw new Error(
+        `CREDENTIALS_KEYS_FILE ${c.CREDENTIALS_KEYS_FILE} cannot be read: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
+      );
     }
     keys = parseKeyRingSpec(text);
   } else if (c.TOOLPLANE_PROFILE === 'development') {

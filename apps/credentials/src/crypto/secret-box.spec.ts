@@ -8,7 +8,10 @@ import { SecretBox } from './secret-box';
 
 const k1 = randomBytes(32);
 const k2 = randomBytes(32);
-const ring = (active: string, keys: Record<string, Buffer>) => ({ keys: new Map(Object.entries(keys)), activeKeyId: active });
+const ring = (active: string, keys: Record<string, Buffer>) => ({
+  keys: new Map(Object.entries(keys)),
+  activeKeyId: active,
+});
 
 describe('SecretBox', () => {
   it('seals with the active key, records its id, and opens what it sealed', () => {
@@ -24,10 +27,14 @@ describe('SecretBox', () => {
   it('refuses a value moved to another owner (associated data) or altered, never returning garbage', () => {
     const sut = new SecretBox(ring('k1', { k1 }));
     const sealed = sut.seal('value', 'org\u0000A');
-    expect(() => sut.open(sealed, 'org\u0000B', 'secret')).toThrow(expect.objectContaining({ code: 'ENCRYPTION_KEY_MISSING' }));
+    expect(() => sut.open(sealed, 'org\u0000B', 'secret')).toThrow(
+      expect.objectContaining({ code: 'ENCRYPTION_KEY_MISSING' }),
+    );
     const altered = Buffer.from(sealed.blob);
     altered[altered.length - 1]! ^= 1;
-    expect(() => sut.open({ keyId: 'k1', blob: altered }, 'org\u0000A', 'secret')).toThrow(/cannot be decrypted with key 'k1'/);
+    expect(() => sut.open({ keyId: 'k1', blob: altered }, 'org\u0000A', 'secret')).toThrow(
+      /cannot be decrypted with key 'k1'/,
+    );
   });
 
   it('fails with a clear error naming the key when the key is not in the ring', () => {
@@ -49,11 +56,22 @@ describe('key ring', () => {
   });
 
   it('requires configured keys in production and an active key that exists', () => {
-    expect(() => loadKeyRing({ TOOLPLANE_PROFILE: 'production', CREDENTIALS_DEV_KEY_FILE: '/nonexistent' })).toThrow(/required in production/);
+    expect(() => loadKeyRing({ TOOLPLANE_PROFILE: 'production', CREDENTIALS_DEV_KEY_FILE: '/nonexistent' })).toThrow(
+      /required in production/,
+    );
     expect(() =>
-      loadKeyRing({ TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: `k1:${k1.toString('base64')}`, CREDENTIALS_ACTIVE_KEY: 'k9', CREDENTIALS_DEV_KEY_FILE: '' }),
+      loadKeyRing({
+        TOOLPLANE_PROFILE: 'production',
+        CREDENTIALS_KEYS: `k1:${k1.toString('base64')}`,
+        CREDENTIALS_ACTIVE_KEY: 'k9',
+        CREDENTIALS_DEV_KEY_FILE: '',
+      }),
     ).toThrow(/k9 is not in the key ring/);
-    const last = loadKeyRing({ TOOLPLANE_PROFILE: 'production', CREDENTIALS_KEYS: `a:${k1.toString('base64')},b:${k2.toString('base64')}`, CREDENTIALS_DEV_KEY_FILE: '' });
+    const last = loadKeyRing({
+      TOOLPLANE_PROFILE: 'production',
+      CREDENTIALS_KEYS: `a:${k1.toString('base64')},b:${k2.toString('base64')}`,
+      CREDENTIALS_DEV_KEY_FILE: '',
+    });
     expect(last.activeKeyId).toBe('b');
   });
 

@@ -38,7 +38,11 @@ export class SecretBox {
   seal(plaintext: string, aad: string): SealedSecret {
     const keyId = this.ring.activeKeyId;
     const dek = randomBytes(KEY_BYTES);
-    const blob = Buffer.concat([Buffer.from([VERSION]), encryptGcm(this.keks.get(keyId)!, dek, `dek:${keyId}`), encryptGcm(dek, plaintext, aad)]);
+    const blob = Buffer.concat([
+      Buffer.from([VERSION]),
+      encryptGcm(this.keks.get(keyId)!, dek, `dek:${keyId}`),
+      encryptGcm(dek, plaintext, aad),
+    ]);
     dek.fill(0);
     return { keyId, blob };
   }
@@ -84,6 +88,10 @@ export const aad = {
   webhook: (orgId: string) => ['webhook', orgId].join('\u0000'),
   /** An end user's tokens are bound to the user too (the org's keep their original binding). */
   oauthToken: (t: { orgId: string; serverId: string; issuer: string; userId?: string }) =>
-    (t.userId ? ['oauth-token', t.orgId, t.serverId, t.issuer, 'user', t.userId] : ['oauth-token', t.orgId, t.serverId, t.issuer]).join('\u0000'),
-  sealedValue: (v: { org_id: string; purpose: string; ref: string }) => ['sealed-value', v.purpose, v.org_id, v.ref].join('\u0000'),
+    (t.userId
+      ? ['oauth-token', t.orgId, t.serverId, t.issuer, 'user', t.userId]
+      : ['oauth-token', t.orgId, t.serverId, t.issuer]
+    ).join('\u0000'),
+  sealedValue: (v: { org_id: string; purpose: string; ref: string }) =>
+    ['sealed-value', v.purpose, v.org_id, v.ref].join('\u0000'),
 };

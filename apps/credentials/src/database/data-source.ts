@@ -14,5 +14,11 @@ import { AddOAuthTokenUsers1764700000000 } from './migrations/1764700000000-add-
 export const CREDENTIALS_DB: OwnedSchema = {
   schema: 'credentials',
   entities: [SecretEntity, WebhookEntity, SandboxConfigEntity, OAuthTokenEntity, AuthTokenEntity],
-  migrations: [CreateCredentials1764000000000, CreateOAuthTokens1764200000000, CreateAuthTokens1764300000000, EndUserSecretsAndTokens1764500000000, AddOAuthTokenUsers1764700000000],
+  migrations: [
+    CreateCredentials1764000000000,
+    CreateOAuthTokens1764200000000,
+    CreateAuthTokens1764300000000,
+    EndUserSecretsAndTokens1764500000000,
+    AddOAuthTokenUsers1764700000000,
+  ],
 };

@@ -18,7 +18,9 @@ async function run(): Promise<void> {
   await ds.initialize();
   try {
     const r = await rotateKeys(ds, box);
-    process.stdout.write(`credentials: re-encrypted ${r.secrets} secret(s), ${r.webhooks} webhook signing secret(s) and ${r.oauthTokens} MCP OAuth token record(s) under key '${r.activeKeyId}'\n`);
+    process.stdout.write(
+      `credentials: re-encrypted ${r.secrets} secret(s), ${r.webhooks} webhook signing secret(s) and ${r.oauthTokens} MCP OAuth token record(s) under key '${r.activeKeyId}'\n`,
+    );
     for (const f of r.failed) process.stderr.write(`credentials: ${f.table} ${f.id} not rotated: ${f.reason}\n`);
     if (r.failed.length) process.exitCode = 2;
   } finally {

@@ -25,7 +25,8 @@ function option(args: string[], name: string): string | undefined {
 
 async function run(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
-  if (command !== 'operator' && command !== 'revoke') throw new Error('usage: token-cli operator [--name NAME] [--ttl-days N] [--out FILE] | revoke <token_id>');
+  if (command !== 'operator' && command !== 'revoke')
+    throw new Error('usage: token-cli operator [--name NAME] [--ttl-days N] [--out FILE] | revoke <token_id>');
   const config = loadCredentialsConfig();
   const ds = new DataSource(dataSourceOptions(CREDENTIALS_DB, config.DATABASE_URL, 2));
   await ds.initialize();

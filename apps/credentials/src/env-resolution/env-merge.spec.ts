@@ -10,17 +10,35 @@ describe('mergeEnv', () => {
       call: plain({ E: 'call', TOOLPLANE_ORG_ID: 'spoofed' }, false),
       reserved: plain({ TOOLPLANE_ORG_ID: 'acme' }, false),
     });
-    expect(sut.env).toEqual({ A: 'sandbox', B: 'webhook', C: 'agent', D: 'user', E: 'call', S: 'sandbox', W: 'webhook', G: 'agent', U: 'user', TOOLPLANE_ORG_ID: 'acme' });
+    expect(sut.env).toEqual({
+      A: 'sandbox',
+      B: 'webhook',
+      C: 'agent',
+      D: 'user',
+      E: 'call',
+      S: 'sandbox',
+      W: 'webhook',
+      G: 'agent',
+      U: 'user',
+      TOOLPLANE_ORG_ID: 'acme',
+    });
   });
 
   it('puts the user over the agent over the org whatever order the layers are given in', () => {
-    const sut = mergeEnv({ user: plain({ K: 'user' }, true), agent: plain({ K: 'agent', J: 'agent' }, true), sandbox: plain({ K: 'org', J: 'org', I: 'org' }, true) });
+    const sut = mergeEnv({
+      user: plain({ K: 'user' }, true),
+      agent: plain({ K: 'agent', J: 'agent' }, true),
+      sandbox: plain({ K: 'org', J: 'org', I: 'org' }, true),
+    });
     expect(sut.env).toEqual({ K: 'user', J: 'agent', I: 'org' });
   });
 
   it('masks what the winning layer says to mask', () => {
     const sut = mergeEnv({
-      sandbox: new Map([['KEEP', { value: 'x', mask: true }], ['OPEN', { value: 'y', mask: false }]]),
+      sandbox: new Map([
+        ['KEEP', { value: 'x', mask: true }],
+        ['OPEN', { value: 'y', mask: false }],
+      ]),
       agent: new Map([['OVER', { value: 'z', mask: true }]]),
       call: plain({ OVER: 'caller' }, false),
     });
@@ -28,7 +46,10 @@ describe('mergeEnv', () => {
   });
 
   it('never lets a stored or webhook value set a reserved name', () => {
-    const sut = mergeEnv({ webhook: plain({ TOOLPLANE_TOOL_ID: 'evil' }, true), agent: plain({ TOOLPLANE_AGENT_ID: 'evil' }, true) });
+    const sut = mergeEnv({
+      webhook: plain({ TOOLPLANE_TOOL_ID: 'evil' }, true),
+      agent: plain({ TOOLPLANE_AGENT_ID: 'evil' }, true),
+    });
     expect(sut.env).toEqual({});
   });
 });

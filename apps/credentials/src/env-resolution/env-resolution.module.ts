@@ -5,5 +5,9 @@ import { WebhooksModule } from '../webhooks/webhooks.module';
 import { EnvResolutionController } from './env-resolution.controller';
 import { EnvResolutionService } from './env-resolution.service';
 
-@Module({ imports: [SecretsModule, WebhooksModule, SandboxConfigsModule], controllers: [EnvResolutionController], providers: [EnvResolutionService] })
+@Module({
+  imports: [SecretsModule, WebhooksModule, SandboxConfigsModule],
+  controllers: [EnvResolutionController],
+  providers: [EnvResolutionService],
+})
 export class EnvResolutionModule {}

@@ -8,7 +8,8 @@ import { EnvResolutionService } from './env-resolution.service';
 
 const ORG = 'org-env';
 const TOOL = 'tool-00000000-0000-4000-8000-0000000000e5';
-const vars = (o: Record<string, string>, mask = true) => new Map<string, SecretValue>(Object.entries(o).map(([k, value]) => [k, { value, mask }]));
+const vars = (o: Record<string, string>, mask = true) =>
+  new Map<string, SecretValue>(Object.entries(o).map(([k, value]) => [k, { value, mask }]));
 
 /** The org's stores as the service sees them (typed fakes of its three collaborators). */
 class Stores {
@@ -30,7 +31,9 @@ describe('EnvResolutionService (alone: stores and webhook are fakes)', () => {
   beforeEach(async () => {
     stores = new Stores();
     const secrets: Partial<SecretsService> = {
-      sandboxValues: async (_org, provider) => (stores.reads++, { values: stores.sandbox[provider] ?? new Map(), rows: [] }),
+      sandboxValues: async (_org, provider) => (
+        stores.reads++, { values: stores.sandbox[provider] ?? new Map(), rows: [] }
+      ),
       agentValues: async () => stores.agent,
       userValues: async (_org, user) => (stores.userReads.push(user), stores.user[user] ?? new Map()),
     };
@@ -54,14 +57,23 @@ describe('EnvResolutionService (alone: stores and webhook are fakes)', () => {
   });
   afterEach(() => t.close());
 
-  const resolve = (extra: Record<string, unknown> = {}) => t.service.resolve({ org_id: ORG, tool_id: TOOL, tool_name: 'x', ...extra } as never);
+  const resolve = (extra: Record<string, unknown> = {}) =>
+    t.service.resolve({ org_id: ORG, tool_id: TOOL, tool_name: 'x', ...extra } as never);
 
   it('layers sandbox < webhook < agent < call < reserved ids, masking what a secret layer set', async () => {
     stores.sandbox.local = vars({ A: 'sandbox', B: 'sandbox', C: 'sandbox', D: 'sandbox' });
     stores.webhook = { B: 'webhook', C: 'webhook', D: 'webhook' };
     stores.agent = vars({ C: 'agent', D: 'agent' });
     const r = await resolve({ agent_id: 'agent-1', env: { D: 'call' } });
-    expect(r.env).toMatchObject({ A: 'sandbox', B: 'webhook', C: 'agent', D: 'call', TOOLPLANE_ORG_ID: ORG, TOOLPLANE_TOOL_ID: TOOL, TOOLPLANE_AGENT_ID: 'agent-1' });
+    expect(r.env).toMatchObject({
+      A: 'sandbox',
+      B: 'webhook',
+      C: 'agent',
+      D: 'call',
+      TOOLPLANE_ORG_ID: ORG,
+      TOOLPLANE_TOOL_ID: TOOL,
+      TOOLPLANE_AGENT_ID: 'agent-1',
+    });
     expect(r.masked_keys.sort()).toEqual(['A', 'B', 'C']); // the call's own env is not a secret of the org
   });
 
@@ -113,7 +125,13 @@ describe('EnvResolutionService (alone: stores and webhook are fakes)', () => {
     stores.sandbox.modal = vars({ M: '1' });
     stores.fallback = ['modal', 'local'];
     const r = await resolve({ provider: 'modal' });
-    expect(r).toMatchObject({ provider: 'modal', fallback_providers: ['local'], env: { M: '1' }, sandbox_config_fingerprint: 'fp-1', cache_ttl_ms: 60_000 });
+    expect(r).toMatchObject({
+      provider: 'modal',
+      fallback_providers: ['local'],
+      env: { M: '1' },
+      sandbox_config_fingerprint: 'fp-1',
+      cache_ttl_ms: 60_000,
+    });
     stores.webhook = {};
     expect((await resolve({ provider: 'modal' })).cache_ttl_ms).toBe(0);
   });

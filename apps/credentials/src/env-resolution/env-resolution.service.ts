@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import { PROVIDER_CREDENTIAL_KEYS, type ExecutionEnvResolve, type Provider, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  PROVIDER_CREDENTIAL_KEYS,
+  type ExecutionEnvResolve,
+  type Provider,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { CredentialsCache } from '../cache/credentials-cache';
 import { SandboxConfigsService } from '../sandbox-configs/sandbox-configs.service';
 import { SecretsService } from '../secrets/secrets.service';
@@ -26,15 +32,30 @@ export class EnvResolutionService {
     // The provider that runs the call: the one asked for (the tool's metadata_.sandbox, or a
     // fallback), else the org's default.
     const provider: Provider = req.provider ?? (await this.sandboxConfigs.defaultProvider(req.org_id));
-    const ctx = { orgId: req.org_id, agentId: req.agent_id, userId: req.user_id, toolId: req.tool_id, toolName: req.tool_name, projectId: req.project_id };
+    const ctx = {
+      orgId: req.org_id,
+      agentId: req.agent_id,
+      userId: req.user_id,
+      toolId: req.tool_id,
+      toolName: req.tool_name,
+      projectId: req.project_id,
+    };
     // The org's stored state is cached (evicted on every write of it); the webhook is still asked per call.
     const [{ sandbox, fingerprint, settings }, agent, user, webhook, hasWebhook] = await Promise.all([
       this.cache.get(req.org_id, `sandbox\u0000${provider}`, async () => {
         const sandbox = await this.secrets.sandboxValues(req.org_id, provider);
         return { sandbox, ...(await this.sandboxConfigs.resolvedFor(req.org_id, provider, sandbox.rows)) };
       }),
-      req.agent_id ? this.cache.get(req.org_id, `agent\u0000${req.agent_id}\u0000${provider}`, () => this.secrets.agentValues(req.org_id, req.agent_id!, provider)) : new Map(),
-      req.user_id ? this.cache.get(req.org_id, `user\u0000${req.user_id}\u0000${provider}`, () => this.secrets.userValues(req.org_id, req.user_id!, provider)) : new Map(),
+      req.agent_id
+        ? this.cache.get(req.org_id, `agent\u0000${req.agent_id}\u0000${provider}`, () =>
+            this.secrets.agentValues(req.org_id, req.agent_id!, provider),
+          )
+        : new Map(),
+      req.user_id
+        ? this.cache.get(req.org_id, `user\u0000${req.user_id}\u0000${provider}`, () =>
+            this.secrets.userValues(req.org_id, req.user_id!, provider),
+          )
+        : new Map(),
       this.webhooks.credentialsFor(ctx),
       this.webhooks.configured(req.org_id),
     ]);
@@ -53,7 +74,14 @@ export class EnvResolutionService {
       agent,
       user,
       call: plain(req.env, false),
-      reserved: plain({ TOOLPLANE_ORG_ID: req.org_id, TOOLPLANE_TOOL_ID: req.tool_id, ...(req.agent_id ? { TOOLPLANE_AGENT_ID: req.agent_id } : {}) }, false),
+      reserved: plain(
+        {
+          TOOLPLANE_ORG_ID: req.org_id,
+          TOOLPLANE_TOOL_ID: req.tool_id,
+          ...(req.agent_id ? { TOOLPLANE_AGENT_ID: req.agent_id } : {}),
+        },
+        false,
+      ),
     });
     // Counts only: names and values stay off spans.
     trace.getActiveSpan()?.setAttributes({

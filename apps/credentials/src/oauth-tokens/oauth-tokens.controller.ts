@@ -1,6 +1,13 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensList, McpOAuthTokensStore, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  McpOAuthTokensDelete,
+  McpOAuthTokensFetch,
+  McpOAuthTokensList,
+  McpOAuthTokensStore,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { OAuthTokensService } from './oauth-tokens.service';
 

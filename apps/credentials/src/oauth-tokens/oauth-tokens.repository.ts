@@ -17,13 +17,20 @@ const MAX_LISTED = 10_000;
 export class OAuthTokensRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
-  async upsert(ref: OAuthTokenRef, sealed: { keyId: string; ciphertext: Buffer }, shown: { scope: string | null; expiresAt: Date | null }): Promise<void> {
+  async upsert(
+    ref: OAuthTokenRef,
+    sealed: { keyId: string; ciphertext: Buffer },
+    shown: { scope: string | null; expiresAt: Date | null },
+  ): Promise<void> {
     await this.ds
       .createQueryBuilder()
       .insert()
       .into(OAuthTokenEntity)
       .values({ ...ref, ...sealed, ...shown, createdAt: () => 'now()', updatedAt: () => 'now()' })
-      .orUpdate(['key_id', 'ciphertext', 'scope', 'expires_at', 'updated_at'], ['org_id', 'server_id', 'user_id', 'issuer'])
+      .orUpdate(
+        ['key_id', 'ciphertext', 'scope', 'expires_at', 'updated_at'],
+        ['org_id', 'server_id', 'user_id', 'issuer'],
+      )
       .execute();
   }
 
@@ -33,12 +40,17 @@ export class OAuthTokensRepository {
 
   /** Every record of the server (all users'), or only one user's ('' the org's). */
   async deleteForServer(orgId: string, serverId: string, userId?: string): Promise<number> {
-    const r = await this.ds.getRepository(OAuthTokenEntity).delete({ orgId, serverId, ...(userId !== undefined ? { userId } : {}) });
+    const r = await this.ds
+      .getRepository(OAuthTokenEntity)
+      .delete({ orgId, serverId, ...(userId !== undefined ? { userId } : {}) });
     return r.affected ?? 0;
   }
 
   /** The org's records, without their ciphertext. */
-  list(orgId: string, filter: { serverId?: string; userId?: string; usersOnly?: boolean }): Promise<Array<Omit<OAuthTokenEntity, 'ciphertext' | 'keyId'>>> {
+  list(
+    orgId: string,
+    filter: { serverId?: string; userId?: string; usersOnly?: boolean },
+  ): Promise<Array<Omit<OAuthTokenEntity, 'ciphertext' | 'keyId'>>> {
     const q = this.ds
       .getRepository(OAuthTokenEntity)
       .createQueryBuilder('t')

@@ -29,8 +29,14 @@ export class OAuthTokensService {
     const ref = refOf(req);
     const sealed = this.box.seal(JSON.stringify(req.tokens), aad.oauthToken(ref));
     const expiresAt = req.tokens.expires_at !== null ? new Date(req.tokens.expires_at) : null;
-    await this.tokens.upsert(ref, { keyId: sealed.keyId, ciphertext: sealed.blob }, { scope: req.tokens.scope, expiresAt });
-    this.log.log(`stored OAuth tokens of MCP server ${req.server_id} (issuer ${new URL(req.issuer).origin}) in org ${req.org_id}${req.user_id ? ' for an end user' : ''}`);
+    await this.tokens.upsert(
+      ref,
+      { keyId: sealed.keyId, ciphertext: sealed.blob },
+      { scope: req.tokens.scope, expiresAt },
+    );
+    this.log.log(
+      `stored OAuth tokens of MCP server ${req.server_id} (issuer ${new URL(req.issuer).origin}) in org ${req.org_id}${req.user_id ? ' for an end user' : ''}`,
+    );
     return { stored: true };
   }
 
@@ -38,13 +44,20 @@ export class OAuthTokensService {
     const ref = refOf(req);
     const row = await this.tokens.find(ref);
     if (!row) return { tokens: null };
-    const json = this.box.open({ keyId: row.keyId, blob: row.ciphertext }, aad.oauthToken(ref), `OAuth tokens of MCP server ${req.server_id}`);
+    const json = this.box.open(
+      { keyId: row.keyId, blob: row.ciphertext },
+      aad.oauthToken(ref),
+      `OAuth tokens of MCP server ${req.server_id}`,
+    );
     return { tokens: OAuthTokenSet.parse(JSON.parse(json)) };
   }
 
   async delete(req: RequestOf<typeof McpOAuthTokensDelete>): Promise<ReplyOf<typeof McpOAuthTokensDelete>> {
     const deleted = await this.tokens.deleteForServer(req.org_id, req.server_id, req.user_id);
-    if (deleted) this.log.log(`deleted ${deleted} OAuth token record(s) of MCP server ${req.server_id} in org ${req.org_id}${req.user_id ? " (an end user's)" : ''}`);
+    if (deleted)
+      this.log.log(
+        `deleted ${deleted} OAuth token record(s) of MCP server ${req.server_id} in org ${req.org_id}${req.user_id ? " (an end user's)" : ''}`,
+      );
     return { deleted };
   }
 

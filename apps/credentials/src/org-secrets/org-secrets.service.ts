@@ -15,7 +15,10 @@ export class OrgSecretsService {
   constructor(private readonly secrets: SecretsService) {}
 
   async resolve(req: RequestOf<typeof OrgSecretsResolve>): Promise<ReplyOf<typeof OrgSecretsResolve>> {
-    const layers = await this.secrets.templateValues(req.org_id, req.names, { agentId: req.agent_id, userId: req.user_id });
+    const layers = await this.secrets.templateValues(req.org_id, req.names, {
+      agentId: req.agent_id,
+      userId: req.user_id,
+    });
     const { env } = mergeEnv(layers);
     const wanted = new Set(req.names);
     const values = Object.fromEntries(Object.entries(env).filter(([k]) => wanted.has(k)));

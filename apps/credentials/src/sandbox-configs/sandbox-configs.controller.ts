@@ -1,6 +1,12 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { SandboxConfigsGet, SandboxConfigsList, SandboxConfigsUpsert, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  SandboxConfigsGet,
+  SandboxConfigsList,
+  SandboxConfigsUpsert,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { SandboxConfigsService } from './sandbox-configs.service';
 

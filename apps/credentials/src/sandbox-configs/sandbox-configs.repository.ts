@@ -8,7 +8,12 @@ export class SandboxConfigsRepository {
   constructor(@InjectDataSource() private readonly ds: DataSource) {}
 
   /** Creates or replaces the config; `onlyDefault`: the others of the org lose their `default` mark, atomically. */
-  async upsert(orgId: string, provider: string, config: Record<string, unknown>, onlyDefault = false): Promise<SandboxConfigEntity> {
+  async upsert(
+    orgId: string,
+    provider: string,
+    config: Record<string, unknown>,
+    onlyDefault = false,
+  ): Promise<SandboxConfigEntity> {
     return this.ds.transaction(async (em) => {
       await em
         .createQueryBuilder()

@@ -36,7 +36,10 @@ export class SandboxConfigsService {
 
   async get(req: RequestOf<typeof SandboxConfigsGet>): Promise<ReplyOf<typeof SandboxConfigsGet>> {
     const row = await this.configs.find(req.org_id, req.provider);
-    if (!row) throw new ToolplaneError(ErrorCode.SANDBOX_CONFIG_NOT_FOUND, `No ${req.provider} sandbox config in this org`, { provider: req.provider });
+    if (!row)
+      throw new ToolplaneError(ErrorCode.SANDBOX_CONFIG_NOT_FOUND, `No ${req.provider} sandbox config in this org`, {
+        provider: req.provider,
+      });
     return { sandbox_config: await this.toWire(row) };
   }
 
@@ -48,7 +51,9 @@ export class SandboxConfigsService {
   /** The provider of the org's config marked `default`, else local. Cached with the org's other stored state. */
   defaultProvider(orgId: string): Promise<Provider> {
     return this.cache.get(orgId, 'default-provider', async () => {
-      const marked = (await this.configs.list(orgId)).find((r) => (r.config as SandboxConfig['config']).default === true);
+      const marked = (await this.configs.list(orgId)).find(
+        (r) => (r.config as SandboxConfig['config']).default === true,
+      );
       return (marked?.provider as Provider | undefined) ?? 'local';
     });
   }
@@ -62,7 +67,10 @@ export class SandboxConfigsService {
     provider: string,
     envRows?: Array<{ key: string; provider: string; updatedAt: Date }>,
   ): Promise<{ fingerprint: string | null; settings: SandboxConfig['config'] | null }> {
-    const [row, env] = await Promise.all([this.configs.find(orgId, provider), envRows ?? this.secrets.sandboxRows(orgId, provider)]);
+    const [row, env] = await Promise.all([
+      this.configs.find(orgId, provider),
+      envRows ?? this.secrets.sandboxRows(orgId, provider),
+    ]);
     const settings = (row?.config as SandboxConfig['config'] | undefined) ?? null;
     if (!row && env.length === 0) return { fingerprint: null, settings };
     return { fingerprint: sandboxFingerprint(provider, row?.config ?? null, env), settings };

@@ -21,7 +21,11 @@ export class SealedValuesController {
 
   @Handles(SealedValuesOpen)
   open(@Payload() req: RequestOf<typeof SealedValuesOpen>): ReplyOf<typeof SealedValuesOpen> {
-    const plaintext = this.box.open({ keyId: req.key_id, blob: Buffer.from(req.blob, 'base64') }, aad.sealedValue(req), `A sealed ${req.purpose} value`);
+    const plaintext = this.box.open(
+      { keyId: req.key_id, blob: Buffer.from(req.blob, 'base64') },
+      aad.sealedValue(req),
+      `A sealed ${req.purpose} value`,
+    );
     return { plaintext, stale: req.key_id !== this.box.activeKeyId };
   }
 }

@@ -21,14 +21,20 @@ export class SecretsRepository {
    * back in the same transaction: the row lock taken by the write holds a concurrent delete of the
    * same key until this answers (it then deletes what was written, never the other way round).
    */
-  upsert(id: SecretIdentity, fields: { description: string | null; mask: boolean; keyId: string; ciphertext: Buffer }): Promise<SecretEntity> {
+  upsert(
+    id: SecretIdentity,
+    fields: { description: string | null; mask: boolean; keyId: string; ciphertext: Buffer },
+  ): Promise<SecretEntity> {
     return this.ds.transaction(async (em) => {
       await em
         .createQueryBuilder()
         .insert()
         .into(SecretEntity)
         .values({ ...id, ...fields, updatedAt: () => 'now()' })
-        .orUpdate(['description', 'mask', 'key_id', 'ciphertext', 'updated_at'], ['org_id', 'scope', 'agent_id', 'user_id', 'provider', 'key'])
+        .orUpdate(
+          ['description', 'mask', 'key_id', 'ciphertext', 'updated_at'],
+          ['org_id', 'scope', 'agent_id', 'user_id', 'provider', 'key'],
+        )
         .execute();
       return em.getRepository(SecretEntity).findOneByOrFail({ ...id });
     });
@@ -53,7 +59,9 @@ export class SecretsRepository {
 
   /** The org's sandbox-scope secrets for a provider (its own and the provider-less ones). */
   sandboxFor(orgId: string, provider: string): Promise<SecretEntity[]> {
-    return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'sandbox', agentId: '', provider: In(['', provider]) });
+    return this.ds
+      .getRepository(SecretEntity)
+      .findBy({ orgId, scope: 'sandbox', agentId: '', provider: In(['', provider]) });
   }
 
   /** One agent's secrets for a provider (its own and the provider-less ones). */
@@ -63,7 +71,9 @@ export class SecretsRepository {
 
   /** One end user's secrets for a provider (their own and the provider-less ones). */
   userFor(orgId: string, userId: string, provider: string): Promise<SecretEntity[]> {
-    return this.ds.getRepository(SecretEntity).findBy({ orgId, scope: 'user', agentId: '', userId, provider: In(['', provider]) });
+    return this.ds
+      .getRepository(SecretEntity)
+      .findBy({ orgId, scope: 'user', agentId: '', userId, provider: In(['', provider]) });
   }
 
   /**
@@ -72,10 +82,12 @@ export class SecretsRepository {
    */
   templateValues(orgId: string, keys: string[], who: { agentId?: string; userId?: string }): Promise<SecretEntity[]> {
     const base = { orgId, provider: '', key: In(keys) };
-    return this.ds.getRepository(SecretEntity).findBy([
-      { ...base, scope: 'sandbox', agentId: '', userId: '' },
-      ...(who.agentId ? [{ ...base, scope: 'agent' as const, agentId: who.agentId, userId: '' }] : []),
-      ...(who.userId ? [{ ...base, scope: 'user' as const, agentId: '', userId: who.userId }] : []),
-    ]);
+    return this.ds
+      .getRepository(SecretEntity)
+      .findBy([
+        { ...base, scope: 'sandbox', agentId: '', userId: '' },
+        ...(who.agentId ? [{ ...base, scope: 'agent' as const, agentId: who.agentId, userId: '' }] : []),
+        ...(who.userId ? [{ ...base, scope: 'user' as const, agentId: '', userId: who.userId }] : []),
+      ]);
   }
 }

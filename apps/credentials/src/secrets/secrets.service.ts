@@ -31,9 +31,16 @@ export class SecretsService {
   async set(req: RequestOf<typeof SecretsSet>): Promise<ReplyOf<typeof SecretsSet>> {
     const id = identity(req);
     const sealed = this.box.seal(req.value, aad.secret(id));
-    const row = await this.secrets.upsert(id, { description: req.description ?? null, mask: req.mask, keyId: sealed.keyId, ciphertext: sealed.blob });
+    const row = await this.secrets.upsert(id, {
+      description: req.description ?? null,
+      mask: req.mask,
+      keyId: sealed.keyId,
+      ciphertext: sealed.blob,
+    });
     // An end user's id stays out of the log line (like the value): only that it is one user's.
-    this.log.log(`set ${req.scope} secret ${req.key}${req.agent_id ? ` of agent ${req.agent_id}` : ''} in org ${req.org_id} (key ${sealed.keyId})`);
+    this.log.log(
+      `set ${req.scope} secret ${req.key}${req.agent_id ? ` of agent ${req.agent_id}` : ''} in org ${req.org_id} (key ${sealed.keyId})`,
+    );
     return { secret: toMetadata(row) };
   }
 
@@ -44,14 +51,21 @@ export class SecretsService {
 
   async delete(req: RequestOf<typeof SecretsDelete>): Promise<ReplyOf<typeof SecretsDelete>> {
     if (!(await this.secrets.delete(identity(req)))) {
-      throw new ToolplaneError(ErrorCode.SECRET_NOT_FOUND, `No ${req.scope} secret ${req.key} with these scope, agent, user and provider in this org`, { key: req.key });
+      throw new ToolplaneError(
+        ErrorCode.SECRET_NOT_FOUND,
+        `No ${req.scope} secret ${req.key} with these scope, agent, user and provider in this org`,
+        { key: req.key },
+      );
     }
     this.log.log(`deleted ${req.scope} secret ${req.key} in org ${req.org_id}`);
     return { deleted: true };
   }
 
   /** Decrypted sandbox-scope values for a provider; a provider-specific value beats a provider-less one. */
-  async sandboxValues(orgId: string, provider: string): Promise<{ values: Map<string, SecretValue>; rows: SecretEntity[] }> {
+  async sandboxValues(
+    orgId: string,
+    provider: string,
+  ): Promise<{ values: Map<string, SecretValue>; rows: SecretEntity[] }> {
     const rows = await this.secrets.sandboxFor(orgId, provider);
     return { values: this.open(rows), rows };
   }
@@ -76,7 +90,11 @@ export class SecretsService {
     who: { agentId?: string; userId?: string },
   ): Promise<{ sandbox: Map<string, SecretValue>; agent: Map<string, SecretValue>; user: Map<string, SecretValue> }> {
     const rows = await this.secrets.templateValues(orgId, [...new Set(names)], who);
-    return { sandbox: this.open(rows.filter((r) => r.scope === 'sandbox')), agent: this.open(rows.filter((r) => r.scope === 'agent')), user: this.open(rows.filter((r) => r.scope === 'user')) };
+    return {
+      sandbox: this.open(rows.filter((r) => r.scope === 'sandbox')),
+      agent: this.open(rows.filter((r) => r.scope === 'agent')),
+      user: this.open(rows.filter((r) => r.scope === 'user')),
+    };
   }
 
   /** Sandbox-scope rows only (no decryption): what a sandbox config's fingerprint covers. */
@@ -95,8 +113,22 @@ export class SecretsService {
   }
 }
 
-function identity(req: { org_id: string; scope: SecretIdentity['scope']; agent_id?: string; user_id?: string; provider?: string; key: string }): SecretIdentity {
-  return { orgId: req.org_id, scope: req.scope, agentId: req.agent_id ?? '', userId: req.user_id ?? '', provider: req.provider ?? '', key: req.key };
+function identity(req: {
+  org_id: string;
+  scope: SecretIdentity['scope'];
+  agent_id?: string;
+  user_id?: string;
+  provider?: string;
+  key: string;
+}): SecretIdentity {
+  return {
+    orgId: req.org_id,
+    scope: req.scope,
+    agentId: req.agent_id ?? '',
+    userId: req.user_id ?? '',
+    provider: req.provider ?? '',
+    key: req.key,
+  };
 }
 
 export function toMetadata(r: SecretEntity): SecretMetadata {

@@ -4,7 +4,14 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { EgressRefused, type UrlGuard } from '@toolplane/platform';
 
-export type WebhookFailureReason = 'timeout' | 'connection' | 'refused_address' | 'redirect' | 'http_status' | 'too_large' | 'invalid_reply';
+export type WebhookFailureReason =
+  | 'timeout'
+  | 'connection'
+  | 'refused_address'
+  | 'redirect'
+  | 'http_status'
+  | 'too_large'
+  | 'invalid_reply';
 
 /** A failed webhook call. The message names what went wrong, never a header, body or value. */
 export class WebhookFailure extends Error {
@@ -23,7 +30,16 @@ export interface WebhookCall {
   body: Record<string, unknown>;
 }
 
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+const CONNECTION_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+]);
 const MAX_REDIRECTS = 3;
 
 /** `v1=` + hex HMAC-SHA256 of `${timestamp}.${body}`: what a receiver recomputes and compares. */
@@ -57,23 +73,35 @@ export class WebhookClient {
     }
   }
 
-  private async exchange(url: URL, body: string, call: WebhookCall, deliveryId: string, signal: AbortSignal): Promise<Record<string, string>> {
+  private async exchange(
+    url: URL,
+    body: string,
+    call: WebhookCall,
+    deliveryId: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, string>> {
     for (let hop = 0; ; hop++) {
       this.guard.parse(url);
       const timestamp = Math.floor(Date.now() / 1000);
-      const res = await this.post(url, body, {
-        'content-type': 'application/json',
-        accept: 'application/json',
-        'user-agent': 'toolplane-credentials/1',
-        [WebhookHeaders.TIMESTAMP]: String(timestamp),
-        [WebhookHeaders.SIGNATURE]: signWebhook(call.signingSecret, timestamp, body),
-        [WebhookHeaders.DELIVERY_ID]: deliveryId,
-      }, signal);
+      const res = await this.post(
+        url,
+        body,
+        {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'user-agent': 'toolplane-credentials/1',
+          [WebhookHeaders.TIMESTAMP]: String(timestamp),
+          [WebhookHeaders.SIGNATURE]: signWebhook(call.signingSecret, timestamp, body),
+          [WebhookHeaders.DELIVERY_ID]: deliveryId,
+        },
+        signal,
+      );
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400) {
         res.resume();
         const location = res.headers.location;
-        if ((status !== 307 && status !== 308) || !location) throw new WebhookFailure('redirect', `the webhook answered a ${status} redirect (only 307/308 are followed)`);
+        if ((status !== 307 && status !== 308) || !location)
+          throw new WebhookFailure('redirect', `the webhook answered a ${status} redirect (only 307/308 are followed)`);
         if (hop >= MAX_REDIRECTS) throw new WebhookFailure('redirect', `more than ${MAX_REDIRECTS} redirects`);
         url = new URL(location, url);
         continue;
@@ -92,7 +120,10 @@ export class WebhookClient {
       const parsed = WebhookReplyBody.safeParse(json);
       if (!parsed.success) {
         const paths = parsed.error.issues.slice(0, 5).map((i) => i.path.map(String).join('.') || '(root)');
-        throw new WebhookFailure('invalid_reply', `the webhook reply is not {env: {NAME: "value"}} (at ${paths.join(', ')})`);
+        throw new WebhookFailure(
+          'invalid_reply',
+          `the webhook reply is not {env: {NAME: "value"}} (at ${paths.join(', ')})`,
+        );
       }
       return parsed.data.env;
     }
@@ -118,7 +149,9 @@ export class WebhookClient {
     const declared = Number(res.headers['content-length'] ?? 0);
     if (declared > this.maxReplyBytes) {
       res.destroy();
-      return Promise.reject(new WebhookFailure('too_large', `the webhook reply is larger than ${this.maxReplyBytes} bytes`));
+      return Promise.reject(
+        new WebhookFailure('too_large', `the webhook reply is larger than ${this.maxReplyBytes} bytes`),
+      );
     }
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -139,10 +172,12 @@ export class WebhookClient {
 
   private classify(e: unknown, timeoutMs: number, signal: AbortSignal): WebhookFailure {
     if (e instanceof WebhookFailure) return e;
-    if (e instanceof EgressRefused) return new WebhookFailure('refused_address', `the webhook address was refused: ${e.message}`);
+    if (e instanceof EgressRefused)
+      return new WebhookFailure('refused_address', `the webhook address was refused: ${e.message}`);
     if (signal.aborted) return new WebhookFailure('timeout', `the webhook did not answer within ${timeoutMs} ms`);
     const code = (e as NodeJS.ErrnoException).code ?? '';
-    if (CONNECTION_ERRORS.has(code)) return new WebhookFailure('connection', `could not connect to the webhook (${code})`);
+    if (CONNECTION_ERRORS.has(code))
+      return new WebhookFailure('connection', `could not connect to the webhook (${code})`);
     if (code === 'ENOTFOUND') return new WebhookFailure('connection', 'the webhook host does not resolve (ENOTFOUND)');
     return new WebhookFailure('connection', `the webhook request failed (${code || 'network error'})`);
   }

@@ -3,5 +3,9 @@ import { WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 
-@Module({ controllers: [WebhooksController], providers: [WebhooksService, WebhooksRepository], exports: [WebhooksService] })
+@Module({
+  controllers: [WebhooksController],
+  providers: [WebhooksService, WebhooksRepository],
+  exports: [WebhooksService],
+})
 export class WebhooksModule {}

@@ -15,7 +15,10 @@ export class WebhooksRepository {
         .insert()
         .into(WebhookEntity)
         .values({ ...fields, updatedAt: () => 'now()' })
-        .orUpdate(['url', 'timeout_ms', 'fail_mode', 'cache_ttl_ms', 'key_id', 'signing_secret', 'updated_at'], ['org_id'])
+        .orUpdate(
+          ['url', 'timeout_ms', 'fail_mode', 'cache_ttl_ms', 'key_id', 'signing_secret', 'updated_at'],
+          ['org_id'],
+        )
         .execute();
       return em.getRepository(WebhookEntity).findOneByOrFail({ orgId: fields.orgId });
     });

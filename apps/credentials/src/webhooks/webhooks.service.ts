@@ -62,7 +62,13 @@ export class WebhooksService {
     try {
       await this.guard.check(url);
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.WEBHOOK_URL_REFUSED) throw new ToolplaneError(ErrorCode.WEBHOOK_URL_REFUSED, `Webhook URL refused: ${e.message}`, { host: url.hostname }, { cause: e });
+      if (e instanceof ToolplaneError && e.code === ErrorCode.WEBHOOK_URL_REFUSED)
+        throw new ToolplaneError(
+          ErrorCode.WEBHOOK_URL_REFUSED,
+          `Webhook URL refused: ${e.message}`,
+          { host: url.hostname },
+          { cause: e },
+        );
       throw e;
     }
     const sealed = this.box.seal(req.signing_secret, aad.webhook(req.org_id));
@@ -110,37 +116,64 @@ export class WebhooksService {
     // The user is part of the key: an answer given for one end user (or for none) never answers another's call.
     const cacheKey = JSON.stringify([ctx.agentId ?? null, ctx.userId ?? null, ctx.toolId]);
     const cached = this.cache.get(ctx.orgId, cacheKey);
-    return tracer.startActiveSpan('call credentials webhook', { attributes: { 'toolplane.webhook.fail_mode': row.failMode, 'toolplane.cache.hit': !!cached } }, async (span) => {
-      try {
-        if (cached) return cached.value;
-        const fetchEnv = () => {
-          const signingSecret = this.box.open({ keyId: row.keyId, blob: row.signingSecret }, aad.webhook(row.orgId), 'the webhook signing secret');
-          return this.client.fetchEnv({
-            url: row.url,
-            signingSecret,
-            timeoutMs: row.timeoutMs,
-            body: { organization_id: ctx.orgId, agent_id: ctx.agentId ?? null, user_id: ctx.userId ?? null, tool_id: ctx.toolId, tool_name: ctx.toolName, project_id: ctx.projectId },
+    return tracer.startActiveSpan(
+      'call credentials webhook',
+      { attributes: { 'toolplane.webhook.fail_mode': row.failMode, 'toolplane.cache.hit': !!cached } },
+      async (span) => {
+        try {
+          if (cached) return cached.value;
+          const fetchEnv = () => {
+            const signingSecret = this.box.open(
+              { keyId: row.keyId, blob: row.signingSecret },
+              aad.webhook(row.orgId),
+              'the webhook signing secret',
+            );
+            return this.client.fetchEnv({
+              url: row.url,
+              signingSecret,
+              timeoutMs: row.timeoutMs,
+              body: {
+                organization_id: ctx.orgId,
+                agent_id: ctx.agentId ?? null,
+                user_id: ctx.userId ?? null,
+                tool_id: ctx.toolId,
+                tool_name: ctx.toolName,
+                project_id: ctx.projectId,
+              },
+            });
+          };
+          // Without caching every call asks the webhook (it may hand out per-call credentials); with
+          // it, concurrent calls of one (agent, user, tool) share one request, as they would share its reply.
+          const env =
+            row.cacheTtlMs > 0
+              ? (await this.cache.load(ctx.orgId, cacheKey, fetchEnv, { ttlMs: row.cacheTtlMs })).value
+              : await fetchEnv();
+          span.setAttribute('toolplane.webhook.env_count', Object.keys(env).length);
+          return env;
+        } catch (e) {
+          if (!(e instanceof WebhookFailure)) throw e;
+          span.addEvent('credentials.webhook.failed', {
+            'toolplane.webhook.failure': e.reason,
+            'toolplane.webhook.fail_mode': row.failMode,
           });
-        };
-        // Without caching every call asks the webhook (it may hand out per-call credentials); with
-        // it, concurrent calls of one (agent, user, tool) share one request, as they would share its reply.
-        const env = row.cacheTtlMs > 0 ? (await this.cache.load(ctx.orgId, cacheKey, fetchEnv, { ttlMs: row.cacheTtlMs })).value : await fetchEnv();
-        span.setAttribute('toolplane.webhook.env_count', Object.keys(env).length);
-        return env;
-      } catch (e) {
-        if (!(e instanceof WebhookFailure)) throw e;
-        span.addEvent('credentials.webhook.failed', { 'toolplane.webhook.failure': e.reason, 'toolplane.webhook.fail_mode': row.failMode });
-        if (row.failMode === 'open') {
-          this.log.warn(`credentials webhook of org ${ctx.orgId} failed (${e.message}); fail_mode open: continuing without its credentials`);
-          return {};
+          if (row.failMode === 'open') {
+            this.log.warn(
+              `credentials webhook of org ${ctx.orgId} failed (${e.message}); fail_mode open: continuing without its credentials`,
+            );
+            return {};
+          }
+          span.setStatus({ code: SpanStatusCode.ERROR, message: ErrorCode.CREDENTIALS_UNAVAILABLE });
+          this.log.warn(
+            `credentials webhook of org ${ctx.orgId} failed (${e.message}); fail_mode closed: the execution fails`,
+          );
+          throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials webhook failed: ${e.message}`, {
+            reason: e.reason,
+          });
+        } finally {
+          span.end();
         }
-        span.setStatus({ code: SpanStatusCode.ERROR, message: ErrorCode.CREDENTIALS_UNAVAILABLE });
-        this.log.warn(`credentials webhook of org ${ctx.orgId} failed (${e.message}); fail_mode closed: the execution fails`);
-        throw new ToolplaneError(ErrorCode.CREDENTIALS_UNAVAILABLE, `The credentials webhook failed: ${e.message}`, { reason: e.reason });
-      } finally {
-        span.end();
-      }
-    });
+      },
+    );
   }
 }
 

@@ -35,12 +35,19 @@ export function isWebBuiltin(tool: Tool): boolean {
  * A letta_builtin that runs on a provider runner, as the generated tool and args that run it:
  * run_code (the only one today). Others have no executor here.
  */
-export function builtinCall(tool: Tool, req: CallRequest): { tool: Tool; req: CallRequest; language: RunCodeLanguage | undefined } {
+export function builtinCall(
+  tool: Tool,
+  req: CallRequest,
+): { tool: Tool; req: CallRequest; language: RunCodeLanguage | undefined } {
   if (tool.name === 'run_code') {
     const call = runCodeCall(tool, req.args);
     return { tool: call.tool, req: { ...req, args: call.args }, language: call.language };
   }
-  throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `The built-in ${tool.name} has no executor in this version of Toolplane`, { tool_type: tool.tool_type, tool: tool.name });
+  throw new ToolplaneError(
+    ErrorCode.UNSUPPORTED_TOOL,
+    `The built-in ${tool.name} has no executor in this version of Toolplane`,
+    { tool_type: tool.tool_type, tool: tool.name },
+  );
 }
 
 /** fetch_webpage and web_search through web-tools (toolplane.internal.v1.web.*), sealed like every internal request. */
@@ -55,8 +62,13 @@ export class WebToolsClient {
     const started = performance.now();
     const key = resolved.env[EXA_API_KEY];
     const exa = key ? { exa_api_key: key } : {};
-    const opts = { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.SERVICE_UNAVAILABLE };
-    const reply = (done: Omit<RunReply, 'duration_ms' | 'provider' | 'sandbox_config_fingerprint' | 'stdout' | 'stderr'>): RunReply => ({
+    const opts = {
+      timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS,
+      unavailableCode: ErrorCode.SERVICE_UNAVAILABLE,
+    };
+    const reply = (
+      done: Omit<RunReply, 'duration_ms' | 'provider' | 'sandbox_config_fingerprint' | 'stdout' | 'stderr'>,
+    ): RunReply => ({
       ...done,
       stdout: [],
       stderr: [],
@@ -67,8 +79,16 @@ export class WebToolsClient {
     try {
       const { text } =
         tool.name === 'fetch_webpage'
-          ? await this.messaging.request(WebFetchWebpage, { org_id: req.org_id, url: String(req.args.url ?? ''), ...exa }, opts)
-          : await this.messaging.request(WebSearch, { org_id: req.org_id, args: req.args as WebSearchArgs, ...exa }, opts);
+          ? await this.messaging.request(
+              WebFetchWebpage,
+              { org_id: req.org_id, url: String(req.args.url ?? ''), ...exa },
+              opts,
+            )
+          : await this.messaging.request(
+              WebSearch,
+              { org_id: req.org_id, args: req.args as WebSearchArgs, ...exa },
+              opts,
+            );
       return reply({ status: 'success', func_return: text });
     } catch (e) {
       // web-tools could not be asked or could not answer (INFRASTRUCTURE_CODES): the call fails as an

@@ -34,16 +34,23 @@ export function languagesOf(provider: Provider): readonly RunCodeLanguage[] {
 export function assertLanguage(language: RunCodeLanguage, provider: Provider): void {
   const has = languagesOf(provider);
   if (!has.includes(language)) {
-    throw new ToolplaneError(ErrorCode.LANGUAGE_UNAVAILABLE, `run_code: the provider ${provider} does not run ${language} (it runs ${has.join(', ')})`, {
-      language,
-      provider,
-      languages: [...has],
-    });
+    throw new ToolplaneError(
+      ErrorCode.LANGUAGE_UNAVAILABLE,
+      `run_code: the provider ${provider} does not run ${language} (it runs ${has.join(', ')})`,
+      {
+        language,
+        provider,
+        languages: [...has],
+      },
+    );
   }
 }
 
 /** The generated tool and its args that run `code` in `language`. */
-export function runCodeCall(tool: Tool, args: Record<string, unknown>): { tool: Tool; args: Record<string, unknown>; language: RunCodeLanguage } {
+export function runCodeCall(
+  tool: Tool,
+  args: Record<string, unknown>,
+): { tool: Tool; args: Record<string, unknown>; language: RunCodeLanguage } {
   const language = args.language as RunCodeLanguage;
   const code = String(args.code ?? '');
   const python = language === 'python';
@@ -56,11 +63,17 @@ export function runCodeCall(tool: Tool, args: Record<string, unknown>): { tool: 
       tool_type: 'custom',
       source_type: python ? 'python' : 'javascript',
       source_code: source,
-      json_schema: { name: 'run_code', parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] } },
+      json_schema: {
+        name: 'run_code',
+        parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] },
+      },
       pip_requirements: null,
       npm_requirements: null,
     },
-    args: { code: language === 'ts' || (language === 'js' && MODULE_SYNTAX.test(code)) ? toScript(code, language === 'ts') : code },
+    args: {
+      code:
+        language === 'ts' || (language === 'js' && MODULE_SYNTAX.test(code)) ? toScript(code, language === 'ts') : code,
+    },
   };
 }
 
@@ -76,7 +89,13 @@ function toScript(code: string, typescript: boolean): string {
   const out = ts.transpileModule(code, {
     fileName: typescript ? 'code.ts' : 'code.js',
     reportDiagnostics: false,
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, isolatedModules: true, sourceMap: false },
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      esModuleInterop: true,
+      isolatedModules: true,
+      sourceMap: false,
+    },
   });
   return out.outputText.replace(/^"use strict";\r?\n/, '');
 }

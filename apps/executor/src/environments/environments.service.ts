@@ -40,7 +40,9 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     // One replica of the group prepares each created or updated tool's environment.
-    this.sub = this.messaging.onEvents([ToolCreated, ToolUpdated], (_e, p) => void this.onToolEvent(p.org_id, p.tool), { queue: PREPARE_QUEUE });
+    this.sub = this.messaging.onEvents([ToolCreated, ToolUpdated], (_e, p) => void this.onToolEvent(p.org_id, p.tool), {
+      queue: PREPARE_QUEUE,
+    });
   }
 
   onModuleDestroy(): void {
@@ -58,10 +60,12 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
    * the others are asked of the runner of the provider an execute would pick.
    */
   private async stateOf(tool: Tool, orgId: string, prepare: boolean): Promise<EnvironmentStatus> {
-    if (tool.tool_type !== 'custom') return { provider: providerOf(tool) ?? 'local', status: 'ready', requirements_hash: null };
+    if (tool.tool_type !== 'custom')
+      return { provider: providerOf(tool) ?? 'local', status: 'ready', requirements_hash: null };
     const resolved = await this.credentials.resolveEnv({ org_id: orgId }, tool, providerOf(tool));
     const request = environmentRequestOf(tool, orgId, resolved);
-    if (!request.pip_requirements && !request.npm_requirements) return { provider: resolved.provider, status: 'ready', requirements_hash: null };
+    if (!request.pip_requirements && !request.npm_requirements)
+      return { provider: resolved.provider, status: 'ready', requirements_hash: null };
     return this.messaging.request(
       runnerOf(resolved.provider).environment,
       { ...request, prepare },
@@ -77,7 +81,9 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
     }
     try {
       const env = await this.stateOf(tool, orgId, true);
-      this.log.log(`environment of tool ${tool.id} (org ${orgId}) on ${env.provider}: ${env.status}${env.requirements_hash ? ` (${env.requirements_hash})` : ''}`);
+      this.log.log(
+        `environment of tool ${tool.id} (org ${orgId}) on ${env.provider}: ${env.status}${env.requirements_hash ? ` (${env.requirements_hash})` : ''}`,
+      );
     } catch (e) {
       const why = e instanceof ToolplaneError ? `${e.code}: ${e.message}` : 'internal error';
       this.log.warn(`could not prepare the environment of tool ${tool.id} (org ${orgId}): ${why}`);

@@ -15,7 +15,8 @@ import { loadExecutorConfig } from '../executor.config';
 import { ApprovalPolicy } from './approval-policy';
 
 const ORG = 'org-policy';
-const toolOf = (n: number, name: string, over: Partial<Tool> = {}): Tool => aTool({ ...over, id: `tool-00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, name });
+const toolOf = (n: number, name: string, over: Partial<Tool> = {}): Tool =>
+  aTool({ ...over, id: `tool-00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, name });
 
 const plain = toolOf(1, 'plain', { default_requires_approval: false });
 const risky = toolOf(2, 'risky', { default_requires_approval: true });
@@ -24,7 +25,19 @@ const outside = toolOf(4, 'outside');
 
 const now = () => new Date().toISOString();
 const toolsetEvent = (name: string) => {
-  const toolset: Toolset = { id: 'toolset-00000000-0000-4000-8000-000000000001', org_id: ORG, name, description: null, instructions: null, tool_ids: [], tool_names: [], tags: ['x'], requires_approval: null, created_at: now(), updated_at: now() };
+  const toolset: Toolset = {
+    id: 'toolset-00000000-0000-4000-8000-000000000001',
+    org_id: ORG,
+    name,
+    description: null,
+    instructions: null,
+    tool_ids: [],
+    tool_names: [],
+    tags: ['x'],
+    requires_approval: null,
+    created_at: now(),
+    updated_at: now(),
+  };
   return { event_id: `e-${Math.random()}`, occurred_at: now(), org_id: ORG, toolset_id: toolset.id, name, toolset };
 };
 
@@ -37,17 +50,35 @@ describe('ApprovalPolicy (alone: the registry and the bus are fakes)', () => {
   const PAGE = 2;
 
   beforeEach(async () => {
-    sets = new Map([['support', [[plain, true], [risky, false], [local, false]]]]);
+    sets = new Map([
+      [
+        'support',
+        [
+          [plain, true],
+          [risky, false],
+          [local, false],
+        ],
+      ],
+    ]);
     bus = new FakeMessaging()
       .handle(ToolsetsToolsList, (r) => {
         const members = sets.get(r.name);
         if (!members) throw new ToolplaneError(ErrorCode.TOOLSET_NOT_FOUND, `No toolset ${r.name}`, { name: r.name });
         const from = Number(r.cursor ?? 0);
         const page = members.slice(from, from + PAGE);
-        return { tools: page.map(([tool, requires_approval]) => ({ tool, requires_approval })), next_cursor: from + PAGE < members.length ? String(from + PAGE) : null };
+        return {
+          tools: page.map(([tool, requires_approval]) => ({ tool, requires_approval })),
+          next_cursor: from + PAGE < members.length ? String(from + PAGE) : null,
+        };
       })
-      .handle(AgentToolsList, () => ({ tools: [{ tool: plain, requires_approval: true, requires_approval_override: true, attached_at: now() }], next_cursor: null }));
-    t = await newTestService(ApprovalPolicy, { config: loadExecutorConfig({}), edges: [{ provide: MessagingClient, useValue: bus.asClient() }] });
+      .handle(AgentToolsList, () => ({
+        tools: [{ tool: plain, requires_approval: true, requires_approval_override: true, attached_at: now() }],
+        next_cursor: null,
+      }));
+    t = await newTestService(ApprovalPolicy, {
+      config: loadExecutorConfig({}),
+      edges: [{ provide: MessagingClient, useValue: bus.asClient() }],
+    });
   });
   afterEach(() => t.close());
 
@@ -74,17 +105,35 @@ describe('ApprovalPolicy (alone: the registry and the bus are fakes)', () => {
     });
 
     it('answers a tool outside the set as TOOL_NOT_FOUND naming the set, the same whether the org has it or not', async () => {
-      const byName = await sut().memberOf(ORG, 'support', { tool_name: 'outside' }).catch((e: ToolplaneError) => e);
-      const missing = await sut().memberOf(ORG, 'support', { tool_name: 'nowhere' }).catch((e: ToolplaneError) => e);
-      expect(byName).toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND, message: 'The tool set support has no tool outside', details: { toolset: 'support', tool: 'outside' } });
-      expect(missing).toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND, message: 'The tool set support has no tool nowhere' });
-      await expect(sut().memberOf(ORG, 'support', { tool_id: outside.id })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND, details: { toolset: 'support', tool: outside.id } });
+      const byName = await sut()
+        .memberOf(ORG, 'support', { tool_name: 'outside' })
+        .catch((e: ToolplaneError) => e);
+      const missing = await sut()
+        .memberOf(ORG, 'support', { tool_name: 'nowhere' })
+        .catch((e: ToolplaneError) => e);
+      expect(byName).toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+        message: 'The tool set support has no tool outside',
+        details: { toolset: 'support', tool: 'outside' },
+      });
+      expect(missing).toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+        message: 'The tool set support has no tool nowhere',
+      });
+      await expect(sut().memberOf(ORG, 'support', { tool_id: outside.id })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+        details: { toolset: 'support', tool: outside.id },
+      });
       // Never run unheld: a tool that is not a member (e.g. it left between lookup and decision) is refused here too.
-      await expect(sut().kindOf(ORG, outside, { toolset: 'support' })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
+      await expect(sut().kindOf(ORG, outside, { toolset: 'support' })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+      });
     });
 
     it("passes on the registry's TOOLSET_NOT_FOUND for an unknown set, and keeps nothing of it", async () => {
-      await expect(sut().memberOf(ORG, 'nope', { tool_name: 'plain' })).rejects.toMatchObject({ code: ErrorCode.TOOLSET_NOT_FOUND });
+      await expect(sut().memberOf(ORG, 'nope', { tool_name: 'plain' })).rejects.toMatchObject({
+        code: ErrorCode.TOOLSET_NOT_FOUND,
+      });
       sets.set('nope', [[plain, false]]);
       expect(await sut().memberOf(ORG, 'nope', { tool_name: 'plain' })).toBe(plain.id);
     });
@@ -104,8 +153,18 @@ describe('ApprovalPolicy (alone: the registry and the bus are fakes)', () => {
       expect(await sut().kindOf(ORG, risky, { toolset: 'other' })).toBe('approval');
       expect(asked()).toBe(before + 1);
 
-      sets.set('support', [[plain, false], [outside, true]]);
-      bus.emit(ToolCreated, { event_id: 'e-tool', occurred_at: now(), org_id: ORG, tool_id: outside.id, tool_name: outside.name, tool: outside });
+      sets.set('support', [
+        [plain, false],
+        [outside, true],
+      ]);
+      bus.emit(ToolCreated, {
+        event_id: 'e-tool',
+        occurred_at: now(),
+        org_id: ORG,
+        tool_id: outside.id,
+        tool_name: outside.name,
+        tool: outside,
+      });
       expect(await sut().memberOf(ORG, 'support', { tool_name: 'outside' })).toBe(outside.id);
       expect(await sut().kindOf(ORG, outside, { toolset: 'support' })).toBe('approval');
       expect(await sut().kindOf(ORG, risky, { toolset: 'other' })).toBe('run');

@@ -83,7 +83,8 @@ export class ApprovalPolicy implements OnModuleInit, OnModuleDestroy {
    */
   async memberOf(orgId: string, toolset: string, ref: { tool_id?: string; tool_name?: string }): Promise<string> {
     const { approval, ids } = await this.toolsetSettings(orgId, toolset);
-    const id = ref.tool_id !== undefined ? (approval.has(ref.tool_id) ? ref.tool_id : undefined) : ids.get(ref.tool_name ?? '');
+    const id =
+      ref.tool_id !== undefined ? (approval.has(ref.tool_id) ? ref.tool_id : undefined) : ids.get(ref.tool_name ?? '');
     if (id === undefined) throw notInToolset(toolset, ref.tool_id ?? ref.tool_name ?? '');
     return id;
   }
@@ -110,13 +111,25 @@ export class ApprovalPolicy implements OnModuleInit, OnModuleDestroy {
 
   private toolsetSettings(orgId: string, name: string): Promise<Settings> {
     return this.settings(orgId, toolsetKey(name), () =>
-      this.read(`tool set ${name}`, (cursor) => this.messaging.request(ToolsetsToolsList, { org_id: orgId, name, limit: 200, ...(cursor ? { cursor } : {}) }, this.registryOpts())),
+      this.read(`tool set ${name}`, (cursor) =>
+        this.messaging.request(
+          ToolsetsToolsList,
+          { org_id: orgId, name, limit: 200, ...(cursor ? { cursor } : {}) },
+          this.registryOpts(),
+        ),
+      ),
     );
   }
 
   private agentSettings(orgId: string, agentId: string): Promise<Settings> {
     return this.settings(orgId, agentKey(agentId), () =>
-      this.read(`agent ${agentId}`, (cursor) => this.messaging.request(AgentToolsList, { org_id: orgId, agent_id: agentId, limit: 200, ...(cursor ? { cursor } : {}) }, this.registryOpts())),
+      this.read(`agent ${agentId}`, (cursor) =>
+        this.messaging.request(
+          AgentToolsList,
+          { org_id: orgId, agent_id: agentId, limit: 200, ...(cursor ? { cursor } : {}) },
+          this.registryOpts(),
+        ),
+      ),
     );
   }
 
@@ -126,7 +139,12 @@ export class ApprovalPolicy implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Every page of an agent's or a set's tools (up to MAX_PAGES), as settings. */
-  private async read(what: string, page: (cursor: string | undefined) => Promise<{ tools: ReadonlyArray<{ tool: Tool; requires_approval: boolean }>; next_cursor: string | null }>): Promise<Settings> {
+  private async read(
+    what: string,
+    page: (
+      cursor: string | undefined,
+    ) => Promise<{ tools: ReadonlyArray<{ tool: Tool; requires_approval: boolean }>; next_cursor: string | null }>,
+  ): Promise<Settings> {
     const approval = new Map<string, boolean>();
     const ids = new Map<string, string>();
     let cursor: string | undefined;

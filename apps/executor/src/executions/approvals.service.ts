@@ -46,12 +46,17 @@ export class ApprovalsService {
     trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': row.execution_id, ...endUser(row.user_id) });
     const { tool } = await this.catalog.find(req.org_id, { id: row.tool_id! });
     const stored = await this.records.callOf(row);
-    if (!stored) throw new ToolplaneError(ErrorCode.INTERNAL, `The arguments of execution ${row.execution_id} are gone`);
+    if (!stored)
+      throw new ToolplaneError(ErrorCode.INTERNAL, `The arguments of execution ${row.execution_id} are gone`);
     const corrected = req.args !== undefined;
     const args = req.args ?? stored.args;
     // An approver's args are checked like the agent's; a refusal leaves the call pending.
     if (corrected) await step('validate args', () => this.args.check(req.org_id, tool, args));
-    const next = CLIENT_SIDE_TOOL_TYPES.has(tool.tool_type) ? 'awaiting_client' : row.mode === 'async' ? 'queued' : 'running';
+    const next = CLIENT_SIDE_TOOL_TYPES.has(tool.tool_type)
+      ? 'awaiting_client'
+      : row.mode === 'async'
+        ? 'queued'
+        : 'running';
     const call = { args, ...(stored.env ? { env: stored.env } : {}) };
     const moved = await this.records.move(row, ['pending_approval'], {
       set: {
@@ -61,7 +66,10 @@ export class ApprovalsService {
         ...(next === 'running' ? { claimed_by: this.records.instanceId, attempts: 1, nowColumns: ['started_at'] } : {}),
         ...(next === 'queued' ? { nowColumns: ['queued_at'] } : {}),
       },
-      events: (r) => [executionEvent('approved', r, { args_corrected: corrected }), ...(next === 'queued' ? [workItem(r)] : [])],
+      events: (r) => [
+        executionEvent('approved', r, { args_corrected: corrected }),
+        ...(next === 'queued' ? [workItem(r)] : []),
+      ],
       // The stored call goes once it is not needed (it runs now); corrected args that wait replace it.
       dropCall: next === 'running',
       ...(corrected && next !== 'running' ? { call } : {}),
@@ -129,5 +137,9 @@ export class ApprovalsService {
 }
 
 function notPendingError(row: ExecutionRow): ToolplaneError {
-  return new ToolplaneError(ErrorCode.EXECUTION_NOT_PENDING, `Execution ${row.execution_id} is ${row.status}, not waiting for approval`, { execution_id: row.execution_id, status: row.status });
+  return new ToolplaneError(
+    ErrorCode.EXECUTION_NOT_PENDING,
+    `Execution ${row.execution_id} is ${row.status}, not waiting for approval`,
+    { execution_id: row.execution_id, status: row.status },
+  );
 }

@@ -2,7 +2,11 @@ import type { Tool } from '@toolplane/contracts';
 import { ArgumentsService } from './arguments.service';
 
 const tool = (parameters: Record<string, unknown>): Tool =>
-  ({ id: 'tool-00000000-0000-0000-0000-000000000001', name: 't', json_schema: { name: 't', parameters } }) as unknown as Tool;
+  ({
+    id: 'tool-00000000-0000-0000-0000-000000000001',
+    name: 't',
+    json_schema: { name: 't', parameters },
+  }) as unknown as Tool;
 
 describe('ArgumentsService', () => {
   const sut = new ArgumentsService();
@@ -20,7 +24,9 @@ describe('ArgumentsService', () => {
   });
 
   it('honours an explicit additionalProperties: true', () => {
-    expect(() => sut.check('org-a', tool({ type: 'object', properties: {}, additionalProperties: true }), { anything: 1 })).not.toThrow();
+    expect(() =>
+      sut.check('org-a', tool({ type: 'object', properties: {}, additionalProperties: true }), { anything: 1 }),
+    ).not.toThrow();
   });
 
   it('answers SCHEMA_INVALID for a schema that cannot be compiled', () => {

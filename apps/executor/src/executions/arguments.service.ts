@@ -26,7 +26,10 @@ export class ArgumentsService {
     const errors = (validate.errors ?? []).slice(0, 20).map((e) => ({
       path: e.instancePath || '(root)',
       keyword: e.keyword,
-      message: e.keyword === 'additionalProperties' ? `unknown argument '${(e.params as { additionalProperty: string }).additionalProperty}'` : (e.message ?? 'invalid'),
+      message:
+        e.keyword === 'additionalProperties'
+          ? `unknown argument '${(e.params as { additionalProperty: string }).additionalProperty}'`
+          : (e.message ?? 'invalid'),
     }));
     const summary = errors.map((e) => `${e.path === '(root)' ? '' : `${e.path.slice(1)}: `}${e.message}`).join('; ');
     throw new ToolplaneError(ErrorCode.INVALID_ARGUMENTS, `Invalid arguments for ${tool.name}: ${summary}`, { errors });
@@ -35,14 +38,22 @@ export class ArgumentsService {
   private validatorFor(orgId: string, tool: Tool): ValidateFunction {
     const hit = this.compiled.get(orgId, tool.id)?.value;
     if (hit?.tool === tool) return hit.validate;
-    const parameters = (tool.json_schema?.parameters as Record<string, unknown> | undefined) ?? { type: 'object', properties: {} };
+    const parameters = (tool.json_schema?.parameters as Record<string, unknown> | undefined) ?? {
+      type: 'object',
+      properties: {},
+    };
     const source = JSON.stringify(parameters);
     if (hit && hit.source === source) return hit.validate;
     let validate: ValidateFunction;
     try {
       validate = this.ajv.compile({ ...parameters, additionalProperties: parameters.additionalProperties ?? false });
     } catch (e) {
-      throw new ToolplaneError(ErrorCode.SCHEMA_INVALID, `The json_schema of ${tool.name} cannot be used to check arguments: ${(e as Error).message}`, undefined, { cause: e });
+      throw new ToolplaneError(
+        ErrorCode.SCHEMA_INVALID,
+        `The json_schema of ${tool.name} cannot be used to check arguments: ${(e as Error).message}`,
+        undefined,
+        { cause: e },
+      );
     }
     this.compiled.set(orgId, tool.id, { tool, source, validate }, VALIDATOR_TTL_MS, this.compiled.versionOf(orgId));
     return validate;

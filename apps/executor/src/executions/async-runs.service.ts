@@ -1,7 +1,14 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { context, trace } from '@opentelemetry/api';
-import { ErrorCode, ExecutionWork, NOT_STARTED_CODES, ToolplaneError, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ExecutionWork,
+  NOT_STARTED_CODES,
+  ToolplaneError,
+  type Tool,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
 import { ensureEventsStream, extractTraceContext, MessagingClient, requestContext } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -108,8 +115,13 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
     try {
       const outcome = await context.with(extractTraceContext(m.headers), () =>
         tracer.startActiveSpan('run queued execution', (span) => {
-          span.setAttributes({ 'toolplane.execution.id': work.data.execution_id, 'toolplane.delivery': m.info.deliveryCount });
-          return requestContext.run({ signal: this.abandon.signal }, () => this.runQueued(work.data.org_id, work.data.execution_id)).finally(() => span.end());
+          span.setAttributes({
+            'toolplane.execution.id': work.data.execution_id,
+            'toolplane.delivery': m.info.deliveryCount,
+          });
+          return requestContext
+            .run({ signal: this.abandon.signal }, () => this.runQueued(work.data.org_id, work.data.execution_id))
+            .finally(() => span.end());
         }),
       );
       if (outcome === 'retry') m.nak(this.retryDelay(m));
@@ -157,7 +169,11 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
       } catch (e) {
         // Nothing started yet: a passing failure (Postgres, credentials, registry) sends it back to the queue.
         if (!(e instanceof ToolplaneError) || e.retryable) return this.requeue(row, e);
-        await this.records.finishDurably(row, errorResult(row.execution_id, e, started, row.trace_id), () => this.abandon.signal.aborted);
+        await this.records.finishDurably(
+          row,
+          errorResult(row.execution_id, e, started, row.trace_id),
+          () => this.abandon.signal.aborted,
+        );
         return 'done';
       }
       let result: ToolExecutionResult;
@@ -165,7 +181,8 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
         result = await this.runner.run(prepared.tool, prepared.call, started, row.execution_id);
       } catch (e) {
         const err = asToolplaneError(e, this.log);
-        if (NOT_STARTED_CODES.has(err.code) && row.attempts < this.config.EXECUTION_MAX_DELIVER && !this.stopped) return this.requeue(row, err);
+        if (NOT_STARTED_CODES.has(err.code) && row.attempts < this.config.EXECUTION_MAX_DELIVER && !this.stopped)
+          return this.requeue(row, err);
         result = errorResult(row.execution_id, err, started, row.trace_id);
       }
       await this.records.finishDurably(row, result, () => this.abandon.signal.aborted);
@@ -178,7 +195,13 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
   /** The stored call (opened), its tool, and its args checked again (the tool may have changed since it was queued). */
   private async prepare(row: ExecutionRow): Promise<{ tool: Tool; call: CallRequest }> {
     const stored = await this.records.callOf(row);
-    if (!stored) throw new ToolplaneError(ErrorCode.INTERNAL, `The stored call of execution ${row.execution_id} is gone`, undefined, false);
+    if (!stored)
+      throw new ToolplaneError(
+        ErrorCode.INTERNAL,
+        `The stored call of execution ${row.execution_id} is gone`,
+        undefined,
+        false,
+      );
     const { tool } = await this.catalog.find(row.org_id, { id: row.tool_id! });
     await step('validate args', () => this.args.check(row.org_id, tool, stored.args));
     const call: CallRequest = {
@@ -195,7 +218,9 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Back to queued (the tool did not start); if even that fails the claim stays here and the next delivery takes it up. */
   private async requeue(row: ExecutionRow, why: unknown): Promise<Outcome> {
-    this.log.warn(`async execution ${row.execution_id} did not start (${why instanceof ToolplaneError ? why.code : (why as Error).message}): queued again`);
+    this.log.warn(
+      `async execution ${row.execution_id} did not start (${why instanceof ToolplaneError ? why.code : (why as Error).message}): queued again`,
+    );
     await this.records.handBack(row).catch(() => undefined);
     return 'retry';
   }

@@ -1,11 +1,26 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import { ErrorCode, NOT_STARTED_CODES, ToolplaneError, type ExecuteReply, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  NOT_STARTED_CODES,
+  ToolplaneError,
+  type ExecuteReply,
+  type Tool,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
 import { currentRequestDeadline, currentRequestSignal } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
 import { OutcomeWaiter } from '../records/outcome-waiter';
-import { argsHashOf, ExecutionRecords, newExecutionId, syntheticResult, type ExecutionRow, type OpenState, type RecordDraft } from '../records/records.service';
+import {
+  argsHashOf,
+  ExecutionRecords,
+  newExecutionId,
+  syntheticResult,
+  type ExecutionRow,
+  type OpenState,
+  type RecordDraft,
+} from '../records/records.service';
 import { step, type CallRequest } from '../calls/call';
 import { asToolplaneError, errorResult, waitingReply, withExecutionId } from './call-outcomes';
 import { ToolRunner } from './tool-runner';
@@ -71,7 +86,12 @@ export class CallLifecycle implements OnModuleDestroy {
   }
 
   /** A plain sync call: run, answer, recorded just after (write-behind). A failure is recorded too, and names the execution. */
-  async runThenRecord(tool: Tool, call: CheckedCall, draft: RecordDraft, started: number): Promise<ToolExecutionResult> {
+  async runThenRecord(
+    tool: Tool,
+    call: CheckedCall,
+    draft: RecordDraft,
+    started: number,
+  ): Promise<ToolExecutionResult> {
     const startedAt = new Date();
     let result: ToolExecutionResult;
     try {
@@ -86,8 +106,21 @@ export class CallLifecycle implements OnModuleDestroy {
   }
 
   /** A durable call: its record committed first (idempotency key taken), then run, held or handed over. */
-  async start(tool: Tool, call: CheckedCall, kind: CallKind, draft: RecordDraft, started: number): Promise<ExecuteReply> {
-    const state: OpenState = kind === 'approval' ? 'pending_approval' : kind === 'client' ? 'awaiting_client' : call.mode === 'async' ? 'queued' : 'running';
+  async start(
+    tool: Tool,
+    call: CheckedCall,
+    kind: CallKind,
+    draft: RecordDraft,
+    started: number,
+  ): Promise<ExecuteReply> {
+    const state: OpenState =
+      kind === 'approval'
+        ? 'pending_approval'
+        : kind === 'client'
+          ? 'awaiting_client'
+          : call.mode === 'async'
+            ? 'queued'
+            : 'running';
     const stored = state === 'running' ? undefined : { args: call.args, ...(call.env ? { env: call.env } : {}) };
     const opened = await step('record', (span) => {
       span.setAttribute('toolplane.execution.state', state);
@@ -95,9 +128,13 @@ export class CallLifecycle implements OnModuleDestroy {
     });
     if (!opened.created) {
       if (!opened.sameRequest) {
-        throw new ToolplaneError(ErrorCode.IDEMPOTENCY_CONFLICT, 'This idempotency key was used for another tool, other arguments, another user_id or another toolset: nothing ran', {
-          execution_id: opened.row.execution_id,
-        });
+        throw new ToolplaneError(
+          ErrorCode.IDEMPOTENCY_CONFLICT,
+          'This idempotency key was used for another tool, other arguments, another user_id or another toolset: nothing ran',
+          {
+            execution_id: opened.row.execution_id,
+          },
+        );
       }
       return this.answerExisting(opened.row, call);
     }
@@ -129,8 +166,12 @@ export class CallLifecycle implements OnModuleDestroy {
     try {
       await this.records.finish(row, result);
     } catch (e) {
-      this.log.warn(`recording execution ${row.execution_id} failed: ${(e as Error).message}; retrying in the background`);
-      void this.records.finishDurably(row, result, () => this.stopping).catch((e2: Error) => this.log.error(`execution ${row.execution_id} was not recorded: ${e2.message}`));
+      this.log.warn(
+        `recording execution ${row.execution_id} failed: ${(e as Error).message}; retrying in the background`,
+      );
+      void this.records
+        .finishDurably(row, result, () => this.stopping)
+        .catch((e2: Error) => this.log.error(`execution ${row.execution_id} was not recorded: ${e2.message}`));
     }
   }
 
@@ -142,22 +183,36 @@ export class CallLifecycle implements OnModuleDestroy {
   async answerExisting(row: ExecutionRow, call: CheckedCall): Promise<ExecuteReply> {
     let r = row;
     if (call.mode === 'sync' && (r.status === 'queued' || r.status === 'running')) {
-      r = (await this.waiter.until(r.org_id, r.execution_id, this.deadlineOf(call), (x) => x.status !== 'queued' && x.status !== 'running', currentRequestSignal())) ?? r;
+      r =
+        (await this.waiter.until(
+          r.org_id,
+          r.execution_id,
+          this.deadlineOf(call),
+          (x) => x.status !== 'queued' && x.status !== 'running',
+          currentRequestSignal(),
+        )) ?? r;
     }
     if (r.status === 'pending_approval' || r.status === 'awaiting_client') return waitingReply(r, call.args);
     if (call.mode === 'async') return { execution_id: r.execution_id, status: r.status };
     if (r.status === 'queued' || r.status === 'running') {
-      throw new ToolplaneError(ErrorCode.EXECUTION_IN_PROGRESS, `The call with this idempotency key is still ${r.status}: ask again later (nothing ran twice)`, {
-        execution_id: r.execution_id,
-        status: r.status,
-      });
+      throw new ToolplaneError(
+        ErrorCode.EXECUTION_IN_PROGRESS,
+        `The call with this idempotency key is still ${r.status}: ask again later (nothing ran twice)`,
+        {
+          execution_id: r.execution_id,
+          status: r.status,
+        },
+      );
     }
     return (await this.records.resultOf(r)) ?? syntheticResult(r);
   }
 
   /** How long a duplicate may wait: the caller's deadline when it sent one, else the call's own timeout. */
   private deadlineOf(call: CallRequest): number {
-    const own = Date.now() + Math.min(call.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS) + this.config.RUNNER_REPLY_MARGIN_MS;
+    const own =
+      Date.now() +
+      Math.min(call.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS) +
+      this.config.RUNNER_REPLY_MARGIN_MS;
     const caller = currentRequestDeadline();
     return caller ? Math.min(caller, own) : own;
   }

@@ -5,14 +5,33 @@ import type { ExecutionRow } from '../records/records.service';
 /** What a call waiting for someone answers: for approval (with its args) or for its client; else its state. */
 export function waitingReply(row: ExecutionRow, args: Record<string, unknown>): ExecuteReply {
   if (row.status === 'pending_approval') {
-    return { status: 'pending_approval', execution_id: row.execution_id, tool_id: row.tool_id!, tool_name: row.tool_name ?? '', args, expires_at: new Date(row.expires_at!).toISOString() };
+    return {
+      status: 'pending_approval',
+      execution_id: row.execution_id,
+      tool_id: row.tool_id!,
+      tool_name: row.tool_name ?? '',
+      args,
+      expires_at: new Date(row.expires_at!).toISOString(),
+    };
   }
-  if (row.status === 'awaiting_client') return { status: 'awaiting_client', execution_id: row.execution_id, tool_id: row.tool_id!, tool_name: row.tool_name ?? '', args };
+  if (row.status === 'awaiting_client')
+    return {
+      status: 'awaiting_client',
+      execution_id: row.execution_id,
+      tool_id: row.tool_id!,
+      tool_name: row.tool_name ?? '',
+      args,
+    };
   return { execution_id: row.execution_id, status: row.status as 'queued' };
 }
 
 /** A call that ended in an envelope error, as the result its record keeps. */
-export function errorResult(executionId: string, err: ToolplaneError, started: number, traceId: string): ToolExecutionResult {
+export function errorResult(
+  executionId: string,
+  err: ToolplaneError,
+  started: number,
+  traceId: string,
+): ToolExecutionResult {
   return {
     execution_id: executionId,
     status: 'error',
@@ -35,7 +54,12 @@ export function asToolplaneError(e: unknown, log: Logger): ToolplaneError {
 
 /** The error, naming the call's execution in its details (the record says how it ended). */
 export function withExecutionId(err: ToolplaneError, executionId: string): ToolplaneError {
-  const out = new ToolplaneError(err.code, err.message, { ...err.details, execution_id: executionId }, { retryable: err.retryable, cause: err });
+  const out = new ToolplaneError(
+    err.code,
+    err.message,
+    { ...err.details, execution_id: executionId },
+    { retryable: err.retryable, cause: err },
+  );
   out.trace_id = err.trace_id;
   return out;
 }

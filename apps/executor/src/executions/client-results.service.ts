@@ -1,5 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DEFAULT_RETURN_CHAR_LIMIT, ErrorCode, ToolplaneError, type ExecutionsSubmitResult, type ReplyOf, type RequestOf, type ToolExecutionResult } from '@toolplane/contracts';
+import {
+  DEFAULT_RETURN_CHAR_LIMIT,
+  ErrorCode,
+  ToolplaneError,
+  type ExecutionsSubmitResult,
+  type ReplyOf,
+  type RequestOf,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
 import { outcomeEvent, toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, finalStateOf, type ExecutionRow } from '../records/records.service';
 import { executionNotFound, ownRecord } from './own-record';
@@ -37,10 +45,18 @@ export class ClientResultsService {
       provider: 'client',
       duration_ms: Math.round((Date.now() - new Date(row.started_at ?? row.created_at).getTime()) * 1000) / 1000,
       trace_id: row.trace_id,
-      ...(req.status === 'error' ? { error: { code: ErrorCode.TOOL_EXCEPTION, message: clientError(req.func_return) } } : {}),
+      ...(req.status === 'error'
+        ? { error: { code: ErrorCode.TOOL_EXCEPTION, message: clientError(req.func_return) } }
+        : {}),
     };
     const moved = await this.records.move(row, ['awaiting_client'], {
-      set: { status: finalStateOf(result), provider: 'client', error_code: result.error?.code ?? null, duration_ms: result.duration_ms, nowColumns: ['finished_at'] },
+      set: {
+        status: finalStateOf(result),
+        provider: 'client',
+        error_code: result.error?.code ?? null,
+        duration_ms: result.duration_ms,
+        nowColumns: ['finished_at'],
+      },
       events: (r) => [outcomeEvent(r)],
       dropCall: true,
       result,
@@ -55,10 +71,14 @@ export class ClientResultsService {
 }
 
 function alreadyCompleted(row: ExecutionRow): ToolplaneError {
-  return new ToolplaneError(ErrorCode.EXECUTION_ALREADY_COMPLETED, `Execution ${row.execution_id} is ${row.status}: it is not waiting for its client's result`, {
-    execution_id: row.execution_id,
-    status: row.status,
-  });
+  return new ToolplaneError(
+    ErrorCode.EXECUTION_ALREADY_COMPLETED,
+    `Execution ${row.execution_id} is ${row.status}: it is not waiting for its client's result`,
+    {
+      execution_id: row.execution_id,
+      status: row.status,
+    },
+  );
 }
 
 /** The error message of a client-reported failure: its return value as text, cut short. */

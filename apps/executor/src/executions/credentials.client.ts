@@ -1,6 +1,14 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
-import { CredentialsChanged, ErrorCode, ExecutionEnvResolve, type Provider, type ReplyOf, type RequestIn, type Tool } from '@toolplane/contracts';
+import {
+  CredentialsChanged,
+  ErrorCode,
+  ExecutionEnvResolve,
+  type Provider,
+  type ReplyOf,
+  type RequestIn,
+  type Tool,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, OrgScopedCache } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
@@ -68,14 +76,28 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     };
     if (this.config.CREDENTIALS_ENV_CACHE_TTL_MS <= 0) return this.ask(req);
     // The end user is part of the key: one user's env (their secrets) never answers another user's call, nor one without a user.
-    const key = JSON.stringify([req.agent_id ?? null, req.user_id ?? null, req.tool_id, req.tool_name, req.project_id, provider ?? null, req.env ?? null]);
+    const key = JSON.stringify([
+      req.agent_id ?? null,
+      req.user_id ?? null,
+      req.tool_id,
+      req.tool_name,
+      req.project_id,
+      provider ?? null,
+      req.env ?? null,
+    ]);
     const hit = this.replies.get(call.org_id, key);
     const span = trace.getActiveSpan();
     span?.setAttribute('toolplane.cache.hit', hit !== undefined);
     if (hit) return hit.value;
     const version = this.replies.versionOf(call.org_id);
     const reply = await this.ask(req);
-    this.replies.set(call.org_id, key, reply, Math.min(reply.cache_ttl_ms ?? 0, this.config.CREDENTIALS_ENV_CACHE_TTL_MS), version);
+    this.replies.set(
+      call.org_id,
+      key,
+      reply,
+      Math.min(reply.cache_ttl_ms ?? 0, this.config.CREDENTIALS_ENV_CACHE_TTL_MS),
+      version,
+    );
     return reply;
   }
 
@@ -92,7 +114,12 @@ export class CredentialsClient implements OnModuleInit, OnModuleDestroy {
     try {
       for await (const s of this.messaging.nc.status()) {
         if (this.stopped) return;
-        if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'staleConnection' || s.type === 'slowConsumer') {
+        if (
+          s.type === 'disconnect' ||
+          s.type === 'reconnect' ||
+          s.type === 'staleConnection' ||
+          s.type === 'slowConsumer'
+        ) {
           this.replies.clear();
           this.log.warn(`NATS connection ${s.type}: dropped the cached env replies`);
         }

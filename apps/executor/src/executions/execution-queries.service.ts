@@ -1,5 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { ErrorCode, ToolplaneError, type ExecutionsGet, type ExecutionsList, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ToolplaneError,
+  type ExecutionsGet,
+  type ExecutionsList,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
 import { ownRecord } from './own-record';
@@ -28,7 +35,10 @@ export class ExecutionQueries {
       limit: req.limit + 1,
     });
     const page = rows.slice(0, req.limit);
-    return { executions: page.map(toWireRecord), next_cursor: rows.length > req.limit ? encodeCursor(page[page.length - 1]!) : null };
+    return {
+      executions: page.map(toWireRecord),
+      next_cursor: rows.length > req.limit ? encodeCursor(page[page.length - 1]!) : null,
+    };
   }
 }
 
@@ -38,6 +48,9 @@ function encodeCursor(r: ExecutionRow): string {
 
 function decodeCursor(cursor: string): { createdAt: string; executionId: string } {
   const m = /^e:(\d{4}-\d{2}-\d{2}T[\d:.]+Z)\|(exec-[0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!m) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
+  if (!m)
+    throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', {
+      issues: [{ path: 'cursor', message: 'invalid' }],
+    });
   return { createdAt: m[1]!, executionId: m[2]! };
 }

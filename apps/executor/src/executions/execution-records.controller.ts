@@ -1,6 +1,14 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { ExecutionsApprove, ExecutionsDeny, ExecutionsGet, ExecutionsList, ExecutionsSubmitResult, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  ExecutionsApprove,
+  ExecutionsDeny,
+  ExecutionsGet,
+  ExecutionsList,
+  ExecutionsSubmitResult,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { ApprovalsService } from './approvals.service';
 import { ClientResultsService } from './client-results.service';
@@ -36,7 +44,9 @@ export class ExecutionRecordsController {
   }
 
   @Handles(ExecutionsSubmitResult)
-  submitResult(@Payload() req: RequestOf<typeof ExecutionsSubmitResult>): Promise<ReplyOf<typeof ExecutionsSubmitResult>> {
+  submitResult(
+    @Payload() req: RequestOf<typeof ExecutionsSubmitResult>,
+  ): Promise<ReplyOf<typeof ExecutionsSubmitResult>> {
     return this.clientResults.submit(req);
   }
 }

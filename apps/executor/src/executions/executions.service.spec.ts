@@ -1,4 +1,11 @@
-import { ErrorCode, ToolplaneError, ToolsetsToolsList, ToolsGet, type Tool, type ToolExecutionResult } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ToolplaneError,
+  ToolsetsToolsList,
+  ToolsGet,
+  type Tool,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { aTool, deferred, FakeMessaging, newTestService, type TestService } from '@toolplane/testing';
 import { loadExecutorConfig } from '../executor.config';
@@ -12,7 +19,12 @@ import { ToolCatalogService } from './tool-catalog.service';
 const ORG = 'org-batch';
 
 const toolOf = (n: number, name: string, opts: { parallel?: boolean; approval?: boolean } = {}): Tool =>
-  aTool({ id: `tool-00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, name, default_requires_approval: opts.approval ?? null, enable_parallel_execution: opts.parallel ?? null });
+  aTool({
+    id: `tool-00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    name,
+    default_requires_approval: opts.approval ?? null,
+    enable_parallel_execution: opts.parallel ?? null,
+  });
 
 /**
  * The runs, under the test's control: each run waits for its tool's gate, and the log says when
@@ -40,7 +52,14 @@ class Runs {
   lifecycle(): Partial<CallLifecycle> {
     let n = 0;
     return {
-      draft: (tool, call) => (this.drafted.push(call), { executionId: `exec-${String(++n).padStart(8, '0')}-0000-4000-8000-000000000000`, orgId: call.org_id, tool, batchId: call.batch_id ?? null }) as unknown as RecordDraft,
+      draft: (tool, call) =>
+        (this.drafted.push(call),
+        {
+          executionId: `exec-${String(++n).padStart(8, '0')}-0000-4000-8000-000000000000`,
+          orgId: call.org_id,
+          tool,
+          batchId: call.batch_id ?? null,
+        }) as unknown as RecordDraft,
       answersFirst: (kind, call: CheckedCall) => kind === 'run' && call.mode === 'sync',
       runThenRecord: async (tool: Tool, call: CheckedCall, draft: RecordDraft): Promise<ToolExecutionResult> => {
         this.log.push(`start ${tool.name}`);
@@ -48,9 +67,23 @@ class Runs {
         await this.gate(tool.name!).promise;
         this.log.push(`end ${tool.name}`);
         if (tool.name === 'broken') throw new Error('boom');
-        return { execution_id: draft.executionId, status: 'success', func_return: call.args.x, stdout: [], stderr: [], sandbox_config_fingerprint: null, provider: 'local', duration_ms: 1, trace_id: '' };
+        return {
+          execution_id: draft.executionId,
+          status: 'success',
+          func_return: call.args.x,
+          stdout: [],
+          stderr: [],
+          sandbox_config_fingerprint: null,
+          provider: 'local',
+          duration_ms: 1,
+          trace_id: '',
+        };
       },
-      start: async (_tool, _call, kind, draft) => ({ execution_id: draft.executionId, status: kind === 'approval' ? 'pending_approval' : 'awaiting_client' }) as never,
+      start: async (_tool, _call, kind, draft) =>
+        ({
+          execution_id: draft.executionId,
+          status: kind === 'approval' ? 'pending_approval' : 'awaiting_client',
+        }) as never,
     };
   }
 }
@@ -60,7 +93,14 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
   let bus: FakeMessaging;
   let recorded: string[];
   let t: TestService<ExecutionsService>;
-  const tools = [toolOf(1, 'par_a', { parallel: true }), toolOf(2, 'par_b', { parallel: true }), toolOf(3, 'seq_a'), toolOf(4, 'seq_b'), toolOf(5, 'held', { approval: true }), toolOf(6, 'broken')];
+  const tools = [
+    toolOf(1, 'par_a', { parallel: true }),
+    toolOf(2, 'par_b', { parallel: true }),
+    toolOf(3, 'seq_a'),
+    toolOf(4, 'seq_b'),
+    toolOf(5, 'held', { approval: true }),
+    toolOf(6, 'broken'),
+  ];
 
   beforeEach(async () => {
     runs = new Runs();
@@ -74,7 +114,13 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
       // The set "ops": seq_a (held through it) and held (runs through it, though its default holds it).
       .handle(ToolsetsToolsList, (r) => {
         if (r.name !== 'ops') throw new ToolplaneError(ErrorCode.TOOLSET_NOT_FOUND, `No toolset ${r.name}`);
-        return { tools: [{ tool: tools[2]!, requires_approval: true }, { tool: tools[4]!, requires_approval: false }], next_cursor: null };
+        return {
+          tools: [
+            { tool: tools[2]!, requires_approval: true },
+            { tool: tools[4]!, requires_approval: false },
+          ],
+          next_cursor: null,
+        };
       });
     const records: Partial<ExecutionRecords> = { recordAfter: async (draft) => void recorded.push(draft.executionId) };
     t = await newTestService(ExecutionsService, {
@@ -118,7 +164,13 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
 
   it('answers bad arguments, unknown tools and approvals without running them; a failing run is its own result', async () => {
     for (const n of ['seq_a', 'broken']) runs.gate(n).resolve();
-    const { results } = await batch([call('seq_a', 'not an int'), call('nope'), call('held'), call('broken'), call('seq_a', 7)]);
+    const { results } = await batch([
+      call('seq_a', 'not an int'),
+      call('nope'),
+      call('held'),
+      call('broken'),
+      call('seq_a', 7),
+    ]);
     expect(results[0]).toMatchObject({ call_id: 'c-seq_a', status: 'error', error: { code: 'INVALID_ARGUMENTS' } });
     expect(results[1]).toMatchObject({ call_id: 'c-nope', status: 'error', error: { code: 'TOOL_NOT_FOUND' } });
     expect(results[2]).toMatchObject({ call_id: 'c-held', status: 'pending_approval' });
@@ -130,13 +182,19 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
   });
 
   it('refuses a batch over EXECUTE_BATCH_MAX_CALLS before anything runs', async () => {
-    await expect(batch(Array.from({ length: 9 }, () => call('seq_a')))).rejects.toMatchObject({ code: 'BATCH_TOO_LARGE' });
+    await expect(batch(Array.from({ length: 9 }, () => call('seq_a')))).rejects.toMatchObject({
+      code: 'BATCH_TOO_LARGE',
+    });
     expect(runs.log).toEqual([]);
   });
 
   it("drafts the record of every call for the batch's end user: run, held and refused alike", async () => {
     runs.gate('seq_a').resolve();
-    const { results } = await t.service.executeBatch({ org_id: ORG, user_id: 'end-user-1', calls: [call('seq_a'), call('held'), call('nope')] } as never);
+    const { results } = await t.service.executeBatch({
+      org_id: ORG,
+      user_id: 'end-user-1',
+      calls: [call('seq_a'), call('held'), call('nope')],
+    } as never);
     expect(results.map((r) => r.status)).toEqual(['success', 'pending_approval', 'error']);
     expect(runs.drafted.map((c) => [c.call_id, c.user_id]).sort()).toEqual([
       ['c-held', 'end-user-1'],
@@ -149,7 +207,8 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
   });
 
   it("runs a call through a tool set by the set's setting, and records the set; a tool outside it is TOOL_NOT_FOUND before anything else", async () => {
-    const execute = (body: Record<string, unknown>) => t.service.execute({ org_id: ORG, args: {}, mode: 'sync', toolset: 'ops', ...body } as never);
+    const execute = (body: Record<string, unknown>) =>
+      t.service.execute({ org_id: ORG, args: {}, mode: 'sync', toolset: 'ops', ...body } as never);
     expect(await execute({ tool_name: 'seq_a', args: { x: 1 } })).toMatchObject({ status: 'pending_approval' });
     runs.gate('held').resolve();
     expect(await execute({ tool_name: 'held', args: { x: 2 } })).toMatchObject({ status: 'success', func_return: 2 });
@@ -159,9 +218,17 @@ describe('ExecutionsService.executeBatch and execute (alone: runs, records and t
     ]);
     // seq_b is a tool of the org, with arguments it would refuse: neither is revealed, nothing is drafted.
     const lookups = bus.requestsTo(ToolsGet).length;
-    await expect(execute({ tool_name: 'seq_b', args: { x: 'not an int' } })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set ops has no tool seq_b' });
-    await expect(execute({ tool_name: 'nope' })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', message: 'The tool set ops has no tool nope' });
-    await expect(execute({ tool_name: 'seq_a', toolset: 'elsewhere' })).rejects.toMatchObject({ code: 'TOOLSET_NOT_FOUND' });
+    await expect(execute({ tool_name: 'seq_b', args: { x: 'not an int' } })).rejects.toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      message: 'The tool set ops has no tool seq_b',
+    });
+    await expect(execute({ tool_name: 'nope' })).rejects.toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      message: 'The tool set ops has no tool nope',
+    });
+    await expect(execute({ tool_name: 'seq_a', toolset: 'elsewhere' })).rejects.toMatchObject({
+      code: 'TOOLSET_NOT_FOUND',
+    });
     expect(bus.requestsTo(ToolsGet)).toHaveLength(lookups);
     expect(runs.drafted).toHaveLength(2);
     expect(runs.log).toEqual(['start held', 'end held']);

@@ -46,12 +46,18 @@ export class ExecutionsService {
   async execute(req: RequestOf<typeof ToolsExecute>): Promise<ExecuteReply> {
     const started = performance.now();
     // Through a tool set: only its members, found in it first (a tool outside it is not looked up, nor its args checked).
-    const ref = req.toolset ? { tool_id: await step('resolve toolset member', () => this.policy.memberOf(req.org_id, req.toolset!, req)) } : req;
+    const ref = req.toolset
+      ? { tool_id: await step('resolve toolset member', () => this.policy.memberOf(req.org_id, req.toolset!, req)) }
+      : req;
     const tool = await this.lookup(req.org_id, ref);
     await step('validate args', () => this.args.check(req.org_id, tool, req.args));
     const kind = await this.policy.kindOf(req.org_id, tool, { agentId: req.agent_id, toolset: req.toolset });
     const draft = this.calls.draft(tool, req);
-    trace.getActiveSpan()?.setAttributes({ 'toolplane.execution.id': draft.executionId, ...(req.toolset ? { 'toolplane.toolset': req.toolset } : {}), ...endUser(req.user_id) });
+    trace.getActiveSpan()?.setAttributes({
+      'toolplane.execution.id': draft.executionId,
+      ...(req.toolset ? { 'toolplane.toolset': req.toolset } : {}),
+      ...endUser(req.user_id),
+    });
     if (this.calls.answersFirst(kind, req)) return this.calls.runThenRecord(tool, req, draft, started);
     return this.calls.start(tool, req, kind, draft, started);
   }
@@ -67,7 +73,11 @@ export class ExecutionsService {
   async executeBatch(req: RequestOf<typeof ToolsExecuteBatch>): Promise<ReplyOf<typeof ToolsExecuteBatch>> {
     const max = this.config.EXECUTE_BATCH_MAX_CALLS;
     if (req.calls.length > max) {
-      throw new ToolplaneError(ErrorCode.BATCH_TOO_LARGE, `A batch takes at most ${max} calls (this one has ${req.calls.length}): nothing ran`, { max_calls: max, calls: req.calls.length });
+      throw new ToolplaneError(
+        ErrorCode.BATCH_TOO_LARGE,
+        `A batch takes at most ${max} calls (this one has ${req.calls.length}): nothing ran`,
+        { max_calls: max, calls: req.calls.length },
+      );
     }
     const started = performance.now();
     const batchId = `batch-${randomUUID()}`;
@@ -92,7 +102,9 @@ export class ExecutionsService {
       Promise.all(
         calls.map(async ({ call, checked: one }, i): Promise<{ tool: Tool; kind: CallKind } | undefined> => {
           try {
-            const tool = await this.catalog.find(req.org_id, { id: call.tool_id, name: call.tool_name }).then((f) => f.tool);
+            const tool = await this.catalog
+              .find(req.org_id, { id: call.tool_id, name: call.tool_name })
+              .then((f) => f.tool);
             await this.args.check(req.org_id, tool, one.args);
             return { tool, kind: await this.policy.kindOf(req.org_id, tool, { agentId: req.agent_id }) };
           } catch (e) {
@@ -122,7 +134,13 @@ export class ExecutionsService {
         const { call, checked: one } = calls[i]!;
         const tool = checked[i]!.tool;
         const draft = this.calls.draft(tool, one);
-        span.setAttributes({ 'toolplane.call_id': call.call_id, 'toolplane.tool.id': tool.id, 'toolplane.batch.index': i, 'toolplane.execution.id': draft.executionId, ...endUser(req.user_id) });
+        span.setAttributes({
+          'toolplane.call_id': call.call_id,
+          'toolplane.tool.id': tool.id,
+          'toolplane.batch.index': i,
+          'toolplane.execution.id': draft.executionId,
+          ...endUser(req.user_id),
+        });
         const t0 = performance.now();
         try {
           results[i] = { call_id: call.call_id, ...(await this.calls.runThenRecord(tool, one, draft, t0)) };
@@ -142,7 +160,9 @@ export class ExecutionsService {
       const worker = async () => {
         while (next < parallel.length) await runOne(parallel[next++]!);
       };
-      await Promise.all(Array.from({ length: Math.min(this.config.EXECUTE_BATCH_MAX_CONCURRENCY, parallel.length) }, worker));
+      await Promise.all(
+        Array.from({ length: Math.min(this.config.EXECUTE_BATCH_MAX_CONCURRENCY, parallel.length) }, worker),
+      );
     });
     await step('run sequential calls', async (span) => {
       span.setAttribute('toolplane.batch.calls', serial.length);
@@ -152,7 +172,13 @@ export class ExecutionsService {
   }
 
   /** A batch call that did not get to run: recorded failed (write-behind), answered in the result's shape. */
-  private async failedCall(callId: string, one: CheckedCall, toolName: string | undefined, e: unknown, started: number): Promise<BatchCallResult> {
+  private async failedCall(
+    callId: string,
+    one: CheckedCall,
+    toolName: string | undefined,
+    e: unknown,
+    started: number,
+  ): Promise<BatchCallResult> {
     const err = asToolplaneError(e, this.log);
     const draft = this.calls.draft(null, one, toolName);
     const result = failedResult(callId, err, started, draft.executionId);
@@ -163,14 +189,23 @@ export class ExecutionsService {
   private lookup(orgId: string, ref: { tool_id?: string; tool_name?: string }): Promise<Tool> {
     return step('lookup tool', async (span) => {
       const { tool, cached } = await this.catalog.find(orgId, { id: ref.tool_id, name: ref.tool_name });
-      span.setAttributes({ 'toolplane.tool.id': tool.id, 'toolplane.tool.name': tool.name ?? '', 'toolplane.cache.hit': cached });
+      span.setAttributes({
+        'toolplane.tool.id': tool.id,
+        'toolplane.tool.name': tool.name ?? '',
+        'toolplane.cache.hit': cached,
+      });
       return tool;
     });
   }
 }
 
 /** A batch call that did not produce a tool result: its error in the result's shape, with whether a retry may help (never a thrown batch). */
-function failedResult(callId: string, err: ToolplaneError, started: number, executionId: string): Extract<BatchCallResult, { trace_id: string }> {
+function failedResult(
+  callId: string,
+  err: ToolplaneError,
+  started: number,
+  executionId: string,
+): Extract<BatchCallResult, { trace_id: string }> {
   const result = errorResult(executionId, err, started, trace.getActiveSpan()?.spanContext().traceId ?? '');
   return { call_id: callId, ...result, error: { code: err.code, message: err.message, retryable: err.retryable } };
 }

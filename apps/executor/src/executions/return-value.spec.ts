@@ -8,7 +8,11 @@ describe('truncateReturn', () => {
   });
 
   it("cuts text over the limit and appends the seeds' note", () => {
-    expect(truncateReturn('abcdef', 2)).toBe('ab... [NOTE: function output was truncated since it exceeded the character limit (6 > 2)]');
-    expect(truncateReturn({ k: 'vvvv' }, 5)).toBe('{"k":... [NOTE: function output was truncated since it exceeded the character limit (12 > 5)]');
+    expect(truncateReturn('abcdef', 2)).toBe(
+      'ab... [NOTE: function output was truncated since it exceeded the character limit (6 > 2)]',
+    );
+    expect(truncateReturn({ k: 'vvvv' }, 5)).toBe(
+      '{"k":... [NOTE: function output was truncated since it exceeded the character limit (12 > 5)]',
+    );
   });
 });

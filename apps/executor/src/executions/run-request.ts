@@ -18,12 +18,22 @@ type ResolvedEnv = ReplyOf<typeof ExecutionEnvResolve>;
 /** The provider's runner subjects; a provider this version cannot run answers PROVIDER_UNAVAILABLE (the fallback list applies). */
 export function runnerOf(provider: Provider): (typeof RUNNERS)[keyof typeof RUNNERS] {
   const runner = (RUNNERS as Partial<Record<Provider, (typeof RUNNERS)[keyof typeof RUNNERS]>>)[provider];
-  if (!runner) throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `No runner for provider ${provider} in this version of Toolplane`, { provider });
+  if (!runner)
+    throw new ToolplaneError(
+      ErrorCode.PROVIDER_UNAVAILABLE,
+      `No runner for provider ${provider} in this version of Toolplane`,
+      { provider },
+    );
   return runner;
 }
 
 /** What every provider's runner gets for one call (RunnerRunRequest), from the tool, the call and its resolved env. */
-export function runRequestOf(tool: Tool, req: Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id'>, resolved: ResolvedEnv, timeoutMs: number): RunRequest {
+export function runRequestOf(
+  tool: Tool,
+  req: Pick<RequestOf<typeof ToolsExecute>, 'org_id' | 'args' | 'agent_id'>,
+  resolved: ResolvedEnv,
+  timeoutMs: number,
+): RunRequest {
   const functionName = (typeof tool.json_schema?.name === 'string' ? tool.json_schema.name : undefined) ?? tool.name!;
   return {
     ...environmentRequestOf(tool, req.org_id, resolved),
@@ -88,9 +98,13 @@ export function providerOf(tool: Tool): Provider | undefined {
   if (named === undefined || named === null) return undefined;
   const p = Provider.safeParse(named);
   if (!p.success) {
-    throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `Tool ${tool.name} names an unknown sandbox provider in metadata_.sandbox (one of ${Provider.options.join(', ')})`, {
-      sandbox: String(named).slice(0, 64),
-    });
+    throw new ToolplaneError(
+      ErrorCode.UNSUPPORTED_TOOL,
+      `Tool ${tool.name} names an unknown sandbox provider in metadata_.sandbox (one of ${Provider.options.join(', ')})`,
+      {
+        sandbox: String(named).slice(0, 64),
+      },
+    );
   }
   return p.data;
 }

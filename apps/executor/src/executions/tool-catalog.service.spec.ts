@@ -9,7 +9,14 @@ const ID = 'tool-00000000-0000-4000-8000-0000000000c1';
 
 const toolOf = (description: string, name = 'adder'): Tool => aTool({ id: ID, name, description });
 
-const event = (tool: Tool) => ({ event_id: `e-${Math.random()}`, occurred_at: new Date().toISOString(), org_id: ORG, tool_id: tool.id, tool_name: tool.name, tool });
+const event = (tool: Tool) => ({
+  event_id: `e-${Math.random()}`,
+  occurred_at: new Date().toISOString(),
+  org_id: ORG,
+  tool_id: tool.id,
+  tool_name: tool.name,
+  tool,
+});
 
 describe('ToolCatalogService (alone: the registry and the bus are fakes)', () => {
   let bus: FakeMessaging;
@@ -21,7 +28,10 @@ describe('ToolCatalogService (alone: the registry and the bus are fakes)', () =>
     bus = new FakeMessaging();
     current = toolOf('v1');
     bus.handle(ToolsGet, () => ({ tool: current }));
-    t = await newTestService(ToolCatalogService, { config: loadExecutorConfig({}), edges: [{ provide: MessagingClient, useValue: bus.asClient() }] });
+    t = await newTestService(ToolCatalogService, {
+      config: loadExecutorConfig({}),
+      edges: [{ provide: MessagingClient, useValue: bus.asClient() }],
+    });
   });
   afterEach(() => t.close());
 
@@ -70,7 +80,13 @@ describe('ToolCatalogService (alone: the registry and the bus are fakes)', () =>
   it('forgets a deleted tool, and keeps other orgs and tools cached', async () => {
     await t.service.find(ORG, { id: ID });
     await t.service.find('org-other', { id: ID });
-    bus.emit(ToolDeleted, { event_id: 'e-del', occurred_at: new Date().toISOString(), org_id: ORG, tool_id: ID, tool_name: 'adder' });
+    bus.emit(ToolDeleted, {
+      event_id: 'e-del',
+      occurred_at: new Date().toISOString(),
+      org_id: ORG,
+      tool_id: ID,
+      tool_name: 'adder',
+    });
     expect(await t.service.find('org-other', { id: ID })).toMatchObject({ cached: true });
     expect(await t.service.find(ORG, { id: ID })).toMatchObject({ cached: false });
   });

@@ -38,7 +38,11 @@ export class ToolCatalogService implements OnModuleInit, OnModuleDestroy {
       orgId,
       key,
       async () => {
-        const { tool } = await this.messaging.request(ToolsGet, { org_id: orgId, ...(ref.id ? { id: ref.id } : { name: ref.name }) }, { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS });
+        const { tool } = await this.messaging.request(
+          ToolsGet,
+          { org_id: orgId, ...(ref.id ? { id: ref.id } : { name: ref.name }) },
+          { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
+        );
         return tool;
       },
       { ttlMs: this.config.TOOL_CACHE_TTL_MS, ...(ref.id ? { part: ref.id } : { partOf: (t: Tool) => t.id }) },

@@ -53,7 +53,10 @@ export class ToolRunner {
     let run: RunReply;
     let fallback: { from: Provider; code: string; message: string } | undefined;
     if (mcp) {
-      const timeoutMs = Math.min(req.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS);
+      const timeoutMs = Math.min(
+        req.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS,
+        this.config.EXECUTE_MAX_TIMEOUT_MS,
+      );
       run = await step('dispatch', (span) => {
         span.setAttributes({ 'toolplane.provider': 'mcp', 'toolplane.timeout_ms': timeoutMs });
         return this.dispatchMcp(tool, req, timeoutMs);
@@ -83,7 +86,8 @@ export class ToolRunner {
       } catch (e) {
         // Only an error that proves the tool did not start moves the call, and only along the
         // org's own list: never silently (the result names the provider that failed).
-        if (!(e instanceof ToolplaneError) || !FALLBACK_CODES.has(e.code) || resolved.fallback_providers.length === 0) throw e;
+        if (!(e instanceof ToolplaneError) || !FALLBACK_CODES.has(e.code) || resolved.fallback_providers.length === 0)
+          throw e;
         let last: ToolplaneError = e;
         let done: RunReply | undefined;
         for (const next of resolved.fallback_providers) {
@@ -104,7 +108,9 @@ export class ToolRunner {
         fallback = { from: first, code: e.code, message: e.message };
       }
     }
-    const masker = new SecretMasker(resolved ? resolved.masked_keys.map((k) => resolved!.env[k]!).filter((v) => v !== undefined) : []);
+    const masker = new SecretMasker(
+      resolved ? resolved.masked_keys.map((k) => resolved!.env[k]!).filter((v) => v !== undefined) : [],
+    );
     return step('serialize result', (span) => {
       // Mask before truncating, so a cut can never leave half a secret visible.
       const result: ToolExecutionResult = {
@@ -118,7 +124,12 @@ export class ToolRunner {
         duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
         trace_id: traceId,
         ...(run.error ? { error: { code: run.error.code, message: masker.text(run.error.message) } } : {}),
-        ...(fallback ? { fallback_from: fallback.from, fallback_error: { code: fallback.code, message: masker.text(fallback.message) } } : {}),
+        ...(fallback
+          ? {
+              fallback_from: fallback.from,
+              fallback_error: { code: fallback.code, message: masker.text(fallback.message) },
+            }
+          : {}),
       };
       span.setAttribute('toolplane.status', result.status);
       if (run.error) this.log.log(`tool ${tool.id} finished with ${run.error.code}`);
@@ -142,11 +153,24 @@ export class ToolRunner {
    */
   private dispatchMcp(tool: Tool, req: CallRequest, timeoutMs: number): Promise<ReplyOf<typeof McpToolsCall>> {
     const meta = McpToolMetadata.safeParse(tool.metadata_?.mcp);
-    if (!meta.success) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `Tool ${tool.name} (external_mcp) has no MCP server in its metadata_.mcp`);
+    if (!meta.success)
+      throw new ToolplaneError(
+        ErrorCode.UNSUPPORTED_TOOL,
+        `Tool ${tool.name} (external_mcp) has no MCP server in its metadata_.mcp`,
+      );
     const maxTimeoutMs = Math.max(timeoutMs, this.config.EXECUTE_MAX_TIMEOUT_MS);
     return this.messaging.request(
       McpToolsCall,
-      { org_id: req.org_id, tool_id: tool.id, mcp: meta.data, args: req.args, ...(req.agent_id ? { agent_id: req.agent_id } : {}), ...(req.user_id ? { user_id: req.user_id } : {}), timeout_ms: timeoutMs, max_timeout_ms: maxTimeoutMs },
+      {
+        org_id: req.org_id,
+        tool_id: tool.id,
+        mcp: meta.data,
+        args: req.args,
+        ...(req.agent_id ? { agent_id: req.agent_id } : {}),
+        ...(req.user_id ? { user_id: req.user_id } : {}),
+        timeout_ms: timeoutMs,
+        max_timeout_ms: maxTimeoutMs,
+      },
       // The MCP server's progress notifications go on to this call's caller, when it asked for progress.
       { timeoutMs: maxTimeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, onProgress: currentProgressReporter() },
     );
@@ -154,7 +178,10 @@ export class ToolRunner {
 
   /** The org's sandbox config sets the default timeout; the request's own timeout_ms wins; both bounded. */
   private timeoutOf(req: CallRequest, resolved: ResolvedEnv): number {
-    return Math.min(req.timeout_ms ?? resolved.sandbox_config?.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS, this.config.EXECUTE_MAX_TIMEOUT_MS);
+    return Math.min(
+      req.timeout_ms ?? resolved.sandbox_config?.timeout_ms ?? this.config.EXECUTE_DEFAULT_TIMEOUT_MS,
+      this.config.EXECUTE_MAX_TIMEOUT_MS,
+    );
   }
 
   private dispatchTo(tool: Tool, req: CallRequest, resolved: ResolvedEnv, timeoutMs: number): Promise<RunReply> {
@@ -172,7 +199,11 @@ export class ToolRunner {
     const abandon = () => this.messaging.notify(runner.abandoned, { run_ids: [runId] });
     signal?.addEventListener('abort', abandon, { once: true });
     return this.messaging
-      .request(runner.run, { ...runRequestOf(tool, req, resolved, timeoutMs), run_id: runId }, { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.RUNNER_UNAVAILABLE })
+      .request(
+        runner.run,
+        { ...runRequestOf(tool, req, resolved, timeoutMs), run_id: runId },
+        { timeoutMs: timeoutMs + this.config.RUNNER_REPLY_MARGIN_MS, unavailableCode: ErrorCode.RUNNER_UNAVAILABLE },
+      )
       .finally(() => signal?.removeEventListener('abort', abandon));
   }
 }

@@ -15,7 +15,11 @@ import { ensureWorkStream } from './work-stream';
  */
 @Injectable()
 export class ExecutionOutbox extends TransactionalOutbox {
-  constructor(@InjectDataSource() ds: DataSource, messaging: MessagingClient, @Inject(APP_CONFIG) config: ExecutorConfig) {
+  constructor(
+    @InjectDataSource() ds: DataSource,
+    messaging: MessagingClient,
+    @Inject(APP_CONFIG) config: ExecutorConfig,
+  ) {
     super(ds, messaging, {
       table: 'executor.event_outbox',
       lockPrefix: 'executor.outbox',
@@ -23,7 +27,11 @@ export class ExecutionOutbox extends TransactionalOutbox {
       relayEveryMs: config.EXECUTOR_OUTBOX_RELAY_MS,
       relayAfterMs: config.EXECUTOR_OUTBOX_RELAY_AFTER_MS,
       what: 'execution events and work',
-      repair: () => Promise.all([ensureEventsStream(messaging.nc, messaging.prefix), ensureWorkStream(messaging.nc, messaging.prefix, config)]),
+      repair: () =>
+        Promise.all([
+          ensureEventsStream(messaging.nc, messaging.prefix),
+          ensureWorkStream(messaging.nc, messaging.prefix, config),
+        ]),
     });
   }
 }

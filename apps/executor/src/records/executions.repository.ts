@@ -103,7 +103,10 @@ export class ExecutionsRepository {
       const b = i * 5;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5})`;
     });
-    await m.query(`INSERT INTO executor.sealed_payloads (payload_id, org_id, key_id, blob, expires_at) VALUES ${rows.join(', ')}`, values);
+    await m.query(
+      `INSERT INTO executor.sealed_payloads (payload_id, org_id, key_id, blob, expires_at) VALUES ${rows.join(', ')}`,
+      values,
+    );
   }
 
   async payload(orgId: string, payloadId: string): Promise<SealedPayload | undefined> {
@@ -137,14 +140,24 @@ export class ExecutionsRepository {
     }
   }
 
-  async get(orgId: string, executionId: string, m: EntityManager | DataSource = this.ds): Promise<ExecutionRow | undefined> {
-    const rows: ExecutionRow[] = await m.query('SELECT * FROM executor.executions WHERE org_id = $1 AND execution_id = $2', [orgId, executionId]);
+  async get(
+    orgId: string,
+    executionId: string,
+    m: EntityManager | DataSource = this.ds,
+  ): Promise<ExecutionRow | undefined> {
+    const rows: ExecutionRow[] = await m.query(
+      'SELECT * FROM executor.executions WHERE org_id = $1 AND execution_id = $2',
+      [orgId, executionId],
+    );
     return rows[0];
   }
 
   /** The record, locked for the rest of the transaction `m` (approve, deny, submit-result take their turn). */
   async getForUpdate(m: EntityManager, orgId: string, executionId: string): Promise<ExecutionRow | undefined> {
-    const rows: ExecutionRow[] = await m.query('SELECT * FROM executor.executions WHERE org_id = $1 AND execution_id = $2 FOR UPDATE', [orgId, executionId]);
+    const rows: ExecutionRow[] = await m.query(
+      'SELECT * FROM executor.executions WHERE org_id = $1 AND execution_id = $2 FOR UPDATE',
+      [orgId, executionId],
+    );
     return rows[0];
   }
 
@@ -165,7 +178,10 @@ export class ExecutionsRepository {
       where.push(`(created_at, execution_id) < ($${values.length - 1}::timestamptz, $${values.length})`);
     }
     values.push(f.limit);
-    return this.ds.query(`SELECT * FROM executor.executions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, execution_id DESC LIMIT $${values.length}`, values);
+    return this.ds.query(
+      `SELECT * FROM executor.executions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, execution_id DESC LIMIT $${values.length}`,
+      values,
+    );
   }
 
   /**
@@ -190,7 +206,10 @@ export class ExecutionsRepository {
       sets.push(`${k} = $${values.length}`);
     }
     for (const c of set.nowColumns ?? []) sets.push(`${c} = now()`);
-    if (set.nowColumns?.includes('finished_at') && set.duration_ms === undefined) sets.push('duration_ms = COALESCE(duration_ms, EXTRACT(EPOCH FROM (now() - COALESCE(started_at, created_at))) * 1000)');
+    if (set.nowColumns?.includes('finished_at') && set.duration_ms === undefined)
+      sets.push(
+        'duration_ms = COALESCE(duration_ms, EXTRACT(EPOCH FROM (now() - COALESCE(started_at, created_at))) * 1000)',
+      );
     let claim = '';
     if (claimedBy) {
       values.push(claimedBy);
@@ -230,8 +249,16 @@ export class ExecutionsRepository {
   }
 
   /** Lets the key go (the call it held never started: a retry may run it). */
-  async releaseIdempotencyKey(m: EntityManager | DataSource, orgId: string, key: string, executionId: string): Promise<void> {
-    await m.query('DELETE FROM executor.idempotency_keys WHERE org_id = $1 AND idempotency_key = $2 AND execution_id = $3', [orgId, key, executionId]);
+  async releaseIdempotencyKey(
+    m: EntityManager | DataSource,
+    orgId: string,
+    key: string,
+    executionId: string,
+  ): Promise<void> {
+    await m.query(
+      'DELETE FROM executor.idempotency_keys WHERE org_id = $1 AND idempotency_key = $2 AND execution_id = $3',
+      [orgId, key, executionId],
+    );
   }
 
   // ---- executor instances (claims) ----
@@ -279,7 +306,10 @@ export class ExecutionsRepository {
   // ---- sweeps ----
 
   async expiredApprovals(limit: number): Promise<ExecutionRow[]> {
-    return this.ds.query(`SELECT * FROM executor.executions WHERE status = 'pending_approval' AND expires_at < now() ORDER BY expires_at LIMIT $1`, [limit]);
+    return this.ds.query(
+      `SELECT * FROM executor.executions WHERE status = 'pending_approval' AND expires_at < now() ORDER BY expires_at LIMIT $1`,
+      [limit],
+    );
   }
 
   /** Queued async records not put on the work queue again for requeueAfterMs. */
@@ -314,6 +344,7 @@ export class ExecutionsRepository {
 
 /** TypeORM answers an UPDATE/DELETE … RETURNING on Postgres as [rows, count], anything else as rows. */
 function rowsOf<T>(res: unknown): T[] {
-  if (Array.isArray(res) && res.length === 2 && Array.isArray(res[0]) && typeof res[1] === 'number') return res[0] as T[];
+  if (Array.isArray(res) && res.length === 2 && Array.isArray(res[0]) && typeof res[1] === 'number')
+    return res[0] as T[];
   return res as T[];
 }

@@ -30,7 +30,10 @@ export class ExecutorInstance implements OnApplicationBootstrap, OnApplicationSh
     await this.repo.heartbeat(this.id);
     this.reachableSince = Date.now();
     this.log.log(`executor instance ${this.id}: claims made here carry this id`);
-    this.timer = setInterval(() => void (this.beating ??= this.beat().finally(() => (this.beating = undefined))), this.config.EXECUTOR_HEARTBEAT_MS);
+    this.timer = setInterval(
+      () => void (this.beating ??= this.beat().finally(() => (this.beating = undefined))),
+      this.config.EXECUTOR_HEARTBEAT_MS,
+    );
     this.timer.unref();
   }
 
@@ -38,7 +41,9 @@ export class ExecutorInstance implements OnApplicationBootstrap, OnApplicationSh
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.beating;
-    await this.repo.removeInstance(this.id).catch((e: Error) => this.log.warn(`could not remove executor instance ${this.id}: ${e.message}`));
+    await this.repo
+      .removeInstance(this.id)
+      .catch((e: Error) => this.log.warn(`could not remove executor instance ${this.id}: ${e.message}`));
   }
 
   /** Whether this executor may judge other executors' claims (see the class comment). */

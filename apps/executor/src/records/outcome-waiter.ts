@@ -35,7 +35,13 @@ export class OutcomeWaiter implements OnModuleInit, OnModuleDestroy {
   }
 
   /** The record once `done(row)` holds, or as it is at `deadline` (epoch ms); undefined if it is gone. */
-  async until(orgId: string, executionId: string, deadline: number, done: (row: ExecutionRow) => boolean, signal?: AbortSignal): Promise<ExecutionRow | undefined> {
+  async until(
+    orgId: string,
+    executionId: string,
+    deadline: number,
+    done: (row: ExecutionRow) => boolean,
+    signal?: AbortSignal,
+  ): Promise<ExecutionRow | undefined> {
     for (;;) {
       let row = await this.records.get(orgId, executionId);
       if (row?.status === 'running') row = (await this.records.settleIfLost(row)) ?? row;

@@ -28,12 +28,20 @@ export class PayloadSealer {
   ) {}
 
   async seal(orgId: string, payloadId: string, value: unknown): Promise<SealedPayload> {
-    const r = await this.messaging.request(SealedValuesSeal, { org_id: orgId, purpose: 'execution', ref: payloadId, plaintext: JSON.stringify(value) }, this.opts('seal'));
+    const r = await this.messaging.request(
+      SealedValuesSeal,
+      { org_id: orgId, purpose: 'execution', ref: payloadId, plaintext: JSON.stringify(value) },
+      this.opts('seal'),
+    );
     return { payloadId, orgId, keyId: r.key_id, blob: r.blob };
   }
 
   async open<T>(p: SealedPayload): Promise<T> {
-    const r = await this.messaging.request(SealedValuesOpen, { org_id: p.orgId, purpose: 'execution', ref: p.payloadId, key_id: p.keyId, blob: p.blob }, this.opts('open'));
+    const r = await this.messaging.request(
+      SealedValuesOpen,
+      { org_id: p.orgId, purpose: 'execution', ref: p.payloadId, key_id: p.keyId, blob: p.blob },
+      this.opts('open'),
+    );
     return JSON.parse(r.plaintext) as T;
   }
 
@@ -42,7 +50,10 @@ export class PayloadSealer {
       timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
       // A record outlives the request that writes it: the outcome of a cancelled call is sealed all the same.
       detached: what === 'seal',
-      down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: `The credentials service did not ${what} the execution's stored values` },
+      down: {
+        code: ErrorCode.CREDENTIALS_UNAVAILABLE,
+        what: `The credentials service did not ${what} the execution's stored values`,
+      },
     };
   }
 }

@@ -14,10 +14,27 @@ import { ExecutionRecords } from './records.service';
  * repository, sealer and outbox are recorders (the SQL is covered by the e2e suites on Postgres).
  */
 const row = (over: Partial<ExecutionRow> = {}): ExecutionRow =>
-  ({ execution_id: 'exec-1', org_id: 'acme', status: 'running', call_ref: 'call-1', attempts: 1, claimed_by: null, idempotency_key: null, ...over }) as ExecutionRow;
+  ({
+    execution_id: 'exec-1',
+    org_id: 'acme',
+    status: 'running',
+    call_ref: 'call-1',
+    attempts: 1,
+    claimed_by: null,
+    idempotency_key: null,
+    ...over,
+  }) as ExecutionRow;
 
 const result = (funcReturn: unknown = 7): ToolExecutionResult =>
-  ({ execution_id: 'exec-1', status: 'success', func_return: funcReturn, stdout: [], stderr: [], provider: 'local', duration_ms: 3 }) as unknown as ToolExecutionResult;
+  ({
+    execution_id: 'exec-1',
+    status: 'success',
+    func_return: funcReturn,
+    stdout: [],
+    stderr: [],
+    provider: 'local',
+    duration_ms: 3,
+  }) as unknown as ToolExecutionResult;
 
 class Store {
   /** Every write, in order; `tx` marks those made inside a transaction. */
@@ -40,9 +57,12 @@ class Store {
           this.inTx = false;
         }
       },
-      insertPayloads: async (_m, payloads) => void this.log.push(`payload ${payloads.map((p) => p.payloadId).join(',')}`),
+      insertPayloads: async (_m, payloads) =>
+        void this.log.push(`payload ${payloads.map((p) => p.payloadId).join(',')}`),
       transition: async (m, _org, id, from, set, claimedBy) => {
-        this.log.push(`${(m as unknown) === 'ds' ? 'alone ' : ''}update ${from.join('|')} ${JSON.stringify(set)}${claimedBy ? ` claimed by ${claimedBy}` : ''}`);
+        this.log.push(
+          `${(m as unknown) === 'ds' ? 'alone ' : ''}update ${from.join('|')} ${JSON.stringify(set)}${claimedBy ? ` claimed by ${claimedBy}` : ''}`,
+        );
         return this.moves ? ({ ...row(), execution_id: id, ...set } as ExecutionRow) : undefined;
       },
       deletePayload: async (_m, id) => void this.log.push(`drop ${id}`),
@@ -61,7 +81,8 @@ class Store {
 
   outbox(): Partial<ExecutionOutbox> {
     return {
-      stage: async (_m, events: PendingEvent[]) => void this.log.push(`${this.inTx ? '' : 'outside '}stage ${events.length}`),
+      stage: async (_m, events: PendingEvent[]) =>
+        void this.log.push(`${this.inTx ? '' : 'outside '}stage ${events.length}`),
       drain: async (orgId: string) => (this.drained.push(orgId), 0),
     };
   }
@@ -89,28 +110,57 @@ describe('ExecutionRecords.move (the one way a record changes state)', () => {
 
   it('keeps the sealed result, drops the stored call and stages the events in one transaction, then publishes', async () => {
     const sut = t.service;
-    const moved = await sut.move(row({ status: 'awaiting_client' }), ['awaiting_client'], { set: { status: 'succeeded' }, events: event, dropCall: true, result: result() });
+    const moved = await sut.move(row({ status: 'awaiting_client' }), ['awaiting_client'], {
+      set: { status: 'succeeded' },
+      events: event,
+      dropCall: true,
+      result: result(),
+    });
     expect(moved).toMatchObject({ status: 'succeeded', result_ref: 'sealed-1', call_ref: null });
     expect(store.sealed).toEqual([{ orgId: 'acme', value: { 'exec-1': result() } }]);
-    expect(store.log).toEqual(['begin', 'payload sealed-1', 'update awaiting_client {"call_ref":null,"status":"succeeded","result_ref":"sealed-1"}', 'drop call-1', 'stage 1', 'commit']);
+    expect(store.log).toEqual([
+      'begin',
+      'payload sealed-1',
+      'update awaiting_client {"call_ref":null,"status":"succeeded","result_ref":"sealed-1"}',
+      'drop call-1',
+      'stage 1',
+      'commit',
+    ]);
     expect(store.drained).toEqual(['acme']);
   });
 
   it('records an outcome too large to keep without its value (result_ref null, nothing sealed)', async () => {
-    await t.service.move(row(), ['running'], { set: { status: 'succeeded' }, events: event, result: result('x'.repeat(MAX_SEALED_CHARS)) });
+    await t.service.move(row(), ['running'], {
+      set: { status: 'succeeded' },
+      events: event,
+      result: result('x'.repeat(MAX_SEALED_CHARS)),
+    });
     expect(store.sealed).toEqual([]);
     expect(store.log).toContain('update running {"status":"succeeded","result_ref":null}');
   });
 
   it('replaces the stored call with a new sealed one (corrected args), dropping the old', async () => {
-    await t.service.move(row({ status: 'pending_approval' }), ['pending_approval'], { set: { status: 'queued' }, events: event, call: { args: { x: 2 } } });
+    await t.service.move(row({ status: 'pending_approval' }), ['pending_approval'], {
+      set: { status: 'queued' },
+      events: event,
+      call: { args: { x: 2 } },
+    });
     expect(store.sealed).toEqual([{ orgId: 'acme', value: { args: { x: 2 } } }]);
-    expect(store.log).toEqual(['begin', 'payload sealed-1', 'update pending_approval {"call_ref":"sealed-1","status":"queued"}', 'drop call-1', 'stage 1', 'commit']);
+    expect(store.log).toEqual([
+      'begin',
+      'payload sealed-1',
+      'update pending_approval {"call_ref":"sealed-1","status":"queued"}',
+      'drop call-1',
+      'stage 1',
+      'commit',
+    ]);
   });
 
   it('stages, drops and publishes nothing when another executor moved the record first', async () => {
     store.moves = false;
-    expect(await t.service.move(row(), ['running'], { set: { status: 'failed' }, events: event, dropCall: true })).toBeUndefined();
+    expect(
+      await t.service.move(row(), ['running'], { set: { status: 'failed' }, events: event, dropCall: true }),
+    ).toBeUndefined();
     expect(store.log).toEqual(['begin', 'update running {"call_ref":null,"status":"failed"}', 'commit']);
     expect(store.drained).toEqual([]);
   });
@@ -136,6 +186,12 @@ describe('ExecutionRecords.move (the one way a record changes state)', () => {
 
   it('expires a pending approval: its call dropped, its outcome announced', async () => {
     await t.service.expire(row({ status: 'pending_approval' }));
-    expect(store.log).toEqual(['begin', 'update pending_approval {"call_ref":null,"status":"expired","error_code":"EXECUTION_EXPIRED","nowColumns":["finished_at"]}', 'drop call-1', 'stage 1', 'commit']);
+    expect(store.log).toEqual([
+      'begin',
+      'update pending_approval {"call_ref":null,"status":"expired","error_code":"EXECUTION_EXPIRED","nowColumns":["finished_at"]}',
+      'drop call-1',
+      'stage 1',
+      'commit',
+    ]);
   });
 });

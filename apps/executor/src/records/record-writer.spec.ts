@@ -39,7 +39,14 @@ function writerWith(batch: number) {
       return { payloadId, orgId, keyId: 'k', blob: 'b' };
     },
   } as unknown as PayloadSealer;
-  const config = { EXECUTION_WRITE_BEHIND_MS: WINDOW_MS, EXECUTION_WRITE_BEHIND_BATCH: batch, EXECUTION_WRITE_BEHIND_MAX: 10_000, EXECUTION_SYNC_EVENTS: false, EXECUTION_RESULT_RETENTION_MS: 1000, SHUTDOWN_GRACE_MS: 0 } as ExecutorConfig;
+  const config = {
+    EXECUTION_WRITE_BEHIND_MS: WINDOW_MS,
+    EXECUTION_WRITE_BEHIND_BATCH: batch,
+    EXECUTION_WRITE_BEHIND_MAX: 10_000,
+    EXECUTION_SYNC_EVENTS: false,
+    EXECUTION_RESULT_RETENTION_MS: 1000,
+    SHUTDOWN_GRACE_MS: 0,
+  } as ExecutorConfig;
   const writer = new RecordWriter(repo, sealer, {} as ExecutionOutbox, config);
   return {
     writer,

@@ -74,7 +74,10 @@ export class RecordWriter implements OnModuleDestroy {
       await Promise.race([this.flushing, new Promise((r) => setTimeout(r, 100))]);
     }
     await this.flushing;
-    if (this.queue.length) this.log.warn(`stopping with ${this.queue.length} execution record(s) not written (Postgres or credentials unreachable)`);
+    if (this.queue.length)
+      this.log.warn(
+        `stopping with ${this.queue.length} execution record(s) not written (Postgres or credentials unreachable)`,
+      );
     for (const wake of this.room.splice(0)) wake();
   }
 
@@ -105,7 +108,8 @@ export class RecordWriter implements OnModuleDestroy {
         if (this.failures) this.log.log(`execution records are written again (${this.failures} failed attempt(s))`);
         this.failures = 0;
       } catch (e) {
-        if (!this.failures) this.log.warn(`writing ${batch.length} execution record(s) failed, retrying: ${(e as Error).message}`);
+        if (!this.failures)
+          this.log.warn(`writing ${batch.length} execution record(s) failed, retrying: ${(e as Error).message}`);
         this.failures++;
         if (this.stopping && this.failures > 3) return;
         await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** Math.min(this.failures, 7))));
@@ -122,7 +126,13 @@ export class RecordWriter implements OnModuleDestroy {
         for (const chunk of chunks(batch)) {
           const payloadId = randomUUID();
           const orgId = chunk[0]!.row.org_id;
-          payloads.push(await this.sealer.seal(orgId, payloadId, Object.fromEntries(chunk.map((c) => [c.row.execution_id, c.result]))));
+          payloads.push(
+            await this.sealer.seal(
+              orgId,
+              payloadId,
+              Object.fromEntries(chunk.map((c) => [c.row.execution_id, c.result])),
+            ),
+          );
           for (const c of chunk) refs.set(c, payloadId);
         }
         this.sealFailures = 0;
@@ -133,16 +143,23 @@ export class RecordWriter implements OnModuleDestroy {
     } else {
       // Credentials could not seal several times in a row: the records go in without their results
       // (the next batch tries sealing again).
-      this.log.warn(`writing ${batch.length} execution record(s) without their results: the credentials service did not seal them`);
+      this.log.warn(
+        `writing ${batch.length} execution record(s) without their results: the credentials service did not seal them`,
+      );
       this.sealFailures = 0;
     }
     const rows = batch.map((c) => ({ ...c.row, result_ref: refs.get(c) ?? null }));
     await this.repo.transaction(async (m) => {
       await this.repo.insertPayloads(m, payloads, new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
       await this.repo.insert(m, rows);
-      if (this.config.EXECUTION_SYNC_EVENTS) await this.outbox.stage(m, rows.map((r) => outcomeEvent(r as ExecutionRow)));
+      if (this.config.EXECUTION_SYNC_EVENTS)
+        await this.outbox.stage(
+          m,
+          rows.map((r) => outcomeEvent(r as ExecutionRow)),
+        );
     });
-    if (this.config.EXECUTION_SYNC_EVENTS) for (const org of new Set(rows.map((r) => r.org_id))) void this.outbox.drain(org);
+    if (this.config.EXECUTION_SYNC_EVENTS)
+      for (const org of new Set(rows.map((r) => r.org_id))) void this.outbox.drain(org);
   }
 }
 

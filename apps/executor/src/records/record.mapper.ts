@@ -41,7 +41,14 @@ export function toWireRecord(r: ExecutionRow): ExecutionRecord {
 }
 
 type Kind = 'completed' | 'failed' | 'held' | 'approved' | 'denied' | 'expired';
-const DESCRIPTORS = { completed: ExecutionCompleted, failed: ExecutionFailed, held: ExecutionHeld, approved: ExecutionApproved, denied: ExecutionDenied, expired: ExecutionExpired } as const;
+const DESCRIPTORS = {
+  completed: ExecutionCompleted,
+  failed: ExecutionFailed,
+  held: ExecutionHeld,
+  approved: ExecutionApproved,
+  denied: ExecutionDenied,
+  expired: ExecutionExpired,
+} as const;
 
 /** The event of a record change, for the outbox (no args, no results: events are stored in the clear). */
 export function executionEvent(kind: Kind, r: ExecutionRow, extra: Record<string, unknown> = {}): PendingEvent {
@@ -77,6 +84,13 @@ export function endUser(userId: string | null | undefined): Record<string, strin
 
 /** The event a record in a final state announces. */
 export function outcomeEvent(r: ExecutionRow): PendingEvent {
-  const kind: Kind = r.status === 'succeeded' ? 'completed' : r.status === 'denied' ? 'denied' : r.status === 'expired' ? 'expired' : 'failed';
+  const kind: Kind =
+    r.status === 'succeeded'
+      ? 'completed'
+      : r.status === 'denied'
+        ? 'denied'
+        : r.status === 'expired'
+          ? 'expired'
+          : 'failed';
   return executionEvent(kind, r);
 }

@@ -14,7 +14,16 @@ import { RecordsSweeper } from './records.sweeper';
  * record goes through it, never through the repository.
  */
 @Module({
-  providers: [ExecutionsRepository, PayloadSealer, ExecutionOutbox, RecordWriter, ExecutorInstance, ExecutionRecords, OutcomeWaiter, RecordsSweeper],
+  providers: [
+    ExecutionsRepository,
+    PayloadSealer,
+    ExecutionOutbox,
+    RecordWriter,
+    ExecutorInstance,
+    ExecutionRecords,
+    OutcomeWaiter,
+    RecordsSweeper,
+  ],
   exports: [ExecutionRecords, OutcomeWaiter],
 })
 export class RecordsModule {}

@@ -50,13 +50,24 @@ describe('argsHashOf', () => {
 describe('execution records on the wire', () => {
   it('makes the result of an outcome Toolplane decided, named by its code', () => {
     const sut = syntheticResult(row());
-    expect(sut).toMatchObject({ status: 'error', func_return: expect.stringContaining('not run again'), error: { code: 'EXECUTOR_LOST' }, duration_ms: 1500, trace_id: 'abc' });
+    expect(sut).toMatchObject({
+      status: 'error',
+      func_return: expect.stringContaining('not run again'),
+      error: { code: 'EXECUTOR_LOST' },
+      duration_ms: 1500,
+      trace_id: 'abc',
+    });
   });
 
   it('maps a row to the ExecutionRecord contract (expires_at only while pending)', () => {
     const sut = toWireRecord(row());
     expect(ExecutionRecord.parse(sut)).toEqual(sut);
-    expect(sut).toMatchObject({ status: 'failed', expires_at: null, created_at: '2026-11-25T10:00:00.000Z', duration_ms: 1500 });
+    expect(sut).toMatchObject({
+      status: 'failed',
+      expires_at: null,
+      created_at: '2026-11-25T10:00:00.000Z',
+      duration_ms: 1500,
+    });
     expect(toWireRecord(row({ status: 'pending_approval' })).expires_at).toBe('2026-11-26T10:00:00.000Z');
   });
 
@@ -66,7 +77,10 @@ describe('execution records on the wire', () => {
     expect(toWireRecord(row()).user_id).toBeNull();
     const failed = outcomeEvent(mine);
     expect(failed.descriptor).toBe(ExecutionFailed);
-    expect(ExecutionFailed.payload.parse(failed.payload)).toMatchObject({ execution_id: mine.execution_id, user_id: 'user-42' });
+    expect(ExecutionFailed.payload.parse(failed.payload)).toMatchObject({
+      execution_id: mine.execution_id,
+      user_id: 'user-42',
+    });
     const approved = executionEvent('approved', row({ status: 'running' }), { args_corrected: false });
     expect(ExecutionApproved.payload.parse(approved.payload).user_id).toBeNull();
   });
@@ -75,8 +89,15 @@ describe('execution records on the wire', () => {
     const through = row({ toolset: 'support' });
     expect(toWireRecord(through).toolset).toBe('support');
     expect(toWireRecord(row()).toolset).toBeNull();
-    expect(ExecutionFailed.payload.parse(outcomeEvent(through).payload)).toMatchObject({ execution_id: through.execution_id, toolset: 'support' });
-    expect(ExecutionApproved.payload.parse(executionEvent('approved', row({ status: 'running' }), { args_corrected: false }).payload).toolset).toBeNull();
+    expect(ExecutionFailed.payload.parse(outcomeEvent(through).payload)).toMatchObject({
+      execution_id: through.execution_id,
+      toolset: 'support',
+    });
+    expect(
+      ExecutionApproved.payload.parse(
+        executionEvent('approved', row({ status: 'running' }), { args_corrected: false }).payload,
+      ).toolset,
+    ).toBeNull();
   });
 
   it('names the end user on a span as enduser.id, and nothing when there is none', () => {

@@ -11,7 +11,12 @@ import { APP_CONFIG, type PendingEvent } from '@toolplane/platform';
 import { createHash, randomUUID } from 'node:crypto';
 import type { ExecutorConfig } from '../executor.config';
 import { ExecutionOutbox } from './execution-outbox';
-import { ExecutionsRepository, type ExecutionRow, type ExecutionFilter, type NewExecutionRow } from './executions.repository';
+import {
+  ExecutionsRepository,
+  type ExecutionRow,
+  type ExecutionFilter,
+  type NewExecutionRow,
+} from './executions.repository';
 import { ExecutorInstance } from './executor-instance';
 import { MAX_SEALED_CHARS, PayloadSealer, type SealedPayload } from './payload-sealer';
 import { executionEvent, outcomeEvent } from './record.mapper';
@@ -65,7 +70,9 @@ export interface RecordMove {
   call?: StoredCall;
 }
 
-export type OpenedRecord = { created: true; row: ExecutionRow } | { created: false; row: ExecutionRow; sameRequest: boolean };
+export type OpenedRecord =
+  | { created: true; row: ExecutionRow }
+  | { created: false; row: ExecutionRow; sameRequest: boolean };
 
 export const newExecutionId = (): string => `exec-${randomUUID()}`;
 
@@ -84,11 +91,16 @@ function canonicalJson(v: unknown): string {
 }
 
 /** The record's final state for a result. */
-export const finalStateOf = (r: ToolExecutionResult): ExecutionState => (r.status === 'success' ? 'succeeded' : 'failed');
-const errorCodeOf = (r: ToolExecutionResult): string | null => (r.status === 'success' ? null : (r.error?.code ?? ErrorCode.TOOL_EXCEPTION));
+export const finalStateOf = (r: ToolExecutionResult): ExecutionState =>
+  r.status === 'success' ? 'succeeded' : 'failed';
+const errorCodeOf = (r: ToolExecutionResult): string | null =>
+  r.status === 'success' ? null : (r.error?.code ?? ErrorCode.TOOL_EXCEPTION);
 
 class KeyHeld extends Error {
-  constructor(readonly executionId: string, readonly argsHash: string) {
+  constructor(
+    readonly executionId: string,
+    readonly argsHash: string,
+  ) {
     super('idempotency key held');
   }
 }
@@ -154,7 +166,9 @@ export class ExecutionRecords {
       call_ref: sealed?.payloadId ?? null,
       ...(state === 'running' ? { started_at: now, claimed_by: this.instance.id, attempts: 1 } : {}),
       ...(state === 'queued' ? { queued_at: now } : {}),
-      ...(state === 'pending_approval' ? { expires_at: new Date(now.getTime() + this.config.EXECUTION_APPROVAL_TTL_MS) } : {}),
+      ...(state === 'pending_approval'
+        ? { expires_at: new Date(now.getTime() + this.config.EXECUTION_APPROVAL_TTL_MS) }
+        : {}),
     };
     try {
       await this.repo.transaction(async (m) => {
@@ -177,8 +191,16 @@ export class ExecutionRecords {
     } catch (e) {
       if (!(e instanceof KeyHeld)) throw e;
       const existing = await this.repo.get(draft.orgId, e.executionId);
-      if (!existing) throw new ToolplaneError(ErrorCode.INTERNAL, 'The idempotency key names an execution that is gone');
-      return { created: false, row: existing, sameRequest: e.argsHash === draft.argsHash && existing.user_id === draft.userId && (existing.toolset ?? null) === draft.toolset };
+      if (!existing)
+        throw new ToolplaneError(ErrorCode.INTERNAL, 'The idempotency key names an execution that is gone');
+      return {
+        created: false,
+        row: existing,
+        sameRequest:
+          e.argsHash === draft.argsHash &&
+          existing.user_id === draft.userId &&
+          (existing.toolset ?? null) === draft.toolset,
+      };
     }
     if (state === 'pending_approval' || state === 'queued') void this.outbox.drain(draft.orgId);
     return { created: true, row: row as ExecutionRow };
@@ -191,13 +213,22 @@ export class ExecutionRecords {
    */
   async finish(row: ExecutionRow, result: ToolExecutionResult): Promise<ExecutionRow | undefined> {
     const done = await this.move(row, ['running'], {
-      set: { status: finalStateOf(result), provider: result.provider || null, error_code: errorCodeOf(result), duration_ms: result.duration_ms, nowColumns: ['finished_at'] },
+      set: {
+        status: finalStateOf(result),
+        provider: result.provider || null,
+        error_code: errorCodeOf(result),
+        duration_ms: result.duration_ms,
+        nowColumns: ['finished_at'],
+      },
       events: (moved) => [outcomeEvent(moved)],
       dropCall: true,
       claimedBy: this.instance.id,
       result,
     });
-    if (!done) this.log.warn(`execution ${row.execution_id} finished here after its claim was judged lost: its outcome (${result.status}) is not recorded`);
+    if (!done)
+      this.log.warn(
+        `execution ${row.execution_id} finished here after its claim was judged lost: its outcome (${result.status}) is not recorded`,
+      );
     return done;
   }
 
@@ -208,7 +239,10 @@ export class ExecutionRecords {
    * columns is that one UPDATE alone.
    */
   async move(row: ExecutionRow, from: readonly ExecutionState[], mv: RecordMove): Promise<ExecutionRow | undefined> {
-    const [result, call] = await Promise.all([mv.result ? this.sealResult(row, mv.result) : undefined, mv.call ? this.sealer.seal(row.org_id, randomUUID(), mv.call) : undefined]);
+    const [result, call] = await Promise.all([
+      mv.result ? this.sealResult(row, mv.result) : undefined,
+      mv.call ? this.sealer.seal(row.org_id, randomUUID(), mv.call) : undefined,
+    ]);
     const dropCall = mv.dropCall || call !== undefined;
     const set: RecordChange = {
       ...(dropCall ? { call_ref: null } : {}),
@@ -216,10 +250,17 @@ export class ExecutionRecords {
       ...(mv.result ? { result_ref: result?.payloadId ?? null } : {}),
       ...(call ? { call_ref: call.payloadId } : {}),
     };
-    if (!result && !call && !(dropCall && row.call_ref) && !mv.events) return this.repo.transition(this.repo.ds, row.org_id, row.execution_id, from, set, mv.claimedBy);
+    if (!result && !call && !(dropCall && row.call_ref) && !mv.events)
+      return this.repo.transition(this.repo.ds, row.org_id, row.execution_id, from, set, mv.claimedBy);
     const moved = await this.repo.transaction(async (m) => {
-      if (result) await this.repo.insertPayloads(m, [result], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
-      if (call) await this.repo.insertPayloads(m, [call], new Date(Date.now() + this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS));
+      if (result)
+        await this.repo.insertPayloads(m, [result], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
+      if (call)
+        await this.repo.insertPayloads(
+          m,
+          [call],
+          new Date(Date.now() + this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS),
+        );
       const moved = await this.repo.transition(m, row.org_id, row.execution_id, from, set, mv.claimedBy);
       if (!moved) return undefined;
       if (dropCall && row.call_ref) await this.repo.deletePayload(m, row.call_ref);
@@ -232,12 +273,17 @@ export class ExecutionRecords {
 
   /** A queued record claimed by this executor (queued → running); undefined when another took it. */
   claimQueued(row: ExecutionRow): Promise<ExecutionRow | undefined> {
-    return this.move(row, ['queued'], { set: { status: 'running', claimed_by: this.instance.id, attempts: row.attempts + 1, nowColumns: ['started_at'] } });
+    return this.move(row, ['queued'], {
+      set: { status: 'running', claimed_by: this.instance.id, attempts: row.attempts + 1, nowColumns: ['started_at'] },
+    });
   }
 
   /** A record this executor claimed and did not start, back to queued (running → queued) for the next delivery. */
   async handBack(row: ExecutionRow): Promise<void> {
-    await this.move(row, ['running'], { set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, claimedBy: this.instance.id });
+    await this.move(row, ['running'], {
+      set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] },
+      claimedBy: this.instance.id,
+    });
   }
 
   /** A pending approval past its expiry: expired, its call dropped, its outcome announced. */
@@ -251,7 +297,8 @@ export class ExecutionRecords {
 
   /** Lets the record's idempotency key go (its call never started: a retry may run it). */
   async releaseKey(row: ExecutionRow): Promise<void> {
-    if (row.idempotency_key) await this.repo.releaseIdempotencyKey(this.repo.ds, row.org_id, row.idempotency_key, row.execution_id);
+    if (row.idempotency_key)
+      await this.repo.releaseIdempotencyKey(this.repo.ds, row.org_id, row.idempotency_key, row.execution_id);
   }
 
   /** The record of an org's execution, as it is now. */
@@ -268,13 +315,20 @@ export class ExecutionRecords {
    * finish, retried with backoff until it is recorded (Postgres or credentials back) or this
    * executor stops: the run is never repeated, only its recording.
    */
-  async finishDurably(row: ExecutionRow, result: ToolExecutionResult, stopping: () => boolean): Promise<ExecutionRow | undefined> {
+  async finishDurably(
+    row: ExecutionRow,
+    result: ToolExecutionResult,
+    stopping: () => boolean,
+  ): Promise<ExecutionRow | undefined> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.finish(row, result);
       } catch (e) {
         if (stopping()) throw e;
-        if (attempt === 0) this.log.warn(`recording the outcome of execution ${row.execution_id} failed, retrying: ${(e as Error).message}`);
+        if (attempt === 0)
+          this.log.warn(
+            `recording the outcome of execution ${row.execution_id} failed, retrying: ${(e as Error).message}`,
+          );
         await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(attempt, 6))));
       }
     }
@@ -311,13 +365,27 @@ export class ExecutionRecords {
    * Returns the settled row, or undefined when it was not lost (or this executor may not judge yet).
    */
   async settleIfLost(row: ExecutionRow): Promise<ExecutionRow | undefined> {
-    if (row.status !== 'running' || row.claimed_by === this.instance.id || !this.instance.canJudgeOthers()) return undefined;
-    if (row.claimed_by && (await this.repo.instanceAlive(row.claimed_by, this.config.EXECUTOR_LOST_AFTER_MS))) return undefined;
+    if (row.status !== 'running' || row.claimed_by === this.instance.id || !this.instance.canJudgeOthers())
+      return undefined;
+    if (row.claimed_by && (await this.repo.instanceAlive(row.claimed_by, this.config.EXECUTOR_LOST_AFTER_MS)))
+      return undefined;
     const claimedBy = row.claimed_by ?? undefined;
     const settled = await (row.rerun_safe && row.call_ref
-      ? this.move(row, ['running'], { set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] }, events: (moved) => [workItem(moved)], claimedBy })
-      : this.move(row, ['running'], { set: { status: 'failed', error_code: ErrorCode.EXECUTOR_LOST, nowColumns: ['finished_at'] }, events: (moved) => [outcomeEvent(moved)], dropCall: true, claimedBy }));
-    if (settled) this.log.warn(`execution ${row.execution_id}: its executor ${row.claimed_by} is gone; ${settled.status === 'queued' ? 'queued again (idempotent tool)' : 'failed with EXECUTOR_LOST'}`);
+      ? this.move(row, ['running'], {
+          set: { status: 'queued', claimed_by: null, nowColumns: ['queued_at'] },
+          events: (moved) => [workItem(moved)],
+          claimedBy,
+        })
+      : this.move(row, ['running'], {
+          set: { status: 'failed', error_code: ErrorCode.EXECUTOR_LOST, nowColumns: ['finished_at'] },
+          events: (moved) => [outcomeEvent(moved)],
+          dropCall: true,
+          claimedBy,
+        }));
+    if (settled)
+      this.log.warn(
+        `execution ${row.execution_id}: its executor ${row.claimed_by} is gone; ${settled.status === 'queued' ? 'queued again (idempotent tool)' : 'failed with EXECUTOR_LOST'}`,
+      );
     return settled;
   }
 
@@ -352,14 +420,20 @@ export class ExecutionRecords {
 
   /** A waiting call's sealed arguments live as long as it may wait (then the sweep expires or requeues it). */
   private payloadExpiry(state: OpenState): Date {
-    const wait = state === 'pending_approval' ? this.config.EXECUTION_APPROVAL_TTL_MS : this.config.EXECUTION_RECORD_RETENTION_MS;
+    const wait =
+      state === 'pending_approval' ? this.config.EXECUTION_APPROVAL_TTL_MS : this.config.EXECUTION_RECORD_RETENTION_MS;
     return new Date(Date.now() + wait + this.config.EXECUTION_RESULT_RETENTION_MS);
   }
 }
 
 /** The work-queue message of a queued record (its id only: the call stays sealed in the record). */
 export function workItem(r: ExecutionRow): PendingEvent {
-  return { descriptor: ExecutionWork, eventId: randomUUID(), orgId: r.org_id, payload: { org_id: r.org_id, execution_id: r.execution_id } };
+  return {
+    descriptor: ExecutionWork,
+    eventId: randomUUID(),
+    orgId: r.org_id,
+    payload: { org_id: r.org_id, execution_id: r.execution_id },
+  };
 }
 
 const SYNTHETIC: Record<string, string> = {
@@ -380,6 +454,8 @@ export function syntheticResult(row: ExecutionRow): ToolExecutionResult {
     provider: row.provider ?? '',
     duration_ms: row.duration_ms === null ? 0 : Number(row.duration_ms),
     trace_id: row.trace_id,
-    ...(code ? { error: { code, message: SYNTHETIC[code] ?? `The call ended with ${code}; its result is no longer kept` } } : {}),
+    ...(code
+      ? { error: { code, message: SYNTHETIC[code] ?? `The call ended with ${code}; its result is no longer kept` } }
+      : {}),
   };
 }

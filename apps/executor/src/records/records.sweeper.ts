@@ -34,7 +34,10 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void (this.sweeping ??= this.sweep().finally(() => (this.sweeping = undefined))), this.config.EXECUTION_SWEEP_MS);
+    this.timer = setInterval(
+      () => void (this.sweeping ??= this.sweep().finally(() => (this.sweeping = undefined))),
+      this.config.EXECUTION_SWEEP_MS,
+    );
     this.timer.unref();
   }
 
@@ -46,7 +49,9 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   async sweep(): Promise<void> {
     try {
       await this.expireApprovals();
-      if (this.instance.canJudgeOthers()) for (const row of await this.repo.lostClaims(this.config.EXECUTOR_LOST_AFTER_MS, BATCH)) await this.records.settleIfLost(row);
+      if (this.instance.canJudgeOthers())
+        for (const row of await this.repo.lostClaims(this.config.EXECUTOR_LOST_AFTER_MS, BATCH))
+          await this.records.settleIfLost(row);
       await this.requeueStale();
       if (++this.sweeps % RETENTION_EVERY === 0) await this.retention();
       if (this.failing) this.log.log('sweeps succeed again');
@@ -72,8 +77,14 @@ export class RecordsSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     const stale = await this.repo.staleQueued(this.config.EXECUTION_REQUEUE_AFTER_MS, BATCH);
     if (!stale.length || !(await workQueueIdle(this.messaging.nc, this.messaging.prefix).catch(() => false))) return;
     for (const row of stale) {
-      const moved = await this.records.move(row, ['queued'], { set: { nowColumns: ['queued_at'] }, events: (r) => [workItem(r)] });
-      if (moved) this.log.warn(`execution ${row.execution_id} waited queued for ${this.config.EXECUTION_REQUEUE_AFTER_MS} ms: put on the work queue again`);
+      const moved = await this.records.move(row, ['queued'], {
+        set: { nowColumns: ['queued_at'] },
+        events: (r) => [workItem(r)],
+      });
+      if (moved)
+        this.log.warn(
+          `execution ${row.execution_id} waited queued for ${this.config.EXECUTION_REQUEUE_AFTER_MS} ms: put on the work queue again`,
+        );
     }
   }
 

@@ -6,10 +6,17 @@ import type { ExecutorConfig } from '../executor.config';
 
 /** The async work stream of this deployment (prefix) and its one durable consumer, shared by every executor. */
 export function workStreamNames(prefix: string): { stream: string; consumer: string; subject: string } {
-  return { stream: streamName(prefix, ExecutionWork.stream), consumer: ExecutionWork.servedBy, subject: withPrefix(prefix, ExecutionWork.subject) };
+  return {
+    stream: streamName(prefix, ExecutionWork.stream),
+    consumer: ExecutionWork.servedBy,
+    subject: withPrefix(prefix, ExecutionWork.subject),
+  };
 }
 
-type WorkConfig = Pick<ExecutorConfig, 'EXECUTION_ACK_WAIT_MS' | 'EXECUTION_MAX_DELIVER' | 'EXECUTION_ASYNC_CONCURRENCY'>;
+type WorkConfig = Pick<
+  ExecutorConfig,
+  'EXECUTION_ACK_WAIT_MS' | 'EXECUTION_MAX_DELIVER' | 'EXECUTION_ASYNC_CONCURRENCY'
+>;
 
 /**
  * Creates (idempotently; replicas may race) the work-queue stream — WorkQueue retention: a message

@@ -33,13 +33,25 @@ export class GatewayAuth implements OnModuleInit, OnModuleDestroy {
   }
 
   async authenticate(authorization: string | string[] | undefined, resource: string): Promise<Caller> {
-    if (Array.isArray(authorization)) throw new AuthRefused(401, 'invalid_request', 'Send exactly one Authorization header');
-    if (!authorization) throw new AuthRefused(401, 'invalid_token', 'This MCP endpoint needs a bearer token: a Toolplane org token or a token of a configured identity provider');
+    if (Array.isArray(authorization))
+      throw new AuthRefused(401, 'invalid_request', 'Send exactly one Authorization header');
+    if (!authorization)
+      throw new AuthRefused(
+        401,
+        'invalid_token',
+        'This MCP endpoint needs a bearer token: a Toolplane org token or a token of a configured identity provider',
+      );
     const token = BEARER.exec(authorization)?.[1];
     if (!token) throw new AuthRefused(401, 'invalid_request', 'The Authorization header is not `Bearer <token>`');
     const caller = this.oidc?.accepts(token) ? await this.oidc.verify(token, resource) : await this.orgToken(token);
     const missing = MCP_SCOPES.find((s) => !caller.scopes.has(s));
-    if (missing) throw new AuthRefused(403, 'insufficient_scope', `The token lacks the scope ${missing} that MCP endpoints need`, missing);
+    if (missing)
+      throw new AuthRefused(
+        403,
+        'insufficient_scope',
+        `The token lacks the scope ${missing} that MCP endpoints need`,
+        missing,
+      );
     return caller;
   }
 
@@ -48,11 +60,23 @@ export class GatewayAuth implements OnModuleInit, OnModuleDestroy {
     try {
       principal = await this.tokens.verify([`Bearer ${token}`]);
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.UNAUTHENTICATED) throw new AuthRefused(401, 'invalid_token', e.message);
+      if (e instanceof ToolplaneError && e.code === ErrorCode.UNAUTHENTICATED)
+        throw new AuthRefused(401, 'invalid_token', e.message);
       throw e;
     }
-    if (principal.kind !== 'tenant') throw new AuthRefused(403, 'insufficient_scope', 'A platform operator token cannot use MCP endpoints: mint an org token');
-    return { org: principal.org, scopes: principal.scopes, identity: `token:${principal.tokenId}`, userId: principal.userId ?? null, via: 'org-token' };
+    if (principal.kind !== 'tenant')
+      throw new AuthRefused(
+        403,
+        'insufficient_scope',
+        'A platform operator token cannot use MCP endpoints: mint an org token',
+      );
+    return {
+      org: principal.org,
+      scopes: principal.scopes,
+      identity: `token:${principal.tokenId}`,
+      userId: principal.userId ?? null,
+      via: 'org-token',
+    };
   }
 }
 

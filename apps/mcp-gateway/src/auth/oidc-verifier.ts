@@ -1,6 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { EndUserId, ErrorCode, OrgId, Scope, TOKEN_ISSUER, ToolplaneError } from '@toolplane/contracts';
-import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import { isLoopback, type GatewayConfig, type OidcIssuerConfig } from '../mcp-gateway.config';
 import { AuthRefused, type BearerVerifier, type Caller } from './caller';
 
@@ -52,7 +60,10 @@ export class OidcVerifier implements BearerVerifier {
 
   static fromConfig(config: GatewayConfig): OidcVerifier | null {
     if (!config.GATEWAY_OIDC_ISSUERS.length) return null;
-    return new OidcVerifier(config.GATEWAY_OIDC_ISSUERS, { publicUrl: config.GATEWAY_PUBLIC_URL, development: config.TOOLPLANE_PROFILE === 'development' });
+    return new OidcVerifier(config.GATEWAY_OIDC_ISSUERS, {
+      publicUrl: config.GATEWAY_PUBLIC_URL,
+      development: config.TOOLPLANE_PROFILE === 'development',
+    });
   }
 
   accepts(token: string): boolean {
@@ -90,17 +101,32 @@ export class OidcVerifier implements BearerVerifier {
     if (e instanceof errors.JWTExpired) return new AuthRefused(401, 'invalid_token', 'The token has expired');
     if (e instanceof errors.JWTClaimValidationFailed) {
       if (e.reason === 'missing') return new AuthRefused(401, 'invalid_token', `The token has no "${e.claim}" claim`);
-      if (e.claim === 'aud') return new AuthRefused(401, 'invalid_token', 'The token was not issued for this resource (its audience does not name it)');
-      if (e.claim === 'nbf' || e.claim === 'iat') return new AuthRefused(401, 'invalid_token', 'The token is not valid yet');
+      if (e.claim === 'aud')
+        return new AuthRefused(
+          401,
+          'invalid_token',
+          'The token was not issued for this resource (its audience does not name it)',
+        );
+      if (e.claim === 'nbf' || e.claim === 'iat')
+        return new AuthRefused(401, 'invalid_token', 'The token is not valid yet');
       return new AuthRefused(401, 'invalid_token', `The token's "${e.claim}" claim is not valid`);
     }
-    if (e instanceof errors.JOSEAlgNotAllowed) return new AuthRefused(401, 'invalid_token', 'The token is signed with an algorithm this issuer is not allowed');
-    if (e instanceof errors.JWSSignatureVerificationFailed) return new AuthRefused(401, 'invalid_token', 'The token’s signature is not valid');
-    if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys) return new AuthRefused(401, 'invalid_token', 'No signing key of the issuer matches the token');
-    if (e instanceof errors.JWTInvalid || e instanceof errors.JWSInvalid || e instanceof errors.JOSENotSupported) return new AuthRefused(401, 'invalid_token', 'The token is not a valid signed JWT');
+    if (e instanceof errors.JOSEAlgNotAllowed)
+      return new AuthRefused(401, 'invalid_token', 'The token is signed with an algorithm this issuer is not allowed');
+    if (e instanceof errors.JWSSignatureVerificationFailed)
+      return new AuthRefused(401, 'invalid_token', 'The token’s signature is not valid');
+    if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys)
+      return new AuthRefused(401, 'invalid_token', 'No signing key of the issuer matches the token');
+    if (e instanceof errors.JWTInvalid || e instanceof errors.JWSInvalid || e instanceof errors.JOSENotSupported)
+      return new AuthRefused(401, 'invalid_token', 'The token is not a valid signed JWT');
     // The IdP's keys could not be had (timeout, refused, not JSON…): not the token's fault.
     this.log.warn(`keys of ${issuer} unavailable: ${e instanceof Error ? e.message : String(e)}`);
-    return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, 'The identity provider’s signing keys could not be fetched: retry later', undefined, true);
+    return new ToolplaneError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      'The identity provider’s signing keys could not be fetched: retry later',
+      undefined,
+      true,
+    );
   }
 
   /** Discovery once (retried after a failure, not on every request), then jose's remote key set with its cache and cooldown. */
@@ -111,7 +137,12 @@ export class OidcVerifier implements BearerVerifier {
     return async (header, token) => {
       if (failure && Date.now() - failure.at < DISCOVERY_RETRY_MS) throw failure.error;
       keys ??= this.jwksUri(issuer).then((uri) =>
-        createRemoteJWKSet(new URL(uri), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS, [customFetch]: fetchImpl }),
+        createRemoteJWKSet(new URL(uri), {
+          timeoutDuration: FETCH_TIMEOUT_MS,
+          cooldownDuration: JWKS_COOLDOWN_MS,
+          cacheMaxAge: JWKS_MAX_AGE_MS,
+          [customFetch]: fetchImpl,
+        }),
       );
       try {
         const set = await keys;
@@ -130,7 +161,12 @@ export class OidcVerifier implements BearerVerifier {
   private async jwksUri(issuer: OidcIssuerConfig): Promise<string> {
     if (issuer.jwks_uri) return issuer.jwks_uri;
     const url = `${issuer.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
-    const res = await boundedFetch(url, { headers: new Headers({ accept: 'application/json' }), method: 'GET', redirect: 'manual', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    const res = await boundedFetch(url, {
+      headers: new Headers({ accept: 'application/json' }),
+      method: 'GET',
+      redirect: 'manual',
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    });
     if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
     let metadata: { issuer?: unknown; jwks_uri?: unknown };
     try {
@@ -141,7 +177,10 @@ export class OidcVerifier implements BearerVerifier {
     // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
     if (metadata.issuer !== issuer.issuer) throw new Error('discovery document names another issuer');
     const jwks = typeof metadata.jwks_uri === 'string' ? URL.parse(metadata.jwks_uri) : null;
-    if (!jwks || !(jwks.protocol === 'https:' || (jwks.protocol === 'http:' && this.opts.development && isLoopback(jwks.href)))) {
+    if (
+      !jwks ||
+      !(jwks.protocol === 'https:' || (jwks.protocol === 'http:' && this.opts.development && isLoopback(jwks.href)))
+    ) {
       throw new Error('discovery document has no usable jwks_uri (https)');
     }
     this.log.log(`keys of ${issuer.issuer} at ${jwks.href}`);
@@ -153,20 +192,41 @@ export class OidcVerifier implements BearerVerifier {
 export function callerOf(config: OidcIssuerConfig, payload: JWTPayload): Caller {
   const org = 'value' in config.org ? config.org.value : payload[config.org.claim];
   if (typeof org !== 'string' || !OrgId.safeParse(org).success) {
-    throw new AuthRefused(401, 'invalid_token', `The token's "${'claim' in config.org ? config.org.claim : 'org'}" claim (the org) is missing or not an org id`);
+    throw new AuthRefused(
+      401,
+      'invalid_token',
+      `The token's "${'claim' in config.org ? config.org.claim : 'org'}" claim (the org) is missing or not an org id`,
+    );
   }
   const claim = payload[config.user_claim];
   const user = EndUserId.safeParse(typeof claim === 'number' && Number.isFinite(claim) ? String(claim) : claim);
-  if (!user.success) throw new AuthRefused(401, 'invalid_token', `The token's "${config.user_claim}" claim (the end user) is missing or not a user id`);
-  if (typeof payload.sub !== 'string' || !payload.sub) throw new AuthRefused(401, 'invalid_token', 'The token has no "sub" claim');
-  return { org, scopes: scopesOf(config, payload), identity: `oidc:${config.issuer}#${payload.sub}`, userId: user.data, via: 'oidc' };
+  if (!user.success)
+    throw new AuthRefused(
+      401,
+      'invalid_token',
+      `The token's "${config.user_claim}" claim (the end user) is missing or not a user id`,
+    );
+  if (typeof payload.sub !== 'string' || !payload.sub)
+    throw new AuthRefused(401, 'invalid_token', 'The token has no "sub" claim');
+  return {
+    org,
+    scopes: scopesOf(config, payload),
+    identity: `oidc:${config.issuer}#${payload.sub}`,
+    userId: user.data,
+    via: 'oidc',
+  };
 }
 
 /** The token's scopes (a space-separated string or an array; `scp` when the default `scope` is absent) as Toolplane scopes. */
 export function scopesOf(config: OidcIssuerConfig, payload: JWTPayload): Set<Scope> {
   let raw = payload[config.scope_claim];
   if (raw === undefined && config.scope_claim === 'scope') raw = payload.scp;
-  const granted = typeof raw === 'string' ? raw.split(' ') : Array.isArray(raw) ? raw.filter((s): s is string => typeof s === 'string') : [];
+  const granted =
+    typeof raw === 'string'
+      ? raw.split(' ')
+      : Array.isArray(raw)
+        ? raw.filter((s): s is string => typeof s === 'string')
+        : [];
   const out = new Set<Scope>();
   for (const s of granted) {
     const mapped = config.scope_map ? (Object.hasOwn(config.scope_map, s) ? config.scope_map[s] : []) : [s];
@@ -188,10 +248,14 @@ function unverifiedIssuer(token: string): string | undefined {
 }
 
 /** fetch with redirects left unfollowed and a body of at most MAX_METADATA_BYTES (jose's key set fetches through it too). */
-async function boundedFetch(url: string, init: { headers: Headers; method: 'GET'; redirect: 'manual'; signal: AbortSignal }): Promise<Response> {
+async function boundedFetch(
+  url: string,
+  init: { headers: Headers; method: 'GET'; redirect: 'manual'; signal: AbortSignal },
+): Promise<Response> {
   const res = await fetch(url, init);
   const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > MAX_METADATA_BYTES) throw new Error(`response larger than ${MAX_METADATA_BYTES} bytes`);
+  if (Number.isFinite(declared) && declared > MAX_METADATA_BYTES)
+    throw new Error(`response larger than ${MAX_METADATA_BYTES} bytes`);
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (res.body) {
@@ -201,5 +265,8 @@ async function boundedFetch(url: string, init: { headers: Headers; method: 'GET'
       chunks.push(chunk);
     }
   }
-  return new Response(res.status === 204 || res.status === 304 ? null : Buffer.concat(chunks), { status: res.status, headers: res.headers });
+  return new Response(res.status === 204 || res.status === 304 ? null : Buffer.concat(chunks), {
+    status: res.status,
+    headers: res.headers,
+  });
 }

@@ -64,13 +64,18 @@ export class CallToolService {
     const run = async () =>
       this.answer(
         ctx,
-        await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal, ...progressOf(extra) }),
+        await this.messaging.request(ToolsExecute, this.request(ctx, found.tool.id, args), {
+          timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS,
+          signal: extra.signal,
+          ...progressOf(extra),
+        }),
         extra,
       );
     try {
       return await run();
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.MCP_AUTHORIZATION_REQUIRED) return this.authorization(ctx, e, extra, run);
+      if (e instanceof ToolplaneError && e.code === ErrorCode.MCP_AUTHORIZATION_REQUIRED)
+        return this.authorization(ctx, e, extra, run);
       return toolLevel(e) ?? Promise.reject(protocolError(e));
     }
   }
@@ -81,19 +86,43 @@ export class CallToolService {
    * account is connected the call runs again; any other client gets a tool error with the URL in
    * its text (and in _meta), so the person at the client can open it.
    */
-  private async authorization(ctx: CallContext, e: ToolplaneError, extra: CallExtra, retry: () => Promise<CallToolResult>): Promise<CallToolResult> {
-    const d = (e.details ?? {}) as { authorization_url?: string; state?: string; expires_at?: string; server_id?: string; server_name?: string };
+  private async authorization(
+    ctx: CallContext,
+    e: ToolplaneError,
+    extra: CallExtra,
+    retry: () => Promise<CallToolResult>,
+  ): Promise<CallToolResult> {
+    const d = (e.details ?? {}) as {
+      authorization_url?: string;
+      state?: string;
+      expires_at?: string;
+      server_id?: string;
+      server_name?: string;
+    };
     const url = d.authorization_url;
     if (url && d.state && d.server_id && ctx.capabilities?.elicitation?.url) {
       const connected = this.connections.next(ctx.caller.org, ctx.caller.userId, d.server_id);
       try {
         const answer = await extra.sendRequest(
-          { method: 'elicitation/create', params: { mode: 'url', elicitationId: d.state, url, message: `Connect your account of ${d.server_name ?? 'the MCP server'} to run this tool` } },
+          {
+            method: 'elicitation/create',
+            params: {
+              mode: 'url',
+              elicitationId: d.state,
+              url,
+              message: `Connect your account of ${d.server_name ?? 'the MCP server'} to run this tool`,
+            },
+          },
           ElicitResultSchema,
           { timeout: this.config.GATEWAY_ELICITATION_TIMEOUT_MS },
         );
-        if (answer.action === 'accept' && (await connected.wait(this.config.GATEWAY_ELICITATION_TIMEOUT_MS, extra.signal))) {
-          await extra.sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId: d.state } }).catch(() => undefined);
+        if (
+          answer.action === 'accept' &&
+          (await connected.wait(this.config.GATEWAY_ELICITATION_TIMEOUT_MS, extra.signal))
+        ) {
+          await extra
+            .sendNotification({ method: 'notifications/elicitation/complete', params: { elicitationId: d.state } })
+            .catch(() => undefined);
           return await retry();
         }
       } finally {
@@ -104,7 +133,17 @@ export class CallToolService {
     return {
       content: [{ type: 'text', text }],
       isError: true,
-      _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.trace_id ?? currentTraceId(), ...(url ? { 'toolplane/authorization_url': url, 'toolplane/state': d.state ?? null, 'toolplane/expires_at': d.expires_at ?? null } : {}) },
+      _meta: {
+        'toolplane/error_code': e.code,
+        'toolplane/trace_id': e.trace_id ?? currentTraceId(),
+        ...(url
+          ? {
+              'toolplane/authorization_url': url,
+              'toolplane/state': d.state ?? null,
+              'toolplane/expires_at': d.expires_at ?? null,
+            }
+          : {}),
+      },
     };
   }
 
@@ -113,13 +152,28 @@ export class CallToolService {
    * client gets its task at once — `working` while queued or running, `input_required` while it
    * waits for an approver. tasks/get, tasks/result and tasks/cancel read the execution record.
    */
-  async callAsTask(ctx: CallContext, name: string, args: Record<string, unknown>, ttl: number | null): Promise<CreateTaskResult> {
+  async callAsTask(
+    ctx: CallContext,
+    name: string,
+    args: Record<string, unknown>,
+    ttl: number | null,
+  ): Promise<CreateTaskResult> {
     const found = await this.find(ctx, name);
     try {
-      const reply = await this.messaging.request(ToolsExecute, { ...this.request(ctx, found.tool.id, args), mode: 'async' }, { timeoutMs: REQUEST_TIMEOUT_MS });
+      const reply = await this.messaging.request(
+        ToolsExecute,
+        { ...this.request(ctx, found.tool.id, args), mode: 'async' },
+        { timeoutMs: REQUEST_TIMEOUT_MS },
+      );
       const now = new Date().toISOString();
       const waiting = reply.status === 'pending_approval' || reply.status === 'awaiting_client';
-      const status = waiting ? 'input_required' : reply.status === 'queued' || reply.status === 'running' ? 'working' : reply.status === 'succeeded' ? 'completed' : 'failed';
+      const status = waiting
+        ? 'input_required'
+        : reply.status === 'queued' || reply.status === 'running'
+          ? 'working'
+          : reply.status === 'succeeded'
+            ? 'completed'
+            : 'failed';
       const terminal = status === 'completed' || status === 'failed';
       return {
         task: {
@@ -129,7 +183,11 @@ export class CallToolService {
           createdAt: now,
           lastUpdatedAt: now,
           ...(terminal ? {} : { pollInterval: TASK_POLL_MS }),
-          ...(reply.status === 'pending_approval' ? { statusMessage: `Waiting for an approver (toolplane.v1.executions.approve or deny) until ${reply.expires_at}` } : {}),
+          ...(reply.status === 'pending_approval'
+            ? {
+                statusMessage: `Waiting for an approver (toolplane.v1.executions.approve or deny) until ${reply.expires_at}`,
+              }
+            : {}),
         },
       };
     } catch (e) {
@@ -140,7 +198,11 @@ export class CallToolService {
   private async find(ctx: CallContext, name: string) {
     const { tools, byName } = await this.endpointTools.of(ctx.caller.org, ctx.endpoint);
     const found = byName.get(name);
-    if (!found) throw new McpError(McpErrorCode.InvalidParams, `Unknown tool: ${name} (this endpoint serves ${tools.length} tool(s))`);
+    if (!found)
+      throw new McpError(
+        McpErrorCode.InvalidParams,
+        `Unknown tool: ${name} (this endpoint serves ${tools.length} tool(s))`,
+      );
     return found;
   }
 
@@ -159,15 +221,31 @@ export class CallToolService {
     if ('trace_id' in reply) return toCallToolResult(reply as ToolExecutionResult);
     if (reply.status === 'pending_approval') return this.approval(ctx, reply, extra);
     if (reply.status === 'awaiting_client') {
-      return errorResult(`${reply.tool_name} is a client-side tool: the agent runtime runs it, not this server (execution ${reply.execution_id})`, reply.execution_id, reply.status);
+      return errorResult(
+        `${reply.tool_name} is a client-side tool: the agent runtime runs it, not this server (execution ${reply.execution_id})`,
+        reply.execution_id,
+        reply.status,
+      );
     }
-    return errorResult(`The call was taken for later (execution ${reply.execution_id}, ${reply.status}): read its outcome with toolplane.v1.executions.get`, reply.execution_id, reply.status);
+    return errorResult(
+      `The call was taken for later (execution ${reply.execution_id}, ${reply.status}): read its outcome with toolplane.v1.executions.get`,
+      reply.execution_id,
+      reply.status,
+    );
   }
 
-  private async approval(ctx: CallContext, held: Extract<ExecuteReply, { status: 'pending_approval' }>, extra: CallExtra): Promise<CallToolResult> {
+  private async approval(
+    ctx: CallContext,
+    held: Extract<ExecuteReply, { status: 'pending_approval' }>,
+    extra: CallExtra,
+  ): Promise<CallToolResult> {
     const how = `An approver runs it with toolplane.v1.executions.approve {"execution_id": "${held.execution_id}"} (CLI: toolplane executions approve ${held.execution_id}) or refuses it with executions.deny, before ${held.expires_at}.`;
     if (!ctx.capabilities?.elicitation) {
-      return errorResult(`This call of ${held.tool_name} needs approval: execution ${held.execution_id} waits for it. ${how}`, held.execution_id, held.status);
+      return errorResult(
+        `This call of ${held.tool_name} needs approval: execution ${held.execution_id} waits for it. ${how}`,
+        held.execution_id,
+        held.status,
+      );
     }
     const answer = await extra.sendRequest(
       {
@@ -177,7 +255,14 @@ export class CallToolService {
           message: `Allow ${held.tool_name} to run with these arguments?\n${JSON.stringify(held.args, null, 2).slice(0, 4000)}`,
           requestedSchema: {
             type: 'object',
-            properties: { reason: { type: 'string', title: 'Reason', description: 'Why you decline (shown to the agent)', maxLength: 4096 } },
+            properties: {
+              reason: {
+                type: 'string',
+                title: 'Reason',
+                description: 'Why you decline (shown to the agent)',
+                maxLength: 4096,
+              },
+            },
           },
         },
       },
@@ -186,13 +271,21 @@ export class CallToolService {
     );
     const ref = { org_id: ctx.caller.org, execution_id: held.execution_id };
     const opts = { timeoutMs: this.config.GATEWAY_CALL_TIMEOUT_MS, signal: extra.signal };
-    if (answer.action === 'accept') return this.answer(ctx, await this.messaging.request(ExecutionsApprove, ref, opts), extra);
+    if (answer.action === 'accept')
+      return this.answer(ctx, await this.messaging.request(ExecutionsApprove, ref, opts), extra);
     if (answer.action === 'decline') {
-      const reason = typeof answer.content?.reason === 'string' && answer.content.reason ? answer.content.reason : 'declined at the MCP client';
+      const reason =
+        typeof answer.content?.reason === 'string' && answer.content.reason
+          ? answer.content.reason
+          : 'declined at the MCP client';
       const denied = await this.messaging.request(ExecutionsDeny, { ...ref, reason }, opts);
       return toCallToolResult(denied.result);
     }
-    return errorResult(`The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`, held.execution_id, held.status);
+    return errorResult(
+      `The approval of ${held.tool_name} was dismissed: execution ${held.execution_id} still waits. ${how}`,
+      held.execution_id,
+      held.status,
+    );
   }
 }
 
@@ -203,27 +296,58 @@ function progressOf(extra: CallExtra): { onProgress?: (p: RequestProgress) => vo
   return {
     onProgress: (p) =>
       void extra
-        .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } })
+        .sendNotification({
+          method: 'notifications/progress',
+          params: {
+            progressToken,
+            progress: p.progress,
+            ...(p.total !== undefined ? { total: p.total } : {}),
+            ...(p.message !== undefined ? { message: p.message } : {}),
+          },
+        })
         .catch(() => undefined),
   };
 }
 
 /** A call that did not run here (held, client-side, taken for later): a tool error naming its execution and the state it is in. */
 function errorResult(text: string, executionId: string, status: string): CallToolResult {
-  return { content: [{ type: 'text', text }], isError: true, _meta: { 'toolplane/execution_id': executionId, 'toolplane/execution_status': status, 'toolplane/trace_id': currentTraceId() } };
+  return {
+    content: [{ type: 'text', text }],
+    isError: true,
+    _meta: {
+      'toolplane/execution_id': executionId,
+      'toolplane/execution_status': status,
+      'toolplane/trace_id': currentTraceId(),
+    },
+  };
 }
 
 function toolLevel(e: unknown): CallToolResult | undefined {
   if (!(e instanceof ToolplaneError) || !TOOL_LEVEL_CODES.has(e.code)) return undefined;
-  return { content: [{ type: 'text', text: e.message }], isError: true, _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.trace_id ?? currentTraceId() } };
+  return {
+    content: [{ type: 'text', text: e.message }],
+    isError: true,
+    _meta: { 'toolplane/error_code': e.code, 'toolplane/trace_id': e.trace_id ?? currentTraceId() },
+  };
 }
 
 /** A Toolplane failure as a JSON-RPC error: its code, retry flag and trace id in `data`; never a stack or an internal address. */
 export function protocolError(e: unknown): McpError {
   if (e instanceof McpError) return e;
   if (e instanceof ToolplaneError) {
-    const code = e.code === ErrorCode.TOOL_NOT_FOUND || e.code === ErrorCode.TOOLSET_NOT_FOUND ? McpErrorCode.InvalidParams : McpErrorCode.InternalError;
-    return new McpError(code, e.message, { code: e.code, retryable: e.retryable, trace_id: e.trace_id ?? currentTraceId() });
+    const code =
+      e.code === ErrorCode.TOOL_NOT_FOUND || e.code === ErrorCode.TOOLSET_NOT_FOUND
+        ? McpErrorCode.InvalidParams
+        : McpErrorCode.InternalError;
+    return new McpError(code, e.message, {
+      code: e.code,
+      retryable: e.retryable,
+      trace_id: e.trace_id ?? currentTraceId(),
+    });
   }
-  return new McpError(McpErrorCode.InternalError, 'Internal error', { code: ErrorCode.INTERNAL, retryable: false, trace_id: currentTraceId() });
+  return new McpError(McpErrorCode.InternalError, 'Internal error', {
+    code: ErrorCode.INTERNAL,
+    retryable: false,
+    trace_id: currentTraceId(),
+  });
 }

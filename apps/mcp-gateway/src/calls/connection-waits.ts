@@ -65,7 +65,10 @@ export class ConnectionWaits implements OnModuleInit, OnModuleDestroy {
     const prefix = `${org}\u0000`;
     const suffix = `\u0000${serverId}`;
     for (const [key, set] of [...this.waits]) {
-      const matches = userId === null ? key.startsWith(prefix) && key.endsWith(suffix) : key === `${org}\u0000${userId}\u0000${serverId}`;
+      const matches =
+        userId === null
+          ? key.startsWith(prefix) && key.endsWith(suffix)
+          : key === `${org}\u0000${userId}\u0000${serverId}`;
       if (matches) for (const fire of [...set]) fire(true);
     }
   }

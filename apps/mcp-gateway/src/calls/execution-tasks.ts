@@ -1,6 +1,20 @@
 import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type Result, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, ExecutionsDeny, ExecutionsGet, ExecutionsList, ToolplaneError, type ExecutionRecord, type ToolExecutionResult } from '@toolplane/contracts';
+import {
+  ErrorCode as McpErrorCode,
+  McpError,
+  type CallToolResult,
+  type Result,
+  type Task,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  ExecutionsDeny,
+  ExecutionsGet,
+  ExecutionsList,
+  ToolplaneError,
+  type ExecutionRecord,
+  type ToolExecutionResult,
+} from '@toolplane/contracts';
 import type { MessagingClient } from '@toolplane/messaging';
 import type { Caller } from '../auth/caller';
 import type { Endpoint } from '../tools/endpoint';
@@ -88,19 +102,35 @@ export class ExecutionTaskStore implements TaskStore {
     if (!found) throw new McpError(McpErrorCode.InvalidParams, `Task not found: ${taskId}`);
     if (found.result) return toCallToolResult(found.result as ToolExecutionResult) as CallToolResult;
     const e = found.execution;
-    const text = e.status === 'expired' ? 'Nobody approved the call in time: nothing ran' : `The call ended ${e.status}${e.error_code ? ` (${e.error_code})` : ''}; its result is no longer kept`;
-    return { content: [{ type: 'text', text }], isError: true, _meta: { 'toolplane/execution_id': e.execution_id } } satisfies CallToolResult;
+    const text =
+      e.status === 'expired'
+        ? 'Nobody approved the call in time: nothing ran'
+        : `The call ended ${e.status}${e.error_code ? ` (${e.error_code})` : ''}; its result is no longer kept`;
+    return {
+      content: [{ type: 'text', text }],
+      isError: true,
+      _meta: { 'toolplane/execution_id': e.execution_id },
+    } satisfies CallToolResult;
   }
 
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
     if (status !== 'cancelled') throw new McpError(McpErrorCode.InvalidParams, `A client cannot set a task ${status}`);
     const found = await this.get(taskId);
     if (!found) throw new McpError(McpErrorCode.InvalidParams, `Task not found: ${taskId}`);
-    if (found.execution.status !== 'pending_approval') throw new McpError(McpErrorCode.InvalidParams, `Task ${taskId} is ${taskStatusOf(found.execution)}: only a task waiting for approval can be cancelled`);
+    if (found.execution.status !== 'pending_approval')
+      throw new McpError(
+        McpErrorCode.InvalidParams,
+        `Task ${taskId} is ${taskStatusOf(found.execution)}: only a task waiting for approval can be cancelled`,
+      );
     try {
-      await this.messaging.request(ExecutionsDeny, { org_id: this.caller.org, execution_id: taskId, reason: CANCELLED_REASON }, { timeoutMs: REQUEST_TIMEOUT_MS });
+      await this.messaging.request(
+        ExecutionsDeny,
+        { org_id: this.caller.org, execution_id: taskId, reason: CANCELLED_REASON },
+        { timeoutMs: REQUEST_TIMEOUT_MS },
+      );
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.EXECUTION_NOT_PENDING) throw new McpError(McpErrorCode.InvalidParams, `Task ${taskId} is no longer waiting for approval`);
+      if (e instanceof ToolplaneError && e.code === ErrorCode.EXECUTION_NOT_PENDING)
+        throw new McpError(McpErrorCode.InvalidParams, `Task ${taskId} is no longer waiting for approval`);
       throw e;
     }
   }
@@ -117,14 +147,23 @@ export class ExecutionTaskStore implements TaskStore {
       },
       { timeoutMs: REQUEST_TIMEOUT_MS },
     );
-    return { tasks: page.executions.filter((e) => e.mode === 'async').map((e) => taskOf(e)), ...(page.next_cursor ? { nextCursor: page.next_cursor } : {}) };
+    return {
+      tasks: page.executions.filter((e) => e.mode === 'async').map((e) => taskOf(e)),
+      ...(page.next_cursor ? { nextCursor: page.next_cursor } : {}),
+    };
   }
 
   /** The execution of a task id, if it is the caller's: another org's id, a malformed one or an unknown one is not found. */
-  private async get(taskId: string): Promise<{ execution: ExecutionRecord; result: ToolExecutionResult | null } | undefined> {
+  private async get(
+    taskId: string,
+  ): Promise<{ execution: ExecutionRecord; result: ToolExecutionResult | null } | undefined> {
     if (!/^exec-[0-9a-f-]{36}$/.test(taskId)) return undefined;
     try {
-      const r = await this.messaging.request(ExecutionsGet, { org_id: this.caller.org, execution_id: taskId }, { timeoutMs: REQUEST_TIMEOUT_MS });
+      const r = await this.messaging.request(
+        ExecutionsGet,
+        { org_id: this.caller.org, execution_id: taskId },
+        { timeoutMs: REQUEST_TIMEOUT_MS },
+      );
       if (this.endpoint.kind === 'agent' && r.execution.agent_id !== this.endpoint.id) return undefined;
       if (this.caller.userId && r.execution.user_id !== this.caller.userId) return undefined;
       return { execution: r.execution, result: r.result };

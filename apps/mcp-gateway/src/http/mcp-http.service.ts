@@ -82,22 +82,36 @@ export class McpHttpService {
     const parent = propagation.extract(context.active(), req.headers);
     const method = req.method ?? 'GET';
     await context.with(parent, () =>
-      tracer.startActiveSpan(`${method} ${endpoint.kind === 'agent' ? '/mcp/agents/{agent_id}' : '/mcp/toolsets/{name}'}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'network.transport': 'tcp', 'mcp.endpoint.kind': endpoint.kind } }, async (span) => {
-        try {
-          await this.serve(req, res, endpoint, span);
-        } catch (e) {
-          this.refuse(res, e, endpoint, req);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof HttpRefusal ? String(e.status) : 'error' });
-        } finally {
-          span.setAttribute('http.response.status_code', res.statusCode);
-          span.end();
-        }
-      }),
+      tracer.startActiveSpan(
+        `${method} ${endpoint.kind === 'agent' ? '/mcp/agents/{agent_id}' : '/mcp/toolsets/{name}'}`,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': method, 'network.transport': 'tcp', 'mcp.endpoint.kind': endpoint.kind },
+        },
+        async (span) => {
+          try {
+            await this.serve(req, res, endpoint, span);
+          } catch (e) {
+            this.refuse(res, e, endpoint, req);
+            span.setStatus({
+              code: SpanStatusCode.ERROR,
+              message: e instanceof HttpRefusal ? String(e.status) : 'error',
+            });
+          } finally {
+            span.setAttribute('http.response.status_code', res.statusCode);
+            span.end();
+          }
+        },
+      ),
     );
   }
 
   /** RFC 9728 metadata of an endpoint: its resource URI, the scopes it needs, and where tokens come from. */
-  protectedResourceMetadata(req: IncomingMessage, endpoint: Endpoint, authorizationServers: string[]): Record<string, unknown> {
+  protectedResourceMetadata(
+    req: IncomingMessage,
+    endpoint: Endpoint,
+    authorizationServers: string[],
+  ): Record<string, unknown> {
     return {
       resource: this.resource(req, endpoint),
       ...(authorizationServers.length ? { authorization_servers: authorizationServers } : {}),
@@ -117,7 +131,10 @@ export class McpHttpService {
     const caller = await this.auth.authenticate(req.headers.authorization, this.resource(req, endpoint));
     span.setAttribute('toolplane.org_id', caller.org);
     const wait = this.limiter.take(caller.identity);
-    if (wait > 0) throw new HttpRefusal(429, `Too many requests for this token: retry in ${wait} s`, { 'retry-after': String(wait) });
+    if (wait > 0)
+      throw new HttpRefusal(429, `Too many requests for this token: retry in ${wait} s`, {
+        'retry-after': String(wait),
+      });
     const method = req.method ?? 'GET';
     if (method === 'POST') return this.post(req, res, caller, endpoint, span);
     if (method === 'GET' || method === 'DELETE') {
@@ -134,13 +151,27 @@ export class McpHttpService {
     throw new HttpRefusal(405, 'Method not allowed', { allow: 'GET, POST, DELETE' });
   }
 
-  private async post(req: IncomingMessage, res: ServerResponse, caller: Caller, endpoint: Endpoint, span: Span): Promise<void> {
+  private async post(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    endpoint: Endpoint,
+    span: Span,
+  ): Promise<void> {
     const body = await this.readJson(req);
     const messages = (Array.isArray(body) ? body : [body]) as JSONRPCMessage[];
     const init = messages.find((m) => isInitializeRequest(m));
     if (init) {
-      if (messages.length > 1) throw new HttpRefusal(400, 'Invalid Request: an initialize request must be sent alone', {}, -32600);
-      return this.initialize(req, res, caller, endpoint, init as JSONRPCMessage & { params: Record<string, unknown> }, span);
+      if (messages.length > 1)
+        throw new HttpRefusal(400, 'Invalid Request: an initialize request must be sent alone', {}, -32600);
+      return this.initialize(
+        req,
+        res,
+        caller,
+        endpoint,
+        init as JSONRPCMessage & { params: Record<string, unknown> },
+        span,
+      );
     }
     const sessionId = this.sessionHeader(req);
     const session = await this.session(sessionId, caller, endpoint);
@@ -158,10 +189,19 @@ export class McpHttpService {
     // A stream only where the server may speak before it answers (progress, an approval asked by
     // elicitation, a long tasks/result): the rest is answered as plain JSON — no SSE framing, no
     // stored events (the common tools/call costs two JetStream publishes less).
-    const streaming = !this.config.GATEWAY_JSON_RESPONSES || (await this.needsStream(caller, endpoint, session, requests));
+    const streaming =
+      !this.config.GATEWAY_JSON_RESPONSES || (await this.needsStream(caller, endpoint, session, requests));
     const server = this.servers.create(caller, endpoint, session, undefined, !streaming);
     const ids = requests.map((m: JSONRPCRequest) => m.id);
-    const events = streaming && this.config.GATEWAY_RESUMABLE_STREAMS ? new RequestEventStore(this.streamEvents, identityDigest(sessionId), ids, this.config.GATEWAY_STREAM_HEARTBEAT_MS) : undefined;
+    const events =
+      streaming && this.config.GATEWAY_RESUMABLE_STREAMS
+        ? new RequestEventStore(
+            this.streamEvents,
+            identityDigest(sessionId),
+            ids,
+            this.config.GATEWAY_STREAM_HEARTBEAT_MS,
+          )
+        : undefined;
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       ...(streaming ? {} : { enableJsonResponse: true }),
@@ -180,7 +220,10 @@ export class McpHttpService {
       if (streaming && !events) return end();
       // The connection is gone, maybe not the client: a disconnection is no cancellation (MCP
       // transports); serve on until answered (bounded by the longest a call and an approval may take).
-      guard = setTimeout(end, this.config.GATEWAY_CALL_TIMEOUT_MS + this.config.GATEWAY_ELICITATION_TIMEOUT_MS + 60_000).unref();
+      guard = setTimeout(
+        end,
+        this.config.GATEWAY_CALL_TIMEOUT_MS + this.config.GATEWAY_ELICITATION_TIMEOUT_MS + 60_000,
+      ).unref();
       void answered.then(end);
     });
     await server.connect(transport);
@@ -188,20 +231,46 @@ export class McpHttpService {
   }
 
   /** Whether the server may send anything before its answers: a progress token, an approval or an account connection it may ask for, a tasks/result that waits. */
-  private async needsStream(caller: Caller, endpoint: Endpoint, session: SessionRecord, requests: JSONRPCRequest[]): Promise<boolean> {
+  private async needsStream(
+    caller: Caller,
+    endpoint: Endpoint,
+    session: SessionRecord,
+    requests: JSONRPCRequest[],
+  ): Promise<boolean> {
     for (const r of requests) {
       const params = (r.params ?? {}) as { name?: unknown; task?: unknown; _meta?: { progressToken?: unknown } };
-      if (r.method === 'tools/list' || r.method === 'ping' || r.method === 'tasks/get' || r.method === 'tasks/list' || r.method === 'tasks/cancel') continue;
+      if (
+        r.method === 'tools/list' ||
+        r.method === 'ping' ||
+        r.method === 'tasks/get' ||
+        r.method === 'tasks/list' ||
+        r.method === 'tasks/cancel'
+      )
+        continue;
       if (r.method !== 'tools/call' || params._meta?.progressToken !== undefined) return true;
       if (params.task !== undefined || !session.capabilities.elicitation) continue;
-      const tool = typeof params.name === 'string' ? (await this.endpointTools.of(caller.org, endpoint)).byName.get(params.name) : undefined;
+      const tool =
+        typeof params.name === 'string'
+          ? (await this.endpointTools.of(caller.org, endpoint)).byName.get(params.name)
+          : undefined;
       // An approval to ask for, or an MCP server that may want the caller's account connected (URL elicitation).
-      if (tool?.requiresApproval !== false || (tool.tool.tool_type === 'external_mcp' && session.capabilities.elicitation?.url)) return true;
+      if (
+        tool?.requiresApproval !== false ||
+        (tool.tool.tool_type === 'external_mcp' && session.capabilities.elicitation?.url)
+      )
+        return true;
     }
     return false;
   }
 
-  private async initialize(req: IncomingMessage, res: ServerResponse, caller: Caller, endpoint: Endpoint, init: JSONRPCMessage & { params: Record<string, unknown> }, span: Span): Promise<void> {
+  private async initialize(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    endpoint: Endpoint,
+    init: JSONRPCMessage & { params: Record<string, unknown> },
+    span: Span,
+  ): Promise<void> {
     span.setAttribute('mcp.method.name', 'initialize');
     const instructions = await this.instructions(caller, endpoint);
     const sessionId = SessionStore.newId();
@@ -229,12 +298,21 @@ export class McpHttpService {
     span.setAttribute('mcp.session.id', identityDigest(sessionId));
   }
 
-  private async stream(req: IncomingMessage, res: ServerResponse, caller: Caller, endpoint: Endpoint, sessionId: string, session: SessionRecord): Promise<void> {
+  private async stream(
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    endpoint: Endpoint,
+    sessionId: string,
+    session: SessionRecord,
+  ): Promise<void> {
     const lastEventId = req.headers['last-event-id'];
-    const from = this.config.GATEWAY_RESUMABLE_STREAMS && typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
+    const from =
+      this.config.GATEWAY_RESUMABLE_STREAMS && typeof lastEventId === 'string' ? parseEventId(lastEventId) : undefined;
     if (from) {
       // A POST's stream, resumed here whichever replica serves (or served) it; any other id opens a new GET stream below.
-      if (!req.headers.accept?.includes('text/event-stream')) throw new HttpRefusal(406, 'Not Acceptable: Client must accept text/event-stream');
+      if (!req.headers.accept?.includes('text/event-stream'))
+        throw new HttpRefusal(406, 'Not Acceptable: Client must accept text/event-stream');
       trace.getActiveSpan()?.setAttribute('toolplane.mcp.stream.resumed', true);
       const outcome = await this.resumes.resume(res, identityDigest(sessionId), sessionId, from);
       trace.getActiveSpan()?.setAttribute('toolplane.mcp.stream.resume_outcome', outcome);
@@ -255,14 +333,17 @@ export class McpHttpService {
   private async session(sessionId: string, caller: Caller, endpoint: Endpoint): Promise<SessionRecord> {
     const session = await this.sessions.get(sessionId);
     if (!session) throw new HttpRefusal(404, 'Session not found: initialize a new session', {}, -32001);
-    if (session.identity !== caller.identity || session.org !== caller.org) throw new HttpRefusal(403, 'This session belongs to another token', {}, -32000);
-    if (session.endpoint !== endpointKey(endpoint)) throw new HttpRefusal(404, 'Session not found on this endpoint: initialize a new session', {}, -32001);
+    if (session.identity !== caller.identity || session.org !== caller.org)
+      throw new HttpRefusal(403, 'This session belongs to another token', {}, -32000);
+    if (session.endpoint !== endpointKey(endpoint))
+      throw new HttpRefusal(404, 'Session not found on this endpoint: initialize a new session', {}, -32001);
     return session;
   }
 
   private sessionHeader(req: IncomingMessage): string {
     const v = req.headers[SESSION_HEADER];
-    if (typeof v !== 'string' || !/^[A-Za-z0-9_-]{16,128}$/.test(v)) throw new HttpRefusal(400, 'Bad Request: Mcp-Session-Id header is required', {}, -32000);
+    if (typeof v !== 'string' || !/^[A-Za-z0-9_-]{16,128}$/.test(v))
+      throw new HttpRefusal(400, 'Bad Request: Mcp-Session-Id header is required', {}, -32000);
     return v;
   }
 
@@ -270,10 +351,15 @@ export class McpHttpService {
   private async instructions(caller: Caller, endpoint: Endpoint): Promise<string | undefined> {
     if (endpoint.kind !== 'toolset') return undefined;
     try {
-      const { toolset } = await this.messaging.request(ToolsetsGet, { org_id: caller.org, name: endpoint.id }, { timeoutMs: 10_000 });
+      const { toolset } = await this.messaging.request(
+        ToolsetsGet,
+        { org_id: caller.org, name: endpoint.id },
+        { timeoutMs: 10_000 },
+      );
       return [toolset.description, toolset.instructions].filter((s): s is string => !!s).join('\n\n') || undefined;
     } catch (e) {
-      if (e instanceof ToolplaneError && e.code === ErrorCode.TOOLSET_NOT_FOUND) throw new HttpRefusal(404, `No tool set named ${endpoint.id}`, {}, -32002);
+      if (e instanceof ToolplaneError && e.code === ErrorCode.TOOLSET_NOT_FOUND)
+        throw new HttpRefusal(404, `No tool set named ${endpoint.id}`, {}, -32002);
       throw e;
     }
   }
@@ -281,16 +367,19 @@ export class McpHttpService {
   private async readJson(req: IncomingMessage): Promise<unknown> {
     const max = this.config.GATEWAY_MAX_BODY_BYTES;
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) throw new HttpRefusal(413, `Request body larger than ${max} bytes`, {}, -32600);
+    if (Number.isFinite(declared) && declared > max)
+      throw new HttpRefusal(413, `Request body larger than ${max} bytes`, {}, -32600);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
       size += (chunk as Buffer).length;
-      if (size > max) throw new HttpRefusal(413, `Request body larger than ${max} bytes`, { connection: 'close' }, -32600);
+      if (size > max)
+        throw new HttpRefusal(413, `Request body larger than ${max} bytes`, { connection: 'close' }, -32600);
       chunks.push(chunk as Buffer);
     }
     const type = req.headers['content-type'] ?? '';
-    if (!type.includes('application/json')) throw new HttpRefusal(415, 'Unsupported Media Type: Content-Type must be application/json', {}, -32000);
+    if (!type.includes('application/json'))
+      throw new HttpRefusal(415, 'Unsupported Media Type: Content-Type must be application/json', {}, -32000);
     try {
       return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
     } catch {
@@ -300,12 +389,17 @@ export class McpHttpService {
 
   private checkHostAndOrigin(req: IncomingMessage): void {
     const host = req.headers.host;
-    if (this.config.GATEWAY_ALLOWED_HOSTS.length && (!host || !this.config.GATEWAY_ALLOWED_HOSTS.includes(host))) throw new HttpRefusal(403, 'Forbidden: Host not allowed');
+    if (this.config.GATEWAY_ALLOWED_HOSTS.length && (!host || !this.config.GATEWAY_ALLOWED_HOSTS.includes(host)))
+      throw new HttpRefusal(403, 'Forbidden: Host not allowed');
     const origin = req.headers.origin;
     if (origin === undefined) return;
     const allowed = new Set(this.config.GATEWAY_ALLOWED_ORIGINS);
     if (this.config.GATEWAY_PUBLIC_URL) allowed.add(new URL(this.config.GATEWAY_PUBLIC_URL).origin);
-    if (!allowed.has(origin) && !(/^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(host ?? '') && origin === `http://${host}`)) throw new HttpRefusal(403, 'Forbidden: Origin not allowed'); // a loopback Host's own origin: no rebinding there
+    if (
+      !allowed.has(origin) &&
+      !(/^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(host ?? '') && origin === `http://${host}`)
+    )
+      throw new HttpRefusal(403, 'Forbidden: Origin not allowed'); // a loopback Host's own origin: no rebinding there
   }
 
   private baseUrl(req: IncomingMessage): string {
@@ -320,13 +414,38 @@ export class McpHttpService {
     }
     if (e instanceof AuthRefused) {
       const metadata = `${this.baseUrl(req)}${PRM_PREFIX}${endpointPath(endpoint)}`;
-      const parts = [`error="${e.error}"`, `error_description="${e.message.replace(/["\\]/g, "'")}"`, `resource_metadata="${metadata}"`, ...(e.scope ? [`scope="${e.scope}"`] : [])];
-      return json(res, e.status, { jsonrpc: '2.0', error: { code: -32001, message: e.message }, id: null }, { 'www-authenticate': `Bearer ${parts.join(', ')}` });
+      const parts = [
+        `error="${e.error}"`,
+        `error_description="${e.message.replace(/["\\]/g, "'")}"`,
+        `resource_metadata="${metadata}"`,
+        ...(e.scope ? [`scope="${e.scope}"`] : []),
+      ];
+      return json(
+        res,
+        e.status,
+        { jsonrpc: '2.0', error: { code: -32001, message: e.message }, id: null },
+        { 'www-authenticate': `Bearer ${parts.join(', ')}` },
+      );
     }
-    if (e instanceof HttpRefusal) return json(res, e.status, { jsonrpc: '2.0', error: { code: e.rpcCode, message: e.message }, id: null }, e.headers);
+    if (e instanceof HttpRefusal)
+      return json(
+        res,
+        e.status,
+        { jsonrpc: '2.0', error: { code: e.rpcCode, message: e.message }, id: null },
+        e.headers,
+      );
     if (e instanceof ToolplaneError) {
       const status = e.code === ErrorCode.SERVICE_UNAVAILABLE || e.retryable ? 503 : 500;
-      return json(res, status, { jsonrpc: '2.0', error: { code: -32603, message: e.message, data: { code: e.code, retryable: e.retryable } }, id: null }, e.retryable ? { 'retry-after': '1' } : {});
+      return json(
+        res,
+        status,
+        {
+          jsonrpc: '2.0',
+          error: { code: -32603, message: e.message, data: { code: e.code, retryable: e.retryable } },
+          id: null,
+        },
+        e.retryable ? { 'retry-after': '1' } : {},
+      );
     }
     this.log.error(`request failed: ${(e as Error)?.message ?? String(e)}`);
     json(res, 500, { jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null });
@@ -342,7 +461,13 @@ function answeredBy(transport: StreamableHTTPServerTransport, ids: RequestId[]):
       try {
         return await send(message, options);
       } finally {
-        if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && unanswered.delete(message.id) && !unanswered.size) resolve();
+        if (
+          (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) &&
+          message.id !== undefined &&
+          unanswered.delete(message.id) &&
+          !unanswered.size
+        )
+          resolve();
       }
     };
   });

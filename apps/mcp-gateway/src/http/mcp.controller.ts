@@ -22,9 +22,21 @@ export class McpController {
   }
 
   @Get('.well-known/oauth-protected-resource/mcp/:kind/:id')
-  metadata(@Param('kind') kind: string, @Param('id') id: string, @Req() req: IncomingMessage, @Res() res: ServerResponse): void {
-    if (kind !== 'agents' && kind !== 'toolsets') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not_found"}');
-    const body = this.http.protectedResourceMetadata(req, { kind: kind === 'agents' ? 'agent' : 'toolset', id }, this.oidc.authorizationServers());
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }).end(JSON.stringify(body));
+  metadata(
+    @Param('kind') kind: string,
+    @Param('id') id: string,
+    @Req() req: IncomingMessage,
+    @Res() res: ServerResponse,
+  ): void {
+    if (kind !== 'agents' && kind !== 'toolsets')
+      return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not_found"}');
+    const body = this.http.protectedResourceMetadata(
+      req,
+      { kind: kind === 'agents' ? 'agent' : 'toolset', id },
+      this.oidc.authorizationServers(),
+    );
+    res
+      .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' })
+      .end(JSON.stringify(body));
   }
 }

@@ -13,12 +13,20 @@ describe('restoreClient', () => {
     expect(sut.getClientCapabilities()).toEqual({ elicitation: { form: {} } });
     expect(sut.getClientVersion()).toEqual({ name: 'client', version: '1.2.3' });
     // What the SDK checks before sending elicitation/create: no throw once restored.
-    expect(() => (sut as unknown as { assertCapabilityForMethod(m: string): void }).assertCapabilityForMethod('elicitation/create')).not.toThrow();
+    expect(() =>
+      (sut as unknown as { assertCapabilityForMethod(m: string): void }).assertCapabilityForMethod(
+        'elicitation/create',
+      ),
+    ).not.toThrow();
   });
 
   it('a session whose client cannot elicit is refused elicitation by the SDK', () => {
     const sut = new Server(SERVER_INFO, { capabilities: { tools: {} } });
     restoreClient(sut, {}, { name: 'client', version: '1' });
-    expect(() => (sut as unknown as { assertCapabilityForMethod(m: string): void }).assertCapabilityForMethod('elicitation/create')).toThrow(/elicitation/);
+    expect(() =>
+      (sut as unknown as { assertCapabilityForMethod(m: string): void }).assertCapabilityForMethod(
+        'elicitation/create',
+      ),
+    ).toThrow(/elicitation/);
   });
 });

@@ -31,21 +31,34 @@ const tracer = trace.getTracer('mcp-gateway');
  * call does (the NATS requests to the services) is its child. A JSON-RPC error sets error.type and
  * rpc.response.status_code; a tool error (isError) is not a span error.
  */
-function mcpSpan<T>(method: string, target: string | undefined, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(target ? `${method} ${target}` : method, { kind: SpanKind.SERVER, attributes: { 'mcp.method.name': method, ...attributes } }, async (span) => {
-    try {
-      const result = await fn();
-      if ((result as { isError?: unknown } | undefined)?.isError === true) span.setAttribute('error.type', 'tool_error');
-      return result;
-    } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      span.setAttributes({ 'error.type': typeof code === 'number' ? String(code) : '_OTHER', ...(typeof code === 'number' ? { 'rpc.response.status_code': String(code) } : {}) });
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+function mcpSpan<T>(
+  method: string,
+  target: string | undefined,
+  attributes: Record<string, string | number>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  return tracer.startActiveSpan(
+    target ? `${method} ${target}` : method,
+    { kind: SpanKind.SERVER, attributes: { 'mcp.method.name': method, ...attributes } },
+    async (span) => {
+      try {
+        const result = await fn();
+        if ((result as { isError?: unknown } | undefined)?.isError === true)
+          span.setAttribute('error.type', 'tool_error');
+        return result;
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        span.setAttributes({
+          'error.type': typeof code === 'number' ? String(code) : '_OTHER',
+          ...(typeof code === 'number' ? { 'rpc.response.status_code': String(code) } : {}),
+        });
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw e;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 export const SERVER_INFO: Implementation = { name: 'toolplane', title: 'Toolplane', version: '0.1.0' };
@@ -89,9 +102,18 @@ export class McpServerFactory {
    * `answersAsJson`: the request is answered as plain JSON (nothing can reach the client before the
    * answer), so no approval is asked by elicitation on it: a held call answers its tool error.
    */
-  create(caller: Caller, endpoint: Endpoint, session?: SessionRecord, instructions?: string, answersAsJson = false): Server {
+  create(
+    caller: Caller,
+    endpoint: Endpoint,
+    session?: SessionRecord,
+    instructions?: string,
+    answersAsJson = false,
+  ): Server {
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      capabilities: {
+        tools: { listChanged: true },
+        tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+      },
       // MCP tasks are Toolplane executions: tasks/get, tasks/result, tasks/cancel and tasks/list read the records.
       taskStore: new ExecutionTaskStore(this.messaging, caller, endpoint),
       jsonSchemaValidator: this.validator,
@@ -99,7 +121,10 @@ export class McpServerFactory {
     });
     if (session) restoreClient(server, session.capabilities, session.client_info);
     const capabilities = () => server.getClientCapabilities();
-    const common = (requestId: string | number) => ({ 'jsonrpc.request.id': String(requestId), ...(session ? { 'mcp.protocol.version': session.protocol_version } : {}) });
+    const common = (requestId: string | number) => ({
+      'jsonrpc.request.id': String(requestId),
+      ...(session ? { 'mcp.protocol.version': session.protocol_version } : {}),
+    });
     server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
       mcpSpan('tools/list', undefined, common(extra.requestId), async () => {
         try {
@@ -115,10 +140,18 @@ export class McpServerFactory {
     );
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
       const caps = capabilities();
-      const ctx = { caller, endpoint, capabilities: answersAsJson && caps ? { ...caps, elicitation: undefined } : caps };
+      const ctx = {
+        caller,
+        endpoint,
+        capabilities: answersAsJson && caps ? { ...caps, elicitation: undefined } : caps,
+      };
       const { name, arguments: args = {}, task } = request.params;
-      return mcpSpan<CallToolResult | CreateTaskResult>('tools/call', name, { ...common(extra.requestId), 'gen_ai.tool.name': name, 'gen_ai.operation.name': 'execute_tool' }, () =>
-        task ? this.calls.callAsTask(ctx, name, args, task.ttl ?? null) : this.calls.call(ctx, name, args, extra),
+      return mcpSpan<CallToolResult | CreateTaskResult>(
+        'tools/call',
+        name,
+        { ...common(extra.requestId), 'gen_ai.tool.name': name, 'gen_ai.operation.name': 'execute_tool' },
+        () =>
+          task ? this.calls.callAsTask(ctx, name, args, task.ttl ?? null) : this.calls.call(ctx, name, args, extra),
       );
     });
     return server;
@@ -131,5 +164,8 @@ export class McpServerFactory {
  * sets; mcp-server.factory.spec.ts fails if a new SDK version moves them.
  */
 export function restoreClient(server: Server, capabilities: ClientCapabilities, clientInfo: Implementation): void {
-  Object.assign(server as unknown as Record<string, unknown>, { _clientCapabilities: capabilities, _clientVersion: clientInfo });
+  Object.assign(server as unknown as Record<string, unknown>, {
+    _clientCapabilities: capabilities,
+    _clientVersion: clientInfo,
+  });
 }

@@ -67,7 +67,8 @@ export class LiveSessions implements OnModuleInit, OnModuleDestroy {
 
   /** The client's responses and notifications of a session: to whichever replica serves its requests. */
   relay(sessionId: string, messages: JSONRPCMessage[]): void {
-    for (const message of messages) this.messaging.notify(McpSessionRelayed, { session_id: sessionId, message: message as Record<string, unknown> });
+    for (const message of messages)
+      this.messaging.notify(McpSessionRelayed, { session_id: sessionId, message: message as Record<string, unknown> });
   }
 
   get counts(): { serving: number; streams: number } {

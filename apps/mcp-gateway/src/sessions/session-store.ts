@@ -26,7 +26,10 @@ const LOCAL_TRUST_MS = 5000;
 export class SessionStore implements OnModuleInit {
   private readonly log = new Logger(SessionStore.name);
   private kv?: Promise<KV>;
-  private readonly local = new Map<string, { record: SessionRecord; revision: number; touched: number; checked: number }>();
+  private readonly local = new Map<
+    string,
+    { record: SessionRecord; revision: number; touched: number; checked: number }
+  >();
 
   constructor(
     private readonly messaging: MessagingClient,
@@ -35,7 +38,9 @@ export class SessionStore implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.messaging.subscribeSealed(McpSessionClosed, (p: EventOf<typeof McpSessionClosed>) => this.local.delete(p.session_id));
+    this.messaging.subscribeSealed(McpSessionClosed, (p: EventOf<typeof McpSessionClosed>) =>
+      this.local.delete(p.session_id),
+    );
     this.health.add('sessions', async () => {
       await (await this.bucket()).status();
     });
@@ -95,7 +100,10 @@ export class SessionStore implements OnModuleInit {
 
   private bucket(): Promise<KV> {
     this.kv ??= new Kvm(this.messaging.nc)
-      .create(streamName(this.messaging.prefix, MCP_SESSIONS_BUCKET), { ttl: this.config.GATEWAY_SESSION_TTL_MS, history: 1 })
+      .create(streamName(this.messaging.prefix, MCP_SESSIONS_BUCKET), {
+        ttl: this.config.GATEWAY_SESSION_TTL_MS,
+        history: 1,
+      })
       .catch((e: unknown) => {
         this.kv = undefined;
         throw e;

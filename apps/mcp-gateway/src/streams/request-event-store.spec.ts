@@ -10,7 +10,9 @@ describe('RequestEventStore', () => {
 
   beforeEach(() => {
     appended = [];
-    const repo = { append: (subject: string, event: McpStreamEvent) => appended.push({ subject, event }) } as unknown as StreamEventsRepository;
+    const repo = {
+      append: (subject: string, event: McpStreamEvent) => appended.push({ subject, event }),
+    } as unknown as StreamEventsRepository;
     sut = new RequestEventStore(repo, 'digest', [7], 60_000);
   });
   afterEach(() => sut.dispose());
@@ -20,7 +22,11 @@ describe('RequestEventStore', () => {
     void sut.answered.then(() => (answered = true));
     const ids = [
       await sut.storeEvent(STREAM, {} as never),
-      await sut.storeEvent(STREAM, { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } }),
+      await sut.storeEvent(STREAM, {
+        jsonrpc: '2.0',
+        method: 'notifications/progress',
+        params: { progressToken: 1, progress: 1 },
+      }),
       await sut.storeEvent(STREAM, { jsonrpc: '2.0', id: 7, result: {} }),
     ];
     await Promise.resolve();
@@ -32,12 +38,15 @@ describe('RequestEventStore', () => {
   });
 
   it('does not store the events of a stream that is not a POST’s', async () => {
-    expect(await sut.storeEvent('_GET_stream', { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })).toBe('_GET_stream_1');
+    expect(await sut.storeEvent('_GET_stream', { jsonrpc: '2.0', method: 'notifications/tools/list_changed' })).toBe(
+      '_GET_stream_1',
+    );
     expect(appended).toEqual([]);
   });
 
   it('reads back only the ids it makes', () => {
     expect(parseEventId(`${STREAM}_12`)).toEqual({ streamId: STREAM, n: 12 });
-    for (const bad of ['_GET_stream_1', `${STREAM}_`, `${STREAM}_x`, 'nope', `${STREAM}_1234567890`]) expect(parseEventId(bad)).toBeUndefined();
+    for (const bad of ['_GET_stream_1', `${STREAM}_`, `${STREAM}_x`, 'nope', `${STREAM}_1234567890`])
+      expect(parseEventId(bad)).toBeUndefined();
   });
 });

@@ -1,5 +1,10 @@
 import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isJSONRPCErrorResponse, isJSONRPCResultResponse, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { mcpStreamSubject } from '@toolplane/contracts';
 import type { StreamEventsRepository } from './stream-events.repository';
 
@@ -56,12 +61,24 @@ export class RequestEventStore implements EventStore {
     if (!POST_STREAM_ID.test(streamId)) return eventId(streamId, n); // not a POST's stream: not stored
     this.subject ??= mcpStreamSubject(this.sessionDigest, streamId);
     const priming = !('jsonrpc' in message);
-    this.repo.append(this.subject, { n, requests: this.requests, ...(priming ? {} : { message: message as unknown as Record<string, unknown> }) });
-    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && this.unanswered.delete(message.id) && !this.unanswered.size) {
+    this.repo.append(this.subject, {
+      n,
+      requests: this.requests,
+      ...(priming ? {} : { message: message as unknown as Record<string, unknown> }),
+    });
+    if (
+      (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) &&
+      message.id !== undefined &&
+      this.unanswered.delete(message.id) &&
+      !this.unanswered.size
+    ) {
       this.dispose();
       this.settle();
     } else if (!this.beat && this.unanswered.size) {
-      this.beat = setInterval(() => this.repo.append(this.subject!, { n: this.n, requests: this.requests, beat: true }), this.heartbeatMs);
+      this.beat = setInterval(
+        () => this.repo.append(this.subject!, { n: this.n, requests: this.requests, beat: true }),
+        this.heartbeatMs,
+      );
       this.beat.unref();
     }
     return eventId(streamId, n);

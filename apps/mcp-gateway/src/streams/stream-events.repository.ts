@@ -1,7 +1,24 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { MCP_EVENTS_STREAM, MCP_EVENTS_SUBJECTS, McpStreamEvent } from '@toolplane/contracts';
-import { decodeJson, encodeJson, ensureStream, MessagingClient, parseContract, streamName, withPrefix } from '@toolplane/messaging';
+import {
+  decodeJson,
+  encodeJson,
+  ensureStream,
+  MessagingClient,
+  parseContract,
+  streamName,
+  withPrefix,
+} from '@toolplane/messaging';
 import { APP_CONFIG, HealthRegistry } from '@toolplane/platform';
 import type { GatewayConfig } from '../mcp-gateway.config';
 
@@ -56,7 +73,10 @@ export class StreamEventsRepository implements OnModuleInit {
     await this.stream();
     this.js ??= jetstream(this.messaging.nc);
     try {
-      await this.js.publish(withPrefix(this.messaging.prefix, subject), encodeJson(event), { expect: { lastSubjectSequence: lastSeq }, timeout: 5000 });
+      await this.js.publish(withPrefix(this.messaging.prefix, subject), encodeJson(event), {
+        expect: { lastSubjectSequence: lastSeq },
+        timeout: 5000,
+      });
       return true;
     } catch (e) {
       if (/wrong last sequence/i.test((e as Error).message)) return false;
@@ -85,7 +105,10 @@ export class StreamEventsRepository implements OnModuleInit {
   async *follow(subject: string, signal: AbortSignal): AsyncGenerator<StoredStreamEvent> {
     const name = await this.stream();
     this.js ??= jetstream(this.messaging.nc);
-    const consumer = await this.js.consumers.get(name, { filter_subjects: withPrefix(this.messaging.prefix, subject), deliver_policy: DeliverPolicy.All });
+    const consumer = await this.js.consumers.get(name, {
+      filter_subjects: withPrefix(this.messaging.prefix, subject),
+      deliver_policy: DeliverPolicy.All,
+    });
     const messages = await consumer.consume({ max_messages: 256 });
     const stop = () => void messages.close().catch(() => undefined);
     signal.addEventListener('abort', stop, { once: true });

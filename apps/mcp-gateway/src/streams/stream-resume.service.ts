@@ -47,7 +47,12 @@ export class StreamResumeService {
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
-  async resume(res: ServerResponse, sessionDigest: string, sessionId: string, from: { streamId: string; n: number }): Promise<ResumeOutcome> {
+  async resume(
+    res: ServerResponse,
+    sessionDigest: string,
+    sessionId: string,
+    from: { streamId: string; n: number },
+  ): Promise<ResumeOutcome> {
     const subject = mcpStreamSubject(sessionDigest, from.streamId);
     const beatMs = this.config.GATEWAY_STREAM_HEARTBEAT_MS;
     const started = Date.now();
@@ -55,7 +60,13 @@ export class StreamResumeService {
     res.once('close', () => stop.abort());
     const lastStored = await this.repo.lastSeq(subject);
     if (lastStored === undefined) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Stream not found: it ended long ago or never existed' }, id: null }));
+      res.writeHead(404, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32001, message: 'Stream not found: it ended long ago or never existed' },
+          id: null,
+        }),
+      );
       return 'not-found';
     }
     let requests: RequestId[] = [];
@@ -64,7 +75,14 @@ export class StreamResumeService {
     let lastSeq = 0;
     let firstAt: number | undefined;
     const open = () => {
-      if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no', 'mcp-session-id': sessionId });
+      if (!res.headersSent)
+        res.writeHead(200, {
+          'content-type': 'text/event-stream',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'mcp-session-id': sessionId,
+        });
     };
     const write = (n: number, message: unknown) => {
       open();
@@ -77,10 +95,15 @@ export class StreamResumeService {
     const arm = (storedAt: number) => {
       clearTimeout(idle);
       const deadline = Math.max(storedAt + MISSED_BEATS * beatMs, started + 1.5 * beatMs);
-      idle = setTimeout(() => {
-        // Stored answers come back through the consumer below like any event; if something else was stored first, it does.
-        void this.answerGone(subject, requests, answered, maxN, lastSeq, firstAt).then((stored) => (stored ? (gone = true) : arm(Date.now())));
-      }, Math.max(0, deadline - Date.now()));
+      idle = setTimeout(
+        () => {
+          // Stored answers come back through the consumer below like any event; if something else was stored first, it does.
+          void this.answerGone(subject, requests, answered, maxN, lastSeq, firstAt).then((stored) =>
+            stored ? (gone = true) : arm(Date.now()),
+          );
+        },
+        Math.max(0, deadline - Date.now()),
+      );
     };
     try {
       for await (const { seq, at, event } of this.repo.follow(subject, stop.signal)) {
@@ -112,7 +135,14 @@ export class StreamResumeService {
   }
 
   /** Stores an error answer for each unanswered request if nothing was stored after `lastSeq`; false when something was. */
-  private async answerGone(subject: string, requests: RequestId[], answered: Set<RequestId>, maxN: number, lastSeq: number, firstAt: number | undefined): Promise<boolean> {
+  private async answerGone(
+    subject: string,
+    requests: RequestId[],
+    answered: Set<RequestId>,
+    maxN: number,
+    lastSeq: number,
+    firstAt: number | undefined,
+  ): Promise<boolean> {
     const open = requests.filter((id) => !answered.has(id));
     let n = maxN;
     for (const [i, id] of open.entries()) {
@@ -129,7 +159,10 @@ export class StreamResumeService {
       };
       try {
         // The first answer is conditional (nothing stored since); the others follow it at once.
-        const stored = i === 0 ? await this.repo.appendIfLast(subject, { n: ++n, requests, message }, lastSeq) : (this.repo.append(subject, { n: ++n, requests, message }), true);
+        const stored =
+          i === 0
+            ? await this.repo.appendIfLast(subject, { n: ++n, requests, message }, lastSeq)
+            : (this.repo.append(subject, { n: ++n, requests, message }), true);
         if (!stored) return false;
       } catch (e) {
         this.log.warn(`could not answer a stream whose replica is gone: ${(e as Error).message}`);

@@ -54,9 +54,13 @@ export class EndpointToolsService implements OnModuleInit, OnModuleDestroy {
   constructor(private readonly messaging: MessagingClient) {}
 
   onModuleInit(): void {
-    const byAgent = this.messaging.onEvents(AGENT_TOOL_EVENTS, (_e, p) => this.changed(p.org_id, `agent:${p.agent_id}`));
+    const byAgent = this.messaging.onEvents(AGENT_TOOL_EVENTS, (_e, p) =>
+      this.changed(p.org_id, `agent:${p.agent_id}`),
+    );
     const byToolset = this.messaging.onEvents(TOOLSET_EVENTS, (_e, p) => this.changed(p.org_id, `toolset:${p.name}`));
-    const byOrg = this.messaging.onEvents([...TOOL_EVENTS, ...MCP_SERVER_EVENTS], (_e, p) => this.changed(p.org_id, undefined));
+    const byOrg = this.messaging.onEvents([...TOOL_EVENTS, ...MCP_SERVER_EVENTS], (_e, p) =>
+      this.changed(p.org_id, undefined),
+    );
     this.subscription = { unsubscribe: () => [byAgent, byToolset, byOrg].forEach((s) => s.unsubscribe()) };
   }
 
@@ -72,7 +76,10 @@ export class EndpointToolsService implements OnModuleInit, OnModuleDestroy {
   /** An endpoint's tools (cached), or TOOLSET_NOT_FOUND-like errors of the registry as they come. */
   async of(org: string, endpoint: Endpoint): Promise<EndpointTools> {
     const key = endpointKey(endpoint);
-    const { value } = await this.cache.load(org, key, () => this.fetch(org, endpoint), { ttlMs: CACHE_TTL_MS, part: key });
+    const { value } = await this.cache.load(org, key, () => this.fetch(org, endpoint), {
+      ttlMs: CACHE_TTL_MS,
+      part: key,
+    });
     return value;
   }
 
@@ -109,10 +116,23 @@ export class EndpointToolsService implements OnModuleInit, OnModuleDestroy {
     return { tools, byName };
   }
 
-  private async page(org: string, endpoint: Endpoint, cursor: string | undefined): Promise<{ tools: Array<{ tool: Tool; requires_approval: boolean }>; next_cursor: string | null }> {
+  private async page(
+    org: string,
+    endpoint: Endpoint,
+    cursor: string | undefined,
+  ): Promise<{ tools: Array<{ tool: Tool; requires_approval: boolean }>; next_cursor: string | null }> {
     const common = { org_id: org, limit: REGISTRY_PAGE, ...(cursor ? { cursor } : {}) };
-    if (endpoint.kind === 'agent') return this.messaging.request(AgentToolsList, { ...common, agent_id: endpoint.id }, { timeoutMs: REQUEST_TIMEOUT_MS });
-    return this.messaging.request(ToolsetsToolsList, { ...common, name: endpoint.id }, { timeoutMs: REQUEST_TIMEOUT_MS });
+    if (endpoint.kind === 'agent')
+      return this.messaging.request(
+        AgentToolsList,
+        { ...common, agent_id: endpoint.id },
+        { timeoutMs: REQUEST_TIMEOUT_MS },
+      );
+    return this.messaging.request(
+      ToolsetsToolsList,
+      { ...common, name: endpoint.id },
+      { timeoutMs: REQUEST_TIMEOUT_MS },
+    );
   }
 }
 

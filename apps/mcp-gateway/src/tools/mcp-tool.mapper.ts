@@ -60,13 +60,22 @@ function toContent(p: Record<string, unknown>): Content {
     case 'resource': {
       const uri = str(p.uri) ?? '';
       const mimeType = str(p.mime_type);
-      const resource = typeof p.blob === 'string' ? { uri, blob: p.blob, ...(mimeType ? { mimeType } : {}) } : { uri, text: str(p.text) ?? '', ...(mimeType ? { mimeType } : {}) };
+      const resource =
+        typeof p.blob === 'string'
+          ? { uri, blob: p.blob, ...(mimeType ? { mimeType } : {}) }
+          : { uri, text: str(p.text) ?? '', ...(mimeType ? { mimeType } : {}) };
       return { type: 'resource', resource };
     }
     case 'resource_link': {
       const mimeType = str(p.mime_type);
       const description = str(p.description);
-      return { type: 'resource_link', uri: str(p.uri) ?? '', name: str(p.name) ?? '', ...(mimeType ? { mimeType } : {}), ...(description ? { description } : {}) };
+      return {
+        type: 'resource_link',
+        uri: str(p.uri) ?? '',
+        name: str(p.name) ?? '',
+        ...(mimeType ? { mimeType } : {}),
+        ...(description ? { description } : {}),
+      };
     }
     default:
       return { type: 'text', text: JSON.stringify(p) };
@@ -74,7 +83,9 @@ function toContent(p: Record<string, unknown>): Content {
 }
 
 /** An MCP upstream's media result as mcp-sync relays it: `{text, content: [parts], structured_content?}`. */
-function isRelayedMedia(v: unknown): v is { text: string; content: Record<string, unknown>[]; structured_content?: unknown } {
+function isRelayedMedia(
+  v: unknown,
+): v is { text: string; content: Record<string, unknown>[]; structured_content?: unknown } {
   return isObject(v) && typeof v.text === 'string' && Array.isArray(v.content) && v.content.every(isObject);
 }
 
@@ -87,15 +98,25 @@ function isRelayedMedia(v: unknown): v is { text: string; content: Record<string
 export function toCallToolResult(r: ToolExecutionResult, provider = r.provider): CallToolResult {
   const meta = { 'toolplane/execution_id': r.execution_id, 'toolplane/trace_id': r.trace_id };
   if (r.status === 'error') {
-    const text = typeof r.func_return === 'string' && r.func_return ? r.func_return : (r.error?.message ?? 'The tool failed');
-    return { content: [{ type: 'text', text }], isError: true, _meta: { ...meta, 'toolplane/error_code': r.error?.code ?? null } };
+    const text =
+      typeof r.func_return === 'string' && r.func_return ? r.func_return : (r.error?.message ?? 'The tool failed');
+    return {
+      content: [{ type: 'text', text }],
+      isError: true,
+      _meta: { ...meta, 'toolplane/error_code': r.error?.code ?? null },
+    };
   }
   const v = r.func_return;
   if (provider === 'mcp' && isRelayedMedia(v)) {
-    return { content: v.content.map(toContent), ...(isObject(v.structured_content) ? { structuredContent: v.structured_content } : {}), _meta: meta };
+    return {
+      content: v.content.map(toContent),
+      ...(isObject(v.structured_content) ? { structuredContent: v.structured_content } : {}),
+      _meta: meta,
+    };
   }
   if (typeof v === 'string') return { content: [{ type: 'text', text: v }], _meta: meta };
-  if (v === undefined || v === null) return { content: [{ type: 'text', text: v === null ? 'null' : '' }], _meta: meta };
+  if (v === undefined || v === null)
+    return { content: [{ type: 'text', text: v === null ? 'null' : '' }], _meta: meta };
   const text = JSON.stringify(v);
   return { content: [{ type: 'text', text }], ...(isObject(v) ? { structuredContent: v } : {}), _meta: meta };
 }

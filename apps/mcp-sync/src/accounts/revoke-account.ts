@@ -49,8 +49,15 @@ export class RevokeAccount implements OnModuleInit, OnModuleDestroy {
     await this.pool.dropUser(server.id, req.user_id);
     const upstream = oauth && tokens ? await this.oauth.revoke(oauth, tokens) : 'none';
     if (deleted) {
-      this.log.log(`revoked an end user's connection to MCP server ${server.name} (${server.id}) in org ${req.org_id} (upstream: ${upstream})`);
-      await this.events.publish('revoked', { orgId: req.org_id, userId: req.user_id, serverId: server.id, serverName: server.name });
+      this.log.log(
+        `revoked an end user's connection to MCP server ${server.name} (${server.id}) in org ${req.org_id} (upstream: ${upstream})`,
+      );
+      await this.events.publish('revoked', {
+        orgId: req.org_id,
+        userId: req.user_id,
+        serverId: server.id,
+        serverName: server.name,
+      });
     }
     return { revoked: deleted > 0, upstream };
   }

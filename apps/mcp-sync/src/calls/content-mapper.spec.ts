@@ -2,8 +2,17 @@ import { errorText, toFuncReturn } from './content-mapper';
 
 describe('content mapping', () => {
   it('joins text, keeps structuredContent as JSON, and types media parts', () => {
-    expect(toFuncReturn({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] })).toBe('a\nb');
-    expect(toFuncReturn({ content: [{ type: 'text', text: '{"n":1}' }], structuredContent: { n: 1 } })).toEqual({ n: 1 });
+    expect(
+      toFuncReturn({
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      }),
+    ).toBe('a\nb');
+    expect(toFuncReturn({ content: [{ type: 'text', text: '{"n":1}' }], structuredContent: { n: 1 } })).toEqual({
+      n: 1,
+    });
     expect(toFuncReturn({ content: [] })).toBe('');
     const mixed = toFuncReturn({
       content: [

@@ -14,7 +14,8 @@ export interface CallResultLike {
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 export function toPart(raw: unknown): Part {
   const c = obj(raw);
@@ -35,7 +36,13 @@ export function toPart(raw: unknown): Part {
       };
     }
     case 'resource_link':
-      return { type: 'resource_link', uri: str(c.uri), name: str(c.name), mime_type: str(c.mimeType), ...(typeof c.description === 'string' ? { description: c.description } : {}) };
+      return {
+        type: 'resource_link',
+        uri: str(c.uri),
+        name: str(c.name),
+        mime_type: str(c.mimeType),
+        ...(typeof c.description === 'string' ? { description: c.description } : {}),
+      };
     default:
       return { ...c, type: typeof c.type === 'string' ? c.type : 'unknown' };
   }
@@ -51,11 +58,18 @@ export function toFuncReturn(result: CallResultLike): unknown {
   const media = parts.some((p) => p.type !== 'text');
   if (!media && result.structuredContent !== undefined && !result.isError) return result.structuredContent;
   if (!media) return text;
-  return { text, content: parts, ...(result.structuredContent !== undefined ? { structured_content: result.structuredContent } : {}) };
+  return {
+    text,
+    content: parts,
+    ...(result.structuredContent !== undefined ? { structured_content: result.structuredContent } : {}),
+  };
 }
 
 /** The server's own words for an isError result (for error.message). */
 export function errorText(result: CallResultLike): string {
-  const text = (result.content ?? []).map(toPart).flatMap((p) => (p.type === 'text' ? [(p as { text: string }).text] : [])).join('\n');
+  const text = (result.content ?? [])
+    .map(toPart)
+    .flatMap((p) => (p.type === 'text' ? [(p as { text: string }).text] : []))
+    .join('\n');
   return text || 'the tool reported an error without a message';
 }

@@ -3,7 +3,12 @@ import { ConnectionAuthorized, ConnectionExpired, ConnectionRefreshed, Connectio
 import { MessagingClient } from '@toolplane/messaging';
 import { randomUUID } from 'node:crypto';
 
-const DESCRIPTORS = { authorized: ConnectionAuthorized, refreshed: ConnectionRefreshed, expired: ConnectionExpired, revoked: ConnectionRevoked };
+const DESCRIPTORS = {
+  authorized: ConnectionAuthorized,
+  refreshed: ConnectionRefreshed,
+  expired: ConnectionExpired,
+  revoked: ConnectionRevoked,
+};
 export type ConnectionChange = keyof typeof DESCRIPTORS;
 
 /**
@@ -17,9 +22,23 @@ export class ConnectionEvents {
 
   constructor(private readonly messaging: MessagingClient) {}
 
-  async publish(change: ConnectionChange, c: { orgId: string; userId: string; serverId: string; serverName: string }): Promise<void> {
+  async publish(
+    change: ConnectionChange,
+    c: { orgId: string; userId: string; serverId: string; serverName: string },
+  ): Promise<void> {
     const eventId = randomUUID();
-    const payload = { event_id: eventId, occurred_at: new Date().toISOString(), org_id: c.orgId, user_id: c.userId, server_id: c.serverId, server_name: c.serverName };
-    await this.messaging.publish(DESCRIPTORS[change], payload, eventId).catch((e: Error) => this.log.warn(`connection.${change} of MCP server ${c.serverId} not published: ${e.message}`));
+    const payload = {
+      event_id: eventId,
+      occurred_at: new Date().toISOString(),
+      org_id: c.orgId,
+      user_id: c.userId,
+      server_id: c.serverId,
+      server_name: c.serverName,
+    };
+    await this.messaging
+      .publish(DESCRIPTORS[change], payload, eventId)
+      .catch((e: Error) =>
+        this.log.warn(`connection.${change} of MCP server ${c.serverId} not published: ${e.message}`),
+      );
   }
 }

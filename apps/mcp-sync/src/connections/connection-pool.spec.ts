@@ -7,7 +7,12 @@ import type { StdioPolicy } from './stdio-policy';
 /** A connection that is never opened for real: which target (server, user, agent) it was made for. */
 function fakeConnection(target: ServerTarget): McpClientConnection & { madeFor: string } {
   const c = Object.create(McpClientConnection.prototype) as McpClientConnection & { madeFor: string };
-  Object.assign(c, { inFlight: 0, lastUsed: Date.now(), closed: false, madeFor: `${target.id}/${target.userId ?? '(org)'}${target.agentId ? `/${target.agentId}` : ''}` });
+  Object.assign(c, {
+    inFlight: 0,
+    lastUsed: Date.now(),
+    closed: false,
+    madeFor: `${target.id}/${target.userId ?? '(org)'}${target.agentId ? `/${target.agentId}` : ''}`,
+  });
   c.close = jest.fn(async () => {
     c.closed = true;
   });
@@ -51,9 +56,16 @@ describe('ConnectionPool: connections per end user', () => {
     };
     oauth = { forget: jest.fn() };
     lookups = [];
-    const secrets = { lookup: async (_org: string, _names: string[], caller?: { userId?: string; agentId?: string }) => (lookups.push(caller), Object.fromEntries(_names.map((n) => [n, 'v']))) };
+    const secrets = {
+      lookup: async (_org: string, _names: string[], caller?: { userId?: string; agentId?: string }) => (
+        lookups.push(caller), Object.fromEntries(_names.map((n) => [n, 'v']))
+      ),
+    };
     const pool = new ConnectionPool(config as never, secrets, oauth as unknown as OAuthClient, {} as StdioPolicy);
-    const internals = pool as unknown as { open: (t: ServerTarget) => Promise<McpClientConnection>; resolve: (t: ServerTarget) => Promise<unknown> };
+    const internals = pool as unknown as {
+      open: (t: ServerTarget) => Promise<McpClientConnection>;
+      resolve: (t: ServerTarget) => Promise<unknown>;
+    };
     jest.spyOn(internals, 'open').mockImplementation(async (t: ServerTarget) => {
       await internals.resolve(t); // the templates, resolved as a real open does
       const c = fakeConnection(t);
@@ -62,7 +74,8 @@ describe('ConnectionPool: connections per end user', () => {
     });
     return pool;
   }
-  const on = (t: ServerTarget) => sut.withConnection(t, Date.now() + 5_000, async (c) => (c as McpClientConnection & { madeFor: string }).madeFor);
+  const on = (t: ServerTarget) =>
+    sut.withConnection(t, Date.now() + 5_000, async (c) => (c as McpClientConnection & { madeFor: string }).madeFor);
 
   beforeEach(() => {
     made.length = 0;
@@ -81,7 +94,9 @@ describe('ConnectionPool: connections per end user', () => {
   });
 
   it('refuses a call without a user on an account "user" server, and shares an org server’s connection across users', async () => {
-    expect(() => sut.forCaller(target({ account: 'user' }), undefined)).toThrow(expect.objectContaining({ code: ErrorCode.MCP_AUTHORIZATION_REQUIRED, retryable: false }) as ToolplaneError);
+    expect(() => sut.forCaller(target({ account: 'user' }), undefined)).toThrow(
+      expect.objectContaining({ code: ErrorCode.MCP_AUTHORIZATION_REQUIRED, retryable: false }) as ToolplaneError,
+    );
     const org = target({ account: 'org' });
     expect(sut.forCaller(org, 'alice')).toBe(org);
     expect(await on(sut.forCaller(org, 'alice'))).toBe(await on(sut.forCaller(org, 'bob')));
@@ -101,7 +116,11 @@ describe('ConnectionPool: connections per end user', () => {
     await new Promise((r) => setTimeout(r, 5));
     // u2 is busy while u3 arrives: u1 (idle, least recently used) goes.
     let release!: () => void;
-    const busy = sut.withConnection(sut.forCaller(server, 'u2'), Date.now() + 5_000, () => new Promise<void>((r) => (release = r)));
+    const busy = sut.withConnection(
+      sut.forCaller(server, 'u2'),
+      Date.now() + 5_000,
+      () => new Promise<void>((r) => (release = r)),
+    );
     await new Promise((r) => setTimeout(r, 5));
     await on(sut.forCaller(server, 'u3'));
     expect(sut.userPools()).toBe(2);
@@ -134,18 +153,34 @@ describe('ConnectionPool: connections per end user', () => {
     expect(a).toMatchObject({ userId: 'alice', agentId: 'agent-a' });
     expect(sut.forCaller(templated, undefined, 'agent-a')).toMatchObject({ agentId: 'agent-a' });
     expect(sut.forCaller(templated, undefined, 'agent-a').userId).toBeUndefined();
-    const seenBy = await Promise.all([a, sut.forCaller(templated, 'alice', 'agent-b'), sut.forCaller(templated, 'bob', 'agent-a'), sut.forCaller(templated, undefined, 'agent-a'), templated].map(on));
+    const seenBy = await Promise.all(
+      [
+        a,
+        sut.forCaller(templated, 'alice', 'agent-b'),
+        sut.forCaller(templated, 'bob', 'agent-a'),
+        sut.forCaller(templated, undefined, 'agent-a'),
+        templated,
+      ].map(on),
+    );
     expect(new Set(seenBy).size).toBe(5);
     expect(await on(sut.forCaller(templated, 'alice', 'agent-a'))).toBe(`${templated.id}/alice/agent-a`);
     expect(made).toHaveLength(5);
     // Each connect resolved its templates for its own caller (the org's pool: the org's values only).
-    expect(lookups).toEqual([{ userId: 'alice', agentId: 'agent-a' }, { userId: 'alice', agentId: 'agent-b' }, { userId: 'bob', agentId: 'agent-a' }, { agentId: 'agent-a' }, {}]);
+    expect(lookups).toEqual([
+      { userId: 'alice', agentId: 'agent-a' },
+      { userId: 'alice', agentId: 'agent-b' },
+      { userId: 'bob', agentId: 'agent-a' },
+      { agentId: 'agent-a' },
+      {},
+    ]);
   });
 
   it('keys an account "user" server by user only when no template takes secrets: the agent changes no value there', async () => {
     const server = target({ account: 'user' });
     expect(sut.forCaller(server, 'alice', 'agent-a').agentId).toBeUndefined();
-    expect(await on(sut.forCaller(server, 'alice', 'agent-a'))).toBe(await on(sut.forCaller(server, 'alice', 'agent-b')));
+    expect(await on(sut.forCaller(server, 'alice', 'agent-a'))).toBe(
+      await on(sut.forCaller(server, 'alice', 'agent-b')),
+    );
     expect(made).toHaveLength(1);
   });
 

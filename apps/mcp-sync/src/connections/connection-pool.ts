@@ -1,5 +1,11 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { AWAITING_USER_CODES, CONNECTION_PERMANENT_CODES, ErrorCode, ToolplaneError, type McpServerInput } from '@toolplane/contracts';
+import {
+  AWAITING_USER_CODES,
+  CONNECTION_PERMANENT_CODES,
+  ErrorCode,
+  ToolplaneError,
+  type McpServerInput,
+} from '@toolplane/contracts';
 import { APP_CONFIG, PinnedHttp, UrlGuard } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
 import type { ServerSecrets } from '../store/secret-sealer';
@@ -113,7 +119,10 @@ class ServerPool {
   private lastError?: unknown;
 
   private unavailable(): unknown {
-    return this.lastError ?? new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `MCP server ${this.target.name} is unavailable (backing off)`);
+    return (
+      this.lastError ??
+      new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `MCP server ${this.target.name} is unavailable (backing off)`)
+    );
   }
 
   private openOne(deadline: number): Promise<McpClientConnection> {
@@ -167,7 +176,12 @@ export class ConnectionPool implements OnModuleDestroy {
     private readonly oauth: OAuthClient,
     readonly stdio: StdioPolicy,
   ) {
-    this.guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
+    this.guard = new UrlGuard({
+      profile: config.TOOLPLANE_PROFILE,
+      allowed: config.MCP_ALLOWED_HOSTS,
+      allowlistSetting: 'MCP_ALLOWED_HOSTS',
+      codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED },
+    });
     this.reaper = setInterval(() => this.closeIdle(), Math.min(30_000, config.MCP_IDLE_CLOSE_MS)).unref();
   }
 
@@ -184,7 +198,12 @@ export class ConnectionPool implements OnModuleDestroy {
    * backing off between them, within `deadline`). On a 404 session error the session is rebuilt
    * and `fn` runs once more (the server never ran the first attempt).
    */
-  async withConnection<T>(target: ServerTarget, deadline: number, fn: (c: McpClientConnection) => Promise<T>, attempts = Infinity): Promise<T> {
+  async withConnection<T>(
+    target: ServerTarget,
+    deadline: number,
+    fn: (c: McpClientConnection) => Promise<T>,
+    attempts = Infinity,
+  ): Promise<T> {
     const pool = this.poolFor(target);
     const conn = await pool.acquire(deadline, attempts);
     try {
@@ -193,7 +212,12 @@ export class ConnectionPool implements OnModuleDestroy {
       if (isBrokenConnection(e)) {
         // The transport failed under the request (server gone, stream cut): replace it on next use.
         pool.discard(conn);
-        throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Lost the connection to MCP server ${target.name}: ${describe(e)}`, { server: target.name }, { cause: e });
+        throw new ToolplaneError(
+          ErrorCode.MCP_CONNECTION_FAILED,
+          `Lost the connection to MCP server ${target.name}: ${describe(e)}`,
+          { server: target.name },
+          { cause: e },
+        );
       }
       if (!isSessionExpired(e)) throw e;
       this.log.log(`session of ${target.name} (${target.id}) expired: re-initializing`);
@@ -288,7 +312,10 @@ export class ConnectionPool implements OnModuleDestroy {
   }
 
   liveConnections(serverId: string, userId?: string, agentId?: string): number {
-    return this.pools.get(poolKey({ id: serverId, ...(userId ? { userId } : {}), ...(agentId ? { agentId } : {}) }))?.live().length ?? 0;
+    return (
+      this.pools.get(poolKey({ id: serverId, ...(userId ? { userId } : {}), ...(agentId ? { agentId } : {}) }))?.live()
+        .length ?? 0
+    );
   }
 
   /** How many caller pools ((server, end user) or (server, end user, agent)) are kept. */
@@ -311,7 +338,12 @@ export class ConnectionPool implements OnModuleDestroy {
     if (existing) void existing.closeAll();
     if (!existing && isCallerPool(target)) this.makeRoomForUser();
     const max = target.transport === 'stdio' ? 1 : this.config.MCP_POOL_MAX_CONNECTIONS;
-    const pool = new ServerPool(target, max, (deadline) => this.open(target, deadline), (n) => this.backoff(n));
+    const pool = new ServerPool(
+      target,
+      max,
+      (deadline) => this.open(target, deadline),
+      (n) => this.backoff(n),
+    );
     this.pools.set(key, pool);
     return pool;
   }
@@ -338,7 +370,12 @@ export class ConnectionPool implements OnModuleDestroy {
 
   private async open(target: ServerTarget, deadline: number): Promise<McpClientConnection> {
     if (target.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
-      throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)', undefined, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_TRANSPORT_DISABLED,
+        'stdio MCP servers are disabled here (MCP_STDIO_ENABLED)',
+        undefined,
+        false,
+      );
     }
     if (target.transport === 'stdio') this.stdio.check(target.command!, target.args ?? [], {});
     const resolved = await this.resolve(target);
@@ -362,7 +399,9 @@ export class ConnectionPool implements OnModuleDestroy {
       onListChanged: () => this.listeners.forEach((l) => l(target.id, target.orgId)),
       onClose: () => this.log.debug(`session of ${target.name} (${target.id}) closed`),
     });
-    this.log.log(`connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}${target.userId ? ' for an end user' : ''}${target.agentId ? ' for an agent' : ''}`);
+    this.log.log(
+      `connected to MCP server ${target.name} (${target.transport}) for org ${target.orgId}${target.userId ? ' for an end user' : ''}${target.agentId ? ' for an agent' : ''}`,
+    );
     return conn;
   }
 
@@ -392,7 +431,11 @@ export class ConnectionPool implements OnModuleDestroy {
     return resolved;
   }
 
-  private oauthTargetOf(t: ServerTarget, auth: Extract<ServerSecrets['auth'], { type: 'oauth' }>, values: Record<string, string>): OAuthTarget {
+  private oauthTargetOf(
+    t: ServerTarget,
+    auth: Extract<ServerSecrets['auth'], { type: 'oauth' }>,
+    values: Record<string, string>,
+  ): OAuthTarget {
     // The state object is the server's own (shared by its users: discovery and the registered client): what a flow learns is kept with it.
     return {
       orgId: t.orgId,
@@ -409,7 +452,10 @@ export class ConnectionPool implements OnModuleDestroy {
   }
 
   private backoff(failures: number): number {
-    const base = Math.min(this.config.MCP_RECONNECT_MAX_MS, this.config.MCP_RECONNECT_BASE_MS * 2 ** Math.max(0, failures - 1));
+    const base = Math.min(
+      this.config.MCP_RECONNECT_MAX_MS,
+      this.config.MCP_RECONNECT_BASE_MS * 2 ** Math.max(0, failures - 1),
+    );
     return Math.round(base * (0.5 + Math.random() * 0.5));
   }
 

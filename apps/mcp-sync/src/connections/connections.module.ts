@@ -13,8 +13,14 @@ import { StdioPolicy } from './stdio-policy';
 
 function stdioPolicy(c: McpSyncConfig): StdioPolicy {
   const log = new Logger('StdioPolicy');
-  if (c.MCP_STDIO_ENABLED && c.MCP_STDIO_ISOLATION === 'unsafe') log.warn('!!! MCP_STDIO_ISOLATION=unsafe: allowlisted stdio MCP servers run as plain child processes of mcp-sync, without a sandbox !!!');
-  if (c.MCP_STDIO_ENABLED) log.log(`stdio MCP servers: ${c.MCP_STDIO_ALLOWED_COMMANDS.length} allowlisted command(s), isolation ${c.MCP_STDIO_ISOLATION}`);
+  if (c.MCP_STDIO_ENABLED && c.MCP_STDIO_ISOLATION === 'unsafe')
+    log.warn(
+      '!!! MCP_STDIO_ISOLATION=unsafe: allowlisted stdio MCP servers run as plain child processes of mcp-sync, without a sandbox !!!',
+    );
+  if (c.MCP_STDIO_ENABLED)
+    log.log(
+      `stdio MCP servers: ${c.MCP_STDIO_ALLOWED_COMMANDS.length} allowlisted command(s), isolation ${c.MCP_STDIO_ISOLATION}`,
+    );
   const root = process.getuid?.() === 0;
   const policy = new StdioPolicy({
     allowed: c.MCP_STDIO_ALLOWED_COMMANDS,
@@ -25,7 +31,10 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
   });
   if (c.MCP_STDIO_ENABLED) {
     void policy.unreadable().then((paths) => {
-      if (paths.length) log.warn(`allowlisted stdio paths the sandbox user (uid ${c.MCP_STDIO_RUN_AS_UID}) cannot read, so those servers cannot start: ${paths.join(', ')}`);
+      if (paths.length)
+        log.warn(
+          `allowlisted stdio paths the sandbox user (uid ${c.MCP_STDIO_RUN_AS_UID}) cannot read, so those servers cannot start: ${paths.join(', ')}`,
+        );
     });
   }
   return policy;
@@ -33,7 +42,16 @@ function stdioPolicy(c: McpSyncConfig): StdioPolicy {
 
 @Module({
   imports: [StoreModule],
-  providers: [ConnectionPool, ConnectionEvents, OAuthClient, OAuthTokenStore, OrgDeletions, TargetBuilder, ServerCache, { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy }],
+  providers: [
+    ConnectionPool,
+    ConnectionEvents,
+    OAuthClient,
+    OAuthTokenStore,
+    OrgDeletions,
+    TargetBuilder,
+    ServerCache,
+    { provide: StdioPolicy, inject: [APP_CONFIG], useFactory: stdioPolicy },
+  ],
   exports: [ConnectionPool, ConnectionEvents, OAuthClient, OAuthTokenStore, StdioPolicy, TargetBuilder, ServerCache],
 })
 export class ConnectionsModule {}

@@ -15,8 +15,12 @@ async function startServer(): Promise<{ port: number; hosts: string[]; stop: () 
   const sse = new Map<string, SSEServerTransport>();
   const mcp = () => {
     const s = new Server({ name: 'echo', version: '1.0.0' }, { capabilities: { tools: {} } });
-    s.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }] }));
-    s.setRequestHandler(CallToolRequestSchema, async (req) => ({ content: [{ type: 'text', text: String(req.params.arguments?.text) }] }));
+    s.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }],
+    }));
+    s.setRequestHandler(CallToolRequestSchema, async (req) => ({
+      content: [{ type: 'text', text: String(req.params.arguments?.text) }],
+    }));
     return s;
   };
   const http: HttpServer = createServer((req, res) => {
@@ -33,7 +37,10 @@ async function startServer(): Promise<{ port: number; hosts: string[]; stop: () 
         const sid = req.headers['mcp-session-id'];
         let t = typeof sid === 'string' ? streams.get(sid) : undefined;
         if (!t) {
-          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void streams.set(id, created) });
+          const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+            sessionIdGenerator: () => randomUUID(),
+            onsessioninitialized: (id) => void streams.set(id, created),
+          });
           await mcp().connect(created);
           t = created;
         }
@@ -71,10 +78,24 @@ describe('McpClientConnection over pinned HTTP', () => {
         return host === 'mcp.pinned.test' ? (lookups.length === 1 ? ['127.0.0.1'] : ['169.254.169.254']) : [];
       };
       const http = new PinnedHttp(new UrlGuard({ profile: 'development', allowed: [], resolve }));
-      const target: ResolvedTarget = { name: 'echo', transport, command: null, args: [], env: {}, url: `http://mcp.pinned.test:${server.port}${path}`, headers: {} };
+      const target: ResolvedTarget = {
+        name: 'echo',
+        transport,
+        command: null,
+        args: [],
+        env: {},
+        url: `http://mcp.pinned.test:${server.port}${path}`,
+        headers: {},
+      };
       await http.vet(target.url!);
       server.hosts.length = 0;
-      const conn = await McpClientConnection.open(target, { connectTimeoutMs: 5000, initializeTimeoutMs: 5000, http, onListChanged: () => undefined, onClose: () => undefined });
+      const conn = await McpClientConnection.open(target, {
+        connectTimeoutMs: 5000,
+        initializeTimeoutMs: 5000,
+        http,
+        onListChanged: () => undefined,
+        onClose: () => undefined,
+      });
       try {
         for (let i = 0; i < 5; i++) {
           const r = await conn.use((c) => c.callTool({ name: 'echo', arguments: { text: `hi ${i}` } }));

@@ -2,7 +2,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode as McpErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { context, propagation } from '@opentelemetry/api';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import type { PinnedHttp } from '@toolplane/platform';
@@ -63,7 +67,12 @@ export class McpClientConnection {
     let stderr = '';
     const transport = makeTransport(target, opts, (chunk) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
     const start = transport.start.bind(transport);
-    transport.start = () => withTimeout(start(), opts.connectTimeoutMs, () => `connecting to ${target.name} (${target.transport}) took longer than ${opts.connectTimeoutMs} ms`);
+    transport.start = () =>
+      withTimeout(
+        start(),
+        opts.connectTimeoutMs,
+        () => `connecting to ${target.name} (${target.transport}) took longer than ${opts.connectTimeoutMs} ms`,
+      );
     const conn = new McpClientConnection(client, transport, () => stderr, opts.http);
     client.onclose = () => {
       conn.closed = true;
@@ -80,7 +89,11 @@ export class McpClientConnection {
       const timedOut = e instanceof McpError && e.code === McpErrorCode.RequestTimeout;
       const detail = timedOut ? `initialize took longer than ${opts.initializeTimeoutMs} ms` : describe(e);
       const tail = stderr.trim() ? ` (stderr: ${stderr.trim().slice(-300)})` : '';
-      throw new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `Cannot connect to MCP server ${target.name}: ${detail}${tail}`, { server: target.name, transport: target.transport });
+      throw new ToolplaneError(
+        ErrorCode.MCP_CONNECTION_FAILED,
+        `Cannot connect to MCP server ${target.name}: ${detail}${tail}`,
+        { server: target.name, transport: target.transport },
+      );
     }
     return conn;
   }
@@ -107,13 +120,17 @@ export class McpClientConnection {
 
 /** True when the server no longer knows the session (Streamable HTTP 404): a fresh session is needed, and the request never ran. */
 export function isSessionExpired(e: unknown): boolean {
-  return (e instanceof StreamableHTTPError && e.code === 404) || (e instanceof Error && /\b404\b/.test(e.message) && /session/i.test(e.message));
+  return (
+    (e instanceof StreamableHTTPError && e.code === 404) ||
+    (e instanceof Error && /\b404\b/.test(e.message) && /session/i.test(e.message))
+  );
 }
 
 export function describe(e: unknown): string {
   if (e instanceof Error) {
     // A ToolplaneError's cause is what it wraps, already told in its message.
-    const cause = e instanceof ToolplaneError ? undefined : (e as { cause?: { code?: string; message?: string } }).cause;
+    const cause =
+      e instanceof ToolplaneError ? undefined : (e as { cause?: { code?: string; message?: string } }).cause;
     return cause?.code ? `${e.message} (${cause.code})` : e.message;
   }
   return String(e);
@@ -131,14 +148,27 @@ function makeTransport(t: ResolvedTarget, opts: OpenOptions, onStderr: (chunk: s
   const fetch = pinnedFetch(http, t.authorization, t.onChallenge);
   const requestInit = { headers: t.headers };
   if (t.transport === 'sse') return new SSEClientTransport(url, { fetch, requestInit });
-  return new StreamableHTTPClientTransport(url, { fetch, requestInit, reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 500, maxReconnectionDelay: 5000, reconnectionDelayGrowFactor: 2 } });
+  return new StreamableHTTPClientTransport(url, {
+    fetch,
+    requestInit,
+    reconnectionOptions: {
+      maxRetries: 2,
+      initialReconnectionDelay: 500,
+      maxReconnectionDelay: 5000,
+      reconnectionDelayGrowFactor: 2,
+    },
+  });
 }
 
 /**
  * Every HTTP request: to the server's vetted addresses only (SSRF, redirect targets too: see
  * PinnedHttp), W3C trace context, the current Authorization.
  */
-function pinnedFetch(http: PinnedHttp, authorization?: () => Promise<string | undefined>, onChallenge?: ResolvedTarget['onChallenge']) {
+function pinnedFetch(
+  http: PinnedHttp,
+  authorization?: () => Promise<string | undefined>,
+  onChallenge?: ResolvedTarget['onChallenge'],
+) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const headers = new Headers(init?.headers);
     propagation.inject(context.active(), headers, { set: (h, k, v) => h.set(k, v) });

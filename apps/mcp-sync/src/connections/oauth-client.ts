@@ -2,7 +2,13 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { auth as sdkAuth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { InvalidGrantError, OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens as SdkTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { ErrorCode, NO_REDISCOVERY_CODES, ToolplaneError, type McpServerInput, type OAuthTokenSet } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  NO_REDISCOVERY_CODES,
+  ToolplaneError,
+  type McpServerInput,
+  type OAuthTokenSet,
+} from '@toolplane/contracts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -11,7 +17,15 @@ import type { McpSyncConfig } from '../mcp-sync.config';
 import { ConnectionEvents } from './connection-events';
 import { CLIENT_INFO } from './mcp-connection';
 import { OAuthTokenStore } from './oauth-token-store';
-import { canonicalResource, coversServer, grantOf, issuerOf, McpOAuthProvider, type OAuthAuth, type OAuthState } from './oauth-provider';
+import {
+  canonicalResource,
+  coversServer,
+  grantOf,
+  issuerOf,
+  McpOAuthProvider,
+  type OAuthAuth,
+  type OAuthState,
+} from './oauth-provider';
 
 export type { OAuthAuth, OAuthState } from './oauth-provider';
 
@@ -83,14 +97,22 @@ export class OAuthClient implements OnModuleDestroy {
   private stateListener?: (t: OAuthTarget) => Promise<void>;
   private requiredListener?: (n: AuthorizationNeeded) => Promise<{ expiresAt: string }>;
   /** Servers waiting for a user here: calls meanwhile get the same authorization, not a new one each. */
-  private readonly awaiting = new Map<string, { reason: 'reauthorize' | 'step_up'; scope: string | null; expiresAt: number; error: ToolplaneError }>();
+  private readonly awaiting = new Map<
+    string,
+    { reason: 'reauthorize' | 'step_up'; scope: string | null; expiresAt: number; error: ToolplaneError }
+  >();
 
   constructor(
     private readonly store: OAuthTokenStore,
     @Inject(APP_CONFIG) private readonly config: McpSyncConfig,
     private readonly events: ConnectionEvents,
   ) {
-    const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.MCP_ALLOWED_HOSTS, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
+    const guard = new UrlGuard({
+      profile: config.TOOLPLANE_PROFILE,
+      allowed: config.MCP_ALLOWED_HOSTS,
+      allowlistSetting: 'MCP_ALLOWED_HOSTS',
+      codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED },
+    });
     this.http = new PinnedHttp(guard, { ttlMs: OAUTH_HOST_PIN_MS, connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS });
     this.timeoutMs = config.MCP_CONNECT_TIMEOUT_MS;
   }
@@ -106,9 +128,19 @@ export class OAuthClient implements OnModuleDestroy {
   private readonly fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const got: Response = await this.http.fetch(input, init);
     if (got instanceof Response) return got;
-    const res = got as { status: number; statusText: string; headers: Headers; body: ReadableStream<Uint8Array> | null };
-    const empty = res.status === 204 || res.status === 205 || res.status === 304 || (res.status >= 100 && res.status < 200);
-    return new Response(empty ? null : res.body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    const res = got as {
+      status: number;
+      statusText: string;
+      headers: Headers;
+      body: ReadableStream<Uint8Array> | null;
+    };
+    const empty =
+      res.status === 204 || res.status === 205 || res.status === 304 || (res.status >= 100 && res.status < 200);
+    return new Response(empty ? null : res.body, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
 
   /** Called when a flow changed a stored server's OAuth state (re-discovery, a new registration). */
@@ -153,7 +185,12 @@ export class OAuthClient implements OnModuleDestroy {
     const sentToken = sent?.replace(/^Bearer\s+/i, '');
     if (res.status === 401) return this.authorization(t, sentToken);
     if (error !== 'insufficient_scope') {
-      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `MCP server ${t.name} refused its OAuth token (403${error ? ` ${error}` : ''})`, { server_id: t.serverId }, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_FAILED,
+        `MCP server ${t.name} refused its OAuth token (403${error ? ` ${error}` : ''})`,
+        { server_id: t.serverId },
+        false,
+      );
     }
     return this.stepUp(t, scope, sentToken);
   }
@@ -191,21 +228,46 @@ export class OAuthClient implements OnModuleDestroy {
   }
 
   /** A started authorization the user must finish: kept (listener), then MCP_AUTHORIZATION_REQUIRED with its URL. */
-  private async required(t: OAuthTarget, provider: McpOAuthProvider, reason: 'reauthorize' | 'step_up', scope: string | null, hadTokens = false): Promise<never> {
+  private async required(
+    t: OAuthTarget,
+    provider: McpOAuthProvider,
+    reason: 'reauthorize' | 'step_up',
+    scope: string | null,
+    hadTokens = false,
+  ): Promise<never> {
     const url = provider.authorizationUrl;
     const verifier = provider.pkceVerifier;
     if (!this.requiredListener || !url || !verifier) {
-      throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, 'The MCP server has no usable OAuth token: authorize it again', { server_id: t.serverId }, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_REAUTHORIZE,
+        'The MCP server has no usable OAuth token: authorize it again',
+        { server_id: t.serverId },
+        false,
+      );
     }
     const started = { url, state: provider.state(), verifier };
     const { expiresAt } = await this.requiredListener({ target: t, started, reason, scope });
     // A user's connection that worked and no longer does: their agent runtime can ask them to reconnect.
-    if (t.userId && hadTokens) void this.events.publish('expired', { orgId: t.orgId, userId: t.userId, serverId: t.serverId, serverName: t.name });
+    if (t.userId && hadTokens)
+      void this.events.publish('expired', {
+        orgId: t.orgId,
+        userId: t.userId,
+        serverId: t.serverId,
+        serverName: t.name,
+      });
     const why = reason === 'step_up' ? `asks for more scope (${scope ?? 'unnamed'})` : 'has no usable OAuth token';
     const error = new ToolplaneError(
       ErrorCode.MCP_AUTHORIZATION_REQUIRED,
       `MCP server ${t.name} ${why}: open the authorization URL, then call mcp.oauth.complete with the code`,
-      { server_id: t.serverId, server_name: t.name, reason, authorization_url: url.href, state: started.state, expires_at: expiresAt, scope },
+      {
+        server_id: t.serverId,
+        server_name: t.name,
+        reason,
+        authorization_url: url.href,
+        state: started.state,
+        expires_at: expiresAt,
+        scope,
+      },
       false,
     );
     if (this.awaiting.size >= MAX_AWAITING) this.pruneAwaiting();
@@ -220,7 +282,11 @@ export class OAuthClient implements OnModuleDestroy {
   }
 
   /** The authorization this server already waits for (same reason and scope, not expired), if any. */
-  private stillAwaiting(holder: string, reason: 'reauthorize' | 'step_up', scope: string | null): ToolplaneError | undefined {
+  private stillAwaiting(
+    holder: string,
+    reason: 'reauthorize' | 'step_up',
+    scope: string | null,
+  ): ToolplaneError | undefined {
     const a = this.awaiting.get(holder);
     if (!a) return undefined;
     if (a.expiresAt <= Date.now()) {
@@ -240,7 +306,8 @@ export class OAuthClient implements OnModuleDestroy {
     const result = await this.run(t, provider, { ...hint, ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
     if (result === 'AUTHORIZED') return null;
     const url = provider.authorizationUrl;
-    if (!url || !provider.pkceVerifier) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow asked for no authorization URL');
+    if (!url || !provider.pkceVerifier)
+      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'The OAuth flow asked for no authorization URL');
     return { url, state: provider.state(), verifier: provider.pkceVerifier };
   }
 
@@ -255,7 +322,8 @@ export class OAuthClient implements OnModuleDestroy {
   /** Memory only (after an update, or one user's revocation): the stored tokens stay bound to their issuer. */
   forget(serverId: string, userId?: string): void {
     const prefix = userId ? `${holderOf({ serverId, userId })}\u0001` : `${serverId}\u0000`;
-    for (const k of this.cache.keys()) if (k.startsWith(prefix) || (!userId && k.startsWith(`${serverId}\u0001`))) this.cache.delete(k);
+    for (const k of this.cache.keys())
+      if (k.startsWith(prefix) || (!userId && k.startsWith(`${serverId}\u0001`))) this.cache.delete(k);
     if (userId) this.awaiting.delete(holderOf({ serverId, userId }));
   }
 
@@ -265,22 +333,33 @@ export class OAuthClient implements OnModuleDestroy {
    * the registered client. `unsupported` when its metadata names no revocation endpoint.
    */
   async revoke(t: OAuthTarget, tokens: OAuthTokenSet): Promise<'revoked' | 'unsupported' | 'failed'> {
-    const endpoint = (t.state.discovery?.authorizationServerMetadata as { revocation_endpoint?: unknown } | undefined)?.revocation_endpoint;
+    const endpoint = (t.state.discovery?.authorizationServerMetadata as { revocation_endpoint?: unknown } | undefined)
+      ?.revocation_endpoint;
     if (typeof endpoint !== 'string' && endpoint !== undefined) return 'unsupported';
     if (!endpoint) return 'unsupported';
     const client = this.provider(t).clientInformation();
     const form = new URLSearchParams(
-      tokens.refresh_token ? { token: tokens.refresh_token, token_type_hint: 'refresh_token' } : { token: tokens.access_token, token_type_hint: 'access_token' },
+      tokens.refresh_token
+        ? { token: tokens.refresh_token, token_type_hint: 'refresh_token' }
+        : { token: tokens.access_token, token_type_hint: 'access_token' },
     );
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (client?.client_secret) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
+    if (client?.client_secret)
+      headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
     else if (client) form.set('client_id', client.client_id);
     try {
-      const res = await this.fetchFn(endpoint, { method: 'POST', headers, body: form.toString(), signal: AbortSignal.timeout(this.timeoutMs) });
+      const res = await this.fetchFn(endpoint, {
+        method: 'POST',
+        headers,
+        body: form.toString(),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
       await res.body?.cancel().catch(() => undefined);
       return res.status === 200 ? 'revoked' : 'failed';
     } catch (e) {
-      this.log.warn(`revocation at ${new URL(endpoint).origin} for MCP server ${t.serverId} failed: ${(e as Error).message}`);
+      this.log.warn(
+        `revocation at ${new URL(endpoint).origin} for MCP server ${t.serverId} failed: ${(e as Error).message}`,
+      );
       return 'failed';
     }
   }
@@ -305,9 +384,14 @@ export class OAuthClient implements OnModuleDestroy {
     } catch (e) {
       if (!provider.rediscoverable() || (e instanceof ToolplaneError && NO_REDISCOVERY_CODES.has(e.code))) throw e;
       // What discovery found earlier may be out of date (an endpoint moved): discover again, once.
-      this.log.log(`OAuth for MCP server ${t.name} (${t.serverId}) failed with what was discovered earlier (${(e as Error).message}): discovering again`);
+      this.log.log(
+        `OAuth for MCP server ${t.name} (${t.serverId}) failed with what was discovered earlier (${(e as Error).message}): discovering again`,
+      );
       provider.invalidateCredentials('discovery');
-      result = await this.run(t, provider, { ...(await this.probe(t)), ...(t.auth.scope ? { scope: t.auth.scope } : {}) });
+      result = await this.run(t, provider, {
+        ...(await this.probe(t)),
+        ...(t.auth.scope ? { scope: t.auth.scope } : {}),
+      });
     }
     if (result === 'REDIRECT') return this.required(t, provider, 'reauthorize', t.auth.scope ?? null, stored !== null);
     const now = provider.issuer();
@@ -317,14 +401,20 @@ export class OAuthClient implements OnModuleDestroy {
   }
 
   /** The SDK's auth() with this service's fetch; its errors become typed ones. State changes are persisted. */
-  private async run(t: OAuthTarget, provider: McpOAuthProvider, opts: { authorizationCode?: string; scope?: string; resourceMetadataUrl?: URL }): Promise<'AUTHORIZED' | 'REDIRECT'> {
+  private async run(
+    t: OAuthTarget,
+    provider: McpOAuthProvider,
+    opts: { authorizationCode?: string; scope?: string; resourceMetadataUrl?: URL },
+  ): Promise<'AUTHORIZED' | 'REDIRECT'> {
     try {
       return await sdkAuth(provider, { serverUrl: t.url, fetchFn: this.fetchFn, ...opts });
     } catch (e) {
       throw this.typed(e, t);
     } finally {
       if (provider.changed && this.stateListener) {
-        await this.stateListener(t).catch((e: Error) => this.log.warn(`could not keep the OAuth state of MCP server ${t.serverId}: ${e.message}`));
+        await this.stateListener(t).catch((e: Error) =>
+          this.log.warn(`could not keep the OAuth state of MCP server ${t.serverId}: ${e.message}`),
+        );
       }
     }
   }
@@ -345,7 +435,18 @@ export class OAuthClient implements OnModuleDestroy {
       return res;
     };
     const url = new URL(t.url);
-    const transport = t.transport === 'sse' ? new SSEClientTransport(url, { fetch: fetchFn }) : new StreamableHTTPClientTransport(url, { fetch: fetchFn, reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
+    const transport =
+      t.transport === 'sse'
+        ? new SSEClientTransport(url, { fetch: fetchFn })
+        : new StreamableHTTPClientTransport(url, {
+            fetch: fetchFn,
+            reconnectionOptions: {
+              maxRetries: 0,
+              initialReconnectionDelay: 1000,
+              maxReconnectionDelay: 1000,
+              reconnectionDelayGrowFactor: 1,
+            },
+          });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const deadline = AbortSignal.timeout(this.timeoutMs);
     try {
@@ -362,17 +463,26 @@ export class OAuthClient implements OnModuleDestroy {
     return hint ?? {};
   }
 
-  private provider(t: OAuthTarget, verifier?: string, extra: { scope?: string; ignoreTokens?: boolean } = {}): McpOAuthProvider {
+  private provider(
+    t: OAuthTarget,
+    verifier?: string,
+    extra: { scope?: string; ignoreTokens?: boolean } = {},
+  ): McpOAuthProvider {
     return new McpOAuthProvider({
       ...extra,
       auth: t.auth,
       state: t.state,
       redirectUri: t.auth.redirect_uri ?? this.config.MCP_OAUTH_REDIRECT_URI,
-      ...(this.config.MCP_OAUTH_CLIENT_METADATA_URL ? { clientMetadataUrl: this.config.MCP_OAUTH_CLIENT_METADATA_URL } : {}),
+      ...(this.config.MCP_OAUTH_CLIENT_METADATA_URL
+        ? { clientMetadataUrl: this.config.MCP_OAUTH_CLIENT_METADATA_URL }
+        : {}),
       ...(verifier ? { verifier } : {}),
       tokens: {
         load: async (issuer) => {
-          const set = this.cache.get(cacheKey(t, issuer)) ?? (await this.store.fetch(t.orgId, t.serverId, issuer, t.userId)) ?? undefined;
+          const set =
+            this.cache.get(cacheKey(t, issuer)) ??
+            (await this.store.fetch(t.orgId, t.serverId, issuer, t.userId)) ??
+            undefined;
           return set ? toSdk(set, issuer) : undefined;
         },
         save: async (issuer, tokens) => {
@@ -381,7 +491,13 @@ export class OAuthClient implements OnModuleDestroy {
           try {
             await this.store.store(t.orgId, t.serverId, issuer, set, t.userId);
             // A user's tokens renewed without them (a code exchange is announced by mcp.oauth.complete).
-            if (t.userId && !verifier) void this.events.publish('refreshed', { orgId: t.orgId, userId: t.userId, serverId: t.serverId, serverName: t.name });
+            if (t.userId && !verifier)
+              void this.events.publish('refreshed', {
+                orgId: t.orgId,
+                userId: t.userId,
+                serverId: t.serverId,
+                serverName: t.name,
+              });
           } catch (e) {
             if (grantOf(t.auth) === 'authorization_code') throw e;
             // A client-credentials token works without being stored: kept in memory, stored next time.
@@ -396,7 +512,12 @@ export class OAuthClient implements OnModuleDestroy {
   private assertBound(t: OAuthTarget): void {
     const bound = t.state.resource;
     if (bound && !coversServer(bound, t.url)) {
-      throw new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The server's OAuth tokens are for ${bound}, not ${canonicalResource(t.url).href}: authorize it again`, { server_id: t.serverId }, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_REAUTHORIZE,
+        `The server's OAuth tokens are for ${bound}, not ${canonicalResource(t.url).href}: authorize it again`,
+        { server_id: t.serverId },
+        false,
+      );
     }
   }
 
@@ -404,18 +525,38 @@ export class OAuthClient implements OnModuleDestroy {
     if (e instanceof ToolplaneError) return e;
     const where = new URL(t.url).origin;
     if (e instanceof InvalidGrantError) {
-      return new ToolplaneError(ErrorCode.MCP_OAUTH_REAUTHORIZE, `The authorization server refused the grant (${e.message}): authorize the server again`, { server_id: t.serverId }, { retryable: false, cause: e });
+      return new ToolplaneError(
+        ErrorCode.MCP_OAUTH_REAUTHORIZE,
+        `The authorization server refused the grant (${e.message}): authorize the server again`,
+        { server_id: t.serverId },
+        { retryable: false, cause: e },
+      );
     }
     if (e instanceof OAuthError) {
       const why = withoutRawBody(e.message);
-      return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${e.errorCode}${why ? `: ${why}` : ''}`, { server_id: t.serverId }, { retryable: false, cause: e });
+      return new ToolplaneError(
+        ErrorCode.MCP_OAUTH_FAILED,
+        `OAuth for ${where} failed: ${e.errorCode}${why ? `: ${why}` : ''}`,
+        { server_id: t.serverId },
+        { retryable: false, cause: e },
+      );
     }
     const cause = (e as { cause?: unknown })?.cause;
     if (cause instanceof ToolplaneError) return cause;
     if (e instanceof TypeError || (e as { name?: string })?.name === 'TimeoutError') {
-      return new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`, { server_id: t.serverId }, { cause: e });
+      return new ToolplaneError(
+        ErrorCode.MCP_CONNECTION_FAILED,
+        `OAuth request for ${where} failed: ${(e as Error).message}${cause instanceof Error ? ` (${cause.message})` : ''}`,
+        { server_id: t.serverId },
+        { cause: e },
+      );
     }
-    return new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, `OAuth for ${where} failed: ${withoutRawBody((e as Error)?.message ?? String(e))}`, { server_id: t.serverId }, { retryable: false, cause: e });
+    return new ToolplaneError(
+      ErrorCode.MCP_OAUTH_FAILED,
+      `OAuth for ${where} failed: ${withoutRawBody((e as Error)?.message ?? String(e))}`,
+      { server_id: t.serverId },
+      { retryable: false, cause: e },
+    );
   }
 }
 

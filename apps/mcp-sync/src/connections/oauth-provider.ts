@@ -1,6 +1,11 @@
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
-import type { AuthorizationServerMetadata, OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type {
+  AuthorizationServerMetadata,
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { ErrorCode, ToolplaneError, type McpAuthInput, type TokenEndpointAuthMethod } from '@toolplane/contracts';
 import { randomBytes } from 'node:crypto';
@@ -131,7 +136,9 @@ export class McpOAuthProvider implements OAuthClientProvider {
       return {
         client_id: a.client_id,
         ...(a.client_secret !== undefined ? { client_secret: a.client_secret } : {}),
-        ...(a.token_endpoint_auth_method && a.token_endpoint_auth_method !== 'private_key_jwt' ? { token_endpoint_auth_method: a.token_endpoint_auth_method } : {}),
+        ...(a.token_endpoint_auth_method && a.token_endpoint_auth_method !== 'private_key_jwt'
+          ? { token_endpoint_auth_method: a.token_endpoint_auth_method }
+          : {}),
       };
     }
     return this.o.state.client;
@@ -151,7 +158,11 @@ export class McpOAuthProvider implements OAuthClientProvider {
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {
     const issuer = (tokens as { issuer?: string }).issuer ?? this.issuer();
-    if (!issuer) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'OAuth tokens arrived before the authorization server was known');
+    if (!issuer)
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_FAILED,
+        'OAuth tokens arrived before the authorization server was known',
+      );
     await this.o.tokens.save(issuer, tokens);
   }
 
@@ -214,7 +225,10 @@ export class McpOAuthProvider implements OAuthClientProvider {
     const a = this.o.auth;
     const found = this.o.state.discovery;
     const server = issuerOf(a, this.o.state);
-    if (!hasEndpoints(a)) return a.issuer === undefined || found?.authorizationServerUrl === a.issuer ? found : { authorizationServerUrl: a.issuer };
+    if (!hasEndpoints(a))
+      return a.issuer === undefined || found?.authorizationServerUrl === a.issuer
+        ? found
+        : { authorizationServerUrl: a.issuer };
     const base = found?.authorizationServerMetadata;
     const origin = new URL(a.token_url ?? a.authorization_url ?? a.registration_url!).origin;
     const metadata = {
@@ -225,7 +239,9 @@ export class McpOAuthProvider implements OAuthClientProvider {
       authorization_endpoint: a.authorization_url ?? base?.authorization_endpoint ?? `${origin}/authorize`,
       token_endpoint: a.token_url ?? base?.token_endpoint ?? `${origin}/token`,
       ...(a.registration_url ? { registration_endpoint: a.registration_url } : {}),
-      ...(a.token_endpoint_auth_method ? { token_endpoint_auth_methods_supported: [a.token_endpoint_auth_method] } : {}),
+      ...(a.token_endpoint_auth_method
+        ? { token_endpoint_auth_methods_supported: [a.token_endpoint_auth_method] }
+        : {}),
     } as AuthorizationServerMetadata;
     return { ...found, authorizationServerUrl: server!, authorizationServerMetadata: metadata };
   }
@@ -268,7 +284,12 @@ function hasEndpoints(a: OAuthAuth): boolean {
  */
 export function issuerOf(a: OAuthAuth, state: OAuthState): string | undefined {
   if (!hasEndpoints(a)) return a.issuer ?? state.discovery?.authorizationServerUrl;
-  return a.issuer ?? a.token_url ?? state.discovery?.authorizationServerUrl ?? new URL((a.authorization_url ?? a.registration_url)!).origin;
+  return (
+    a.issuer ??
+    a.token_url ??
+    state.discovery?.authorizationServerUrl ??
+    new URL((a.authorization_url ?? a.registration_url)!).origin
+  );
 }
 
 /** A PEM (PKCS#8) key as it is, a JWK given as JSON as an object. */
@@ -278,7 +299,12 @@ function parseKey(key: string): string | Record<string, unknown> {
     try {
       return JSON.parse(t) as Record<string, unknown>;
     } catch {
-      throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'auth.private_key is neither a PEM key nor a JWK', undefined, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_OAUTH_FAILED,
+        'auth.private_key is neither a PEM key nor a JWK',
+        undefined,
+        false,
+      );
     }
   }
   return t;

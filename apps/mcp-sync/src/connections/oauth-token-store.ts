@@ -1,5 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, McpOAuthTokensDelete, McpOAuthTokensFetch, McpOAuthTokensList, McpOAuthTokensStore, type OAuthTokenRecord, type OAuthTokenSet } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  McpOAuthTokensDelete,
+  McpOAuthTokensFetch,
+  McpOAuthTokensList,
+  McpOAuthTokensStore,
+  type OAuthTokenRecord,
+  type OAuthTokenSet,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { McpSyncConfig } from '../mcp-sync.config';
@@ -16,20 +24,39 @@ export class OAuthTokenStore {
   ) {}
 
   async fetch(orgId: string, serverId: string, issuer: string, userId?: string): Promise<OAuthTokenSet | null> {
-    return (await this.messaging.request(McpOAuthTokensFetch, { org_id: orgId, server_id: serverId, issuer, ...user(userId) }, this.opts())).tokens;
+    return (
+      await this.messaging.request(
+        McpOAuthTokensFetch,
+        { org_id: orgId, server_id: serverId, issuer, ...user(userId) },
+        this.opts(),
+      )
+    ).tokens;
   }
 
   async store(orgId: string, serverId: string, issuer: string, tokens: OAuthTokenSet, userId?: string): Promise<void> {
-    await this.messaging.request(McpOAuthTokensStore, { org_id: orgId, server_id: serverId, issuer, tokens, ...user(userId) }, this.opts());
+    await this.messaging.request(
+      McpOAuthTokensStore,
+      { org_id: orgId, server_id: serverId, issuer, tokens, ...user(userId) },
+      this.opts(),
+    );
   }
 
   /** Every token of the server (all users'), or one end user's. */
   async forget(orgId: string, serverId: string, userId?: string): Promise<number> {
-    return (await this.messaging.request(McpOAuthTokensDelete, { org_id: orgId, server_id: serverId, ...user(userId) }, this.opts())).deleted;
+    return (
+      await this.messaging.request(
+        McpOAuthTokensDelete,
+        { org_id: orgId, server_id: serverId, ...user(userId) },
+        this.opts(),
+      )
+    ).deleted;
   }
 
   /** Which records exist (never their tokens). */
-  async list(orgId: string, filter: { serverId?: string; userId?: string; usersOnly?: boolean }): Promise<OAuthTokenRecord[]> {
+  async list(
+    orgId: string,
+    filter: { serverId?: string; userId?: string; usersOnly?: boolean },
+  ): Promise<OAuthTokenRecord[]> {
     const req = {
       org_id: orgId,
       ...(filter.serverId ? { server_id: filter.serverId } : {}),
@@ -40,7 +67,13 @@ export class OAuthTokenStore {
   }
 
   private opts() {
-    return { timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS, down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: 'The credentials service did not answer for the OAuth tokens' } };
+    return {
+      timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
+      down: {
+        code: ErrorCode.CREDENTIALS_UNAVAILABLE,
+        what: 'The credentials service did not answer for the OAuth tokens',
+      },
+    };
   }
 }
 

@@ -29,6 +29,8 @@ export class OrgDeletions implements OnModuleInit, OnModuleDestroy {
 
   private async dropped(orgId: string): Promise<void> {
     const servers = await this.pool.dropOrg(orgId);
-    this.log.log(`org ${orgId} was deleted: closed the sessions of ${servers} of its server(s) and forgot their tokens`);
+    this.log.log(
+      `org ${orgId} was deleted: closed the sessions of ${servers} of its server(s) and forgot their tokens`,
+    );
   }
 }

@@ -25,7 +25,13 @@ export class SandboxedStdioTransport implements Transport {
     if (this.child) throw new Error('already started');
     const s = await this.spec();
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(s.command, s.args, { env: s.env, cwd: '/', detached: true, stdio: ['pipe', 'pipe', 'pipe'], ...(s.uid !== undefined ? { uid: s.uid, gid: s.gid } : {}) });
+      const child = spawn(s.command, s.args, {
+        env: s.env,
+        cwd: '/',
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        ...(s.uid !== undefined ? { uid: s.uid, gid: s.gid } : {}),
+      });
       this.child = child;
       child.once('error', (e) => {
         reject(e);

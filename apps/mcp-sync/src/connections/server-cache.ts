@@ -48,7 +48,9 @@ export class ServerCache implements OnModuleInit, OnModuleDestroy {
   /** The org's server with its target, or null when the org has no such server. */
   async get(orgId: string, serverId: string): Promise<CachedServer | null> {
     const ttl = this.config.MCP_SERVER_CACHE_TTL_MS;
-    const found = await this.cache.load(orgId, serverId, () => this.load(orgId, serverId), { ttlMs: (v) => (v ? ttl : 0) });
+    const found = await this.cache.load(orgId, serverId, () => this.load(orgId, serverId), {
+      ttlMs: (v) => (v ? ttl : 0),
+    });
     return found.value;
   }
 

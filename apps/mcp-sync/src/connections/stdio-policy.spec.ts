@@ -3,7 +3,11 @@ import { STDIO_HOME, StdioAllowEntry, StdioPolicy } from './stdio-policy';
 const entry = (e: Record<string, unknown>) => StdioAllowEntry.parse(e);
 const sut = new StdioPolicy({
   allowed: [
-    entry({ command: '/usr/bin/node', args: ['/opt/mcp/everything/dist/index\\.js', 'stdio'], read_paths: ['/opt/mcp'] }),
+    entry({
+      command: '/usr/bin/node',
+      args: ['/opt/mcp/everything/dist/index\\.js', 'stdio'],
+      read_paths: ['/opt/mcp'],
+    }),
     entry({ command: '/usr/bin/node', args: ['/opt/mcp/memory/dist/index\\.js'], env: ['MEMORY_FILE_PATH'] }),
   ],
   isolation: 'bwrap',
@@ -29,11 +33,17 @@ describe('StdioPolicy', () => {
     expect(refused('/bin/sh', ['-c', 'id'])).toBe('MCP_COMMAND_REFUSED');
     expect(refused('node', ['/opt/mcp/everything/dist/index.js', 'stdio'])).toBe('MCP_COMMAND_REFUSED');
     expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js'])).toBe('MCP_COMMAND_REFUSED');
-    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio', '--inspect'])).toBe('MCP_COMMAND_REFUSED');
+    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio', '--inspect'])).toBe(
+      'MCP_COMMAND_REFUSED',
+    );
     expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.jsX', 'stdio'])).toBe('MCP_COMMAND_REFUSED');
     expect(refused('/usr/bin/node', ['x/opt/mcp/everything/dist/index.js', 'stdio'])).toBe('MCP_COMMAND_REFUSED');
-    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio'], { LD_PRELOAD: 'x' })).toBe('MCP_COMMAND_REFUSED');
-    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio'], { NODE_OPTIONS: 'x' })).toBe('MCP_COMMAND_REFUSED');
+    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio'], { LD_PRELOAD: 'x' })).toBe(
+      'MCP_COMMAND_REFUSED',
+    );
+    expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio'], { NODE_OPTIONS: 'x' })).toBe(
+      'MCP_COMMAND_REFUSED',
+    );
     expect(refused('/usr/bin/node', ['/opt/mcp/everything/dist/index.js', 'stdio'], { API_KEY: 'x' })).toBe('admitted');
     // An entry with an env list allows those names only.
     expect(refused('/usr/bin/node', ['/opt/mcp/memory/dist/index.js'], { OTHER: 'x' })).toBe('MCP_COMMAND_REFUSED');
@@ -44,11 +54,22 @@ describe('StdioPolicy', () => {
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/../bin/sh' }).success).toBe(false);
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', read_paths: ['relative'] }).success).toBe(false);
     expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', extra: 1 }).success).toBe(false);
-    expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', read_paths: [`${STDIO_HOME}/data`] }).success).toBe(false);
+    expect(StdioAllowEntry.safeParse({ command: '/usr/bin/node', read_paths: [`${STDIO_HOME}/data`] }).success).toBe(
+      false,
+    );
   });
 
   it('runs an unsafe policy as the plain command with only the server env (no parent env)', async () => {
-    const unsafe = new StdioPolicy({ allowed: [entry({ command: '/usr/bin/node' })], isolation: 'unsafe', bwrapPath: '', workRoot: '' });
-    expect(await unsafe.spawnSpec('/usr/bin/node', [], { K: 'v' })).toEqual({ command: '/usr/bin/node', args: [], env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', K: 'v' } });
+    const unsafe = new StdioPolicy({
+      allowed: [entry({ command: '/usr/bin/node' })],
+      isolation: 'unsafe',
+      bwrapPath: '',
+      workRoot: '',
+    });
+    expect(await unsafe.spawnSpec('/usr/bin/node', [], { K: 'v' })).toEqual({
+      command: '/usr/bin/node',
+      args: [],
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', K: 'v' },
+    });
   });
 });

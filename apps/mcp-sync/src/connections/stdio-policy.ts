@@ -6,7 +6,8 @@ import { STDIO_HOME, StdioAllowEntry } from '../mcp-sync.config';
 export { STDIO_HOME, StdioAllowEntry };
 
 /** Variables that change what a program loads or runs: never settable by a tenant. */
-const INJECTION = /^(LD_|DYLD_|NODE_OPTIONS$|NODE_PATH$|PYTHON|PERL5|PERLLIB$|RUBY|BASH_ENV$|ENV$|SHELLOPTS$|PS4$|GCONV_PATH$|MALLOC_|GLIBC_TUNABLES$|HOSTALIASES$|LOCALDOMAIN$|RES_OPTIONS$)/;
+const INJECTION =
+  /^(LD_|DYLD_|NODE_OPTIONS$|NODE_PATH$|PYTHON|PERL5|PERLLIB$|RUBY|BASH_ENV$|ENV$|SHELLOPTS$|PS4$|GCONV_PATH$|MALLOC_|GLIBC_TUNABLES$|HOSTALIASES$|LOCALDOMAIN$|RES_OPTIONS$)/;
 
 export interface StdioSpawn {
   command: string;
@@ -24,7 +25,8 @@ export interface StdioPolicyOptions {
   runAs?: { uid: number; gid: number };
 }
 
-const refused = (message: string, details?: Record<string, unknown>) => new ToolplaneError(ErrorCode.MCP_COMMAND_REFUSED, message, details, false);
+const refused = (message: string, details?: Record<string, unknown>) =>
+  new ToolplaneError(ErrorCode.MCP_COMMAND_REFUSED, message, details, false);
 
 /**
  * Which stdio MCP servers may run, and how: a tenant names a command and arguments, but only an
@@ -52,12 +54,21 @@ export class StdioPolicy {
   check(command: string, args: readonly string[], env: Record<string, string> = {}): StdioAllowEntry {
     const candidates = this.o.allowed.filter((e) => e.command === command);
     if (!candidates.length) {
-      throw refused(`The stdio command ${command} is not allowed here: an operator lists the programs tenants may run in MCP_STDIO_ALLOWED_COMMANDS`, { command });
+      throw refused(
+        `The stdio command ${command} is not allowed here: an operator lists the programs tenants may run in MCP_STDIO_ALLOWED_COMMANDS`,
+        { command },
+      );
     }
-    const entry = candidates.find((e) => e.args.length === args.length && e.args.every((p, i) => new RegExp(`^(?:${p})$`, 'u').test(args[i]!)));
-    if (!entry) throw refused(`The arguments of ${command} do not match what MCP_STDIO_ALLOWED_COMMANDS allows for it`, { command });
+    const entry = candidates.find(
+      (e) => e.args.length === args.length && e.args.every((p, i) => new RegExp(`^(?:${p})$`, 'u').test(args[i]!)),
+    );
+    if (!entry)
+      throw refused(`The arguments of ${command} do not match what MCP_STDIO_ALLOWED_COMMANDS allows for it`, {
+        command,
+      });
     for (const name of Object.keys(env)) {
-      if (entry.env ? !entry.env.includes(name) : INJECTION.test(name)) throw refused(`The env var ${name} may not be set for ${command}`, { command, env: name });
+      if (entry.env ? !entry.env.includes(name) : INJECTION.test(name))
+        throw refused(`The env var ${name} may not be set for ${command}`, { command, env: name });
     }
     return entry;
   }
@@ -67,7 +78,12 @@ export class StdioPolicy {
     const entry = this.check(command, args, env);
     const base = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8' };
     if (this.o.isolation === 'unsafe') return { command, args: [...args], env: { ...base, ...env } };
-    const supportDir = await (this.supportDir ??= prepareSupportDir(this.o.workRoot, seccompProgram(), this.o.runAs?.uid ?? process.getuid?.() ?? 65534, this.o.runAs?.gid ?? process.getgid?.() ?? 65534));
+    const supportDir = await (this.supportDir ??= prepareSupportDir(
+      this.o.workRoot,
+      seccompProgram(),
+      this.o.runAs?.uid ?? process.getuid?.() ?? 65534,
+      this.o.runAs?.gid ?? process.getgid?.() ?? 65534,
+    ));
     const readable = [...entry.read_paths.filter((p) => existsSync(p))];
     if (!command.startsWith('/usr/') && !readable.some((p) => command.startsWith(`${p}/`))) readable.push(command);
     return {

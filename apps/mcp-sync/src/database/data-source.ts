@@ -10,5 +10,10 @@ import { AddConnectedAccounts1764700000000 } from './migrations/1764700000000-ad
 export const MCP_DB: OwnedSchema = {
   schema: 'mcp',
   entities: [McpServerEntity, OAuthAuthorizationEntity],
-  migrations: [CreateMcpServers1764100000000, CreateOAuthAuthorizations1764300000000, AddPendingAuthorization1764500000000, AddConnectedAccounts1764700000000],
+  migrations: [
+    CreateMcpServers1764100000000,
+    CreateOAuthAuthorizations1764300000000,
+    AddPendingAuthorization1764500000000,
+    AddConnectedAccounts1764700000000,
+  ],
 };

@@ -1,5 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { type McpServer, type McpServerInput, type McpServersAdd, type McpSyncReport, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  type McpServer,
+  type McpServerInput,
+  type McpServersAdd,
+  type McpSyncReport,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { randomUUID } from 'node:crypto';
 import { ConnectionPool } from '../connections/connection-pool';
@@ -36,12 +43,18 @@ export class AddServer {
     if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
     const id = `mcp-${randomUUID()}`;
     const auth = input.auth;
-    if (isAuthorizationCode(auth)) return { authorization: await this.authorizations.begin(req.org_id, id, { ...input, auth }) };
+    if (isAuthorizationCode(auth))
+      return { authorization: await this.authorizations.begin(req.org_id, id, { ...input, auth }) };
     return this.connectAndStore(req.org_id, id, input);
   }
 
   /** Discover (connect, list), store, then apply the first sync; nothing is left behind when a step fails. */
-  async connectAndStore(orgId: string, id: string, input: McpServerInput, oauth?: OAuthState): Promise<{ server: McpServer; sync: McpSyncReport }> {
+  async connectAndStore(
+    orgId: string,
+    id: string,
+    input: McpServerInput,
+    oauth?: OAuthState,
+  ): Promise<{ server: McpServer; sync: McpSyncReport }> {
     // One state object from here on: what the connection's OAuth flow learns is sealed with the server.
     const secrets = secretsOf(input, oauth);
     const started = performance.now();
@@ -50,7 +63,18 @@ export class AddServer {
     let discovery;
     try {
       discovery = await this.sync.discover(
-        { id, orgId: orgId, name: input.name, transport: input.transport, command: input.command ?? null, args: input.args ?? [], url: input.url ?? null, version: 0, secrets, pendingInput: input },
+        {
+          id,
+          orgId: orgId,
+          name: input.name,
+          transport: input.transport,
+          command: input.command ?? null,
+          args: input.args ?? [],
+          url: input.url ?? null,
+          version: 0,
+          secrets,
+          pendingInput: input,
+        },
         1,
         progress,
       );
@@ -60,7 +84,13 @@ export class AddServer {
     }
     let server: McpServerEntity;
     try {
-      server = await this.servers.insert({ id, orgId: orgId, name: input.name, ...(await this.records.fields(orgId, id, input, secrets)), nextSyncAt: this.records.nextSyncAt() });
+      server = await this.servers.insert({
+        id,
+        orgId: orgId,
+        name: input.name,
+        ...(await this.records.fields(orgId, id, input, secrets)),
+        nextSyncAt: this.records.nextSyncAt(),
+      });
     } catch (e) {
       await this.pool.drop(id);
       if (e instanceof DuplicateServerName) throw exists(input.name);

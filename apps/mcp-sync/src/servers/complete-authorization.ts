@@ -42,7 +42,10 @@ export class CompleteAuthorization {
   async completeOAuth(req: RequestOf<typeof McpOAuthComplete>): Promise<ReplyOf<typeof McpOAuthComplete>> {
     const done = await this.authorizations.complete(req.org_id, req.state, req.code, req.user_id, async (serverId) => {
       const row = await this.servers.findById(req.org_id, serverId);
-      if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${serverId} was removed`, { server: serverId });
+      if (!row)
+        throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${serverId} was removed`, {
+          server: serverId,
+        });
       return inputOf(row, (await this.targets.of(row)).secrets);
     });
     if (done.userId) return this.connected(req.org_id, done.serverId, done.serverName, done.userId);
@@ -52,13 +55,20 @@ export class CompleteAuthorization {
       if (await this.servers.findByName(req.org_id, input.name)) throw exists(input.name);
       return await this.add.connectAndStore(req.org_id, done.serverId, input, done.oauth);
     } catch (e) {
-      await this.tokens.forget(req.org_id, done.serverId).catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${done.serverId}: ${err.message}`));
+      await this.tokens
+        .forget(req.org_id, done.serverId)
+        .catch((err: Error) => this.log.warn(`could not delete the OAuth tokens of ${done.serverId}: ${err.message}`));
       throw e;
     }
   }
 
   /** An end user connected their account: their sessions (if any) start over with their token; the org's are untouched. */
-  private async connected(orgId: string, serverId: string, serverName: string, userId: string): Promise<ReplyOf<typeof McpOAuthComplete>> {
+  private async connected(
+    orgId: string,
+    serverId: string,
+    serverName: string,
+    userId: string,
+  ): Promise<ReplyOf<typeof McpOAuthComplete>> {
     await this.pool.dropUser(serverId, userId);
     this.log.log(`an end user of org ${orgId} connected MCP server ${serverName} (${serverId})`);
     await this.events.publish('authorized', { orgId, userId, serverId, serverName });
@@ -67,7 +77,8 @@ export class CompleteAuthorization {
 
   private async reauthorized(orgId: string, id: string, oauth: OAuthState): Promise<ReplyOf<typeof McpOAuthComplete>> {
     const row = await this.servers.findById(orgId, id);
-    if (!row) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${id} was removed`, { server: id });
+    if (!row)
+      throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `The MCP server ${id} was removed`, { server: id });
     const secrets = (await this.targets.of(row)).secrets;
     await this.servers.keepSecrets(id, await this.sealer.seal({ ...secrets, oauth }, serverRef(orgId, id)));
     await this.servers.setPendingAuthorization(id, null);

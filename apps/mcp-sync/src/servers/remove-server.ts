@@ -1,5 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ExternalToolsSync, McpServerRemoved, type McpServersRemove, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  ExternalToolsSync,
+  McpServerRemoved,
+  type McpServersRemove,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
@@ -42,7 +48,11 @@ export class RemoveServer {
         return { server, reply };
       } catch (e) {
         // The tools could not be removed: put the server back, so that the removal can be retried.
-        await this.servers.restore(server).catch((r: Error) => this.log.error(`could not restore MCP server ${server.id} after a failed removal: ${r.message}`));
+        await this.servers
+          .restore(server)
+          .catch((r: Error) =>
+            this.log.error(`could not restore MCP server ${server.id} after a failed removal: ${r.message}`),
+          );
         throw e;
       }
     });
@@ -50,10 +60,19 @@ export class RemoveServer {
     const eventId = randomUUID();
     await this.messaging.publish(
       McpServerRemoved,
-      { event_id: eventId, occurred_at: new Date().toISOString(), org_id: server.orgId, server_id: server.id, server_name: server.name, tools_removed: reply.removed.length },
+      {
+        event_id: eventId,
+        occurred_at: new Date().toISOString(),
+        org_id: server.orgId,
+        server_id: server.id,
+        server_name: server.name,
+        tools_removed: reply.removed.length,
+      },
       eventId,
     );
-    this.log.log(`removed MCP server ${server.name} (${server.id}) and ${reply.removed.length} tool(s) from org ${server.orgId}`);
+    this.log.log(
+      `removed MCP server ${server.name} (${server.id}) and ${reply.removed.length} tool(s) from org ${server.orgId}`,
+    );
     return { removed: true, tools_removed: reply.removed.length };
   }
 }

@@ -36,21 +36,28 @@ export class ServerSecretsKeeper implements OnModuleInit, OnModuleDestroy {
     const sweep = async (attempt: number): Promise<void> => {
       try {
         const r = await this.targets.resealAll();
-        if (r.servers) this.log.log(`checked the sealed secrets of ${r.servers} MCP server(s)${r.failed ? ` (${r.failed} could not be opened)` : ''}`);
+        if (r.servers)
+          this.log.log(
+            `checked the sealed secrets of ${r.servers} MCP server(s)${r.failed ? ` (${r.failed} could not be opened)` : ''}`,
+          );
       } catch (e) {
         if (attempt < 20) this.resealTimer = setTimeout(() => void sweep(attempt + 1), 3000).unref();
         else this.log.warn(`could not check the sealed secrets of the MCP servers: ${(e as Error).message}`);
       }
     };
     this.resealTimer = setTimeout(() => void sweep(0), 1000).unref();
-    if (this.config.MCP_RESEAL_INTERVAL_MS > 0) this.resealInterval = setInterval(() => void sweep(20), this.config.MCP_RESEAL_INTERVAL_MS).unref();
+    if (this.config.MCP_RESEAL_INTERVAL_MS > 0)
+      this.resealInterval = setInterval(() => void sweep(20), this.config.MCP_RESEAL_INTERVAL_MS).unref();
     // A flow that learned something new of a stored server (re-discovery, a new registration) keeps it.
     this.oauthTokens.onStateChange(async (t) => {
       const row = await this.servers.findById(t.orgId, t.serverId);
       if (!row) return; // being added: the state is sealed with the new row
       const secrets = (await this.targets.of(row)).secrets;
       if (secrets.auth?.type !== 'oauth' || row.url !== t.url) return;
-      await this.servers.keepSecrets(row.id, await this.sealer.seal({ ...secrets, oauth: t.state }, serverRef(row.orgId, row.id)));
+      await this.servers.keepSecrets(
+        row.id,
+        await this.sealer.seal({ ...secrets, oauth: t.state }, serverRef(row.orgId, row.id)),
+      );
     });
   }
 }

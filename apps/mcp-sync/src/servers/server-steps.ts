@@ -27,24 +27,38 @@ export class ServerSteps {
   ) {}
 
   async find(ref: ServerLookup): Promise<McpServerEntity> {
-    const s = ref.id ? await this.servers.findById(ref.org_id, ref.id) : await this.servers.findByName(ref.org_id, ref.name!);
-    if (!s) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `No MCP server ${ref.id ?? ref.name} in this org`, { server: ref.id ?? ref.name });
+    const s = ref.id
+      ? await this.servers.findById(ref.org_id, ref.id)
+      : await this.servers.findByName(ref.org_id, ref.name!);
+    if (!s)
+      throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `No MCP server ${ref.id ?? ref.name} in this org`, {
+        server: ref.id ?? ref.name,
+      });
     return s;
   }
 
   async forgetTokens(orgId: string, serverId: string): Promise<void> {
-    await this.tokens.forget(orgId, serverId).catch((e: Error) => this.log.warn(`could not delete the OAuth tokens of MCP server ${serverId}: ${e.message}`));
+    await this.tokens
+      .forget(orgId, serverId)
+      .catch((e: Error) => this.log.warn(`could not delete the OAuth tokens of MCP server ${serverId}: ${e.message}`));
   }
 
   /** Refusals that need no connection: stdio disabled here or a command not allowlisted, a URL the SSRF rules forbid. */
   async checkReachable(s: McpServerInput): Promise<void> {
     if (s.transport === 'stdio' && !this.config.MCP_STDIO_ENABLED) {
-      throw new ToolplaneError(ErrorCode.MCP_TRANSPORT_DISABLED, 'stdio MCP servers are disabled here (MCP_STDIO_ENABLED=false; off by default in production)', undefined, false);
+      throw new ToolplaneError(
+        ErrorCode.MCP_TRANSPORT_DISABLED,
+        'stdio MCP servers are disabled here (MCP_STDIO_ENABLED=false; off by default in production)',
+        undefined,
+        false,
+      );
     }
-    if (s.transport === 'stdio') this.pool.stdio.check(s.command!, s.args ?? [], Object.fromEntries(Object.keys(s.env ?? {}).map((k) => [k, ''])));
+    if (s.transport === 'stdio')
+      this.pool.stdio.check(s.command!, s.args ?? [], Object.fromEntries(Object.keys(s.env ?? {}).map((k) => [k, ''])));
     if (s.url) await this.pool.urlGuard.check(s.url);
     if (s.auth?.type === 'oauth') {
-      for (const u of [s.auth.issuer, s.auth.authorization_url, s.auth.token_url, s.auth.registration_url]) if (u) await this.pool.urlGuard.check(u);
+      for (const u of [s.auth.issuer, s.auth.authorization_url, s.auth.token_url, s.auth.registration_url])
+        if (u) await this.pool.urlGuard.check(u);
     }
   }
 
@@ -85,7 +99,12 @@ export function inputOf(row: McpServerEntity, secrets: ServerSecrets): McpServer
 }
 
 export function secretsOf(s: McpServerInput, oauth?: OAuthState): ServerSecrets {
-  return stripUndefined({ env: s.env, headers: s.headers, auth: s.auth, oauth: s.auth?.type === 'oauth' ? (oauth ?? {}) : undefined });
+  return stripUndefined({
+    env: s.env,
+    headers: s.headers,
+    auth: s.auth,
+    oauth: s.auth?.type === 'oauth' ? (oauth ?? {}) : undefined,
+  });
 }
 
 export function exists(name: string): ToolplaneError {

@@ -1,6 +1,16 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { McpOAuthComplete, McpServersAdd, McpServersGet, McpServersList, McpServersRemove, McpServersSync, McpServersUpdate, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  McpOAuthComplete,
+  McpServersAdd,
+  McpServersGet,
+  McpServersList,
+  McpServersRemove,
+  McpServersSync,
+  McpServersUpdate,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { AddServer } from './add-server';
 import { CompleteAuthorization } from './complete-authorization';

@@ -18,6 +18,16 @@ import { ServersController } from './servers.controller';
 @Module({
   imports: [StoreModule, ConnectionsModule, SyncModule, AccountsModule],
   controllers: [ServersController],
-  providers: [ServerSteps, AddServer, CompleteAuthorization, UpdateServer, RemoveServer, ServerQueries, ServerSecretsKeeper, AuthorizationCodeFlow, OAuthAuthorizationsRepository],
+  providers: [
+    ServerSteps,
+    AddServer,
+    CompleteAuthorization,
+    UpdateServer,
+    RemoveServer,
+    ServerQueries,
+    ServerSecretsKeeper,
+    AuthorizationCodeFlow,
+    OAuthAuthorizationsRepository,
+  ],
 })
 export class ServersModule {}

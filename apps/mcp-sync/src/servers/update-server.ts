@@ -45,8 +45,19 @@ export class UpdateServer {
     );
     await this.records.checkReachable(merged);
     // New OAuth settings or a new URL: what was learned and the tokens obtained under the old ones are not reused.
-    const oauthKept = old.secrets.auth?.type === 'oauth' && JSON.stringify(old.secrets.auth) === JSON.stringify(merged.auth) && (current.url ?? undefined) === merged.url;
-    const updated = await this.servers.update(current.id, await this.records.fields(current.orgId, current.id, merged, secretsOf(merged, oauthKept ? old.secrets.oauth : undefined)));
+    const oauthKept =
+      old.secrets.auth?.type === 'oauth' &&
+      JSON.stringify(old.secrets.auth) === JSON.stringify(merged.auth) &&
+      (current.url ?? undefined) === merged.url;
+    const updated = await this.servers.update(
+      current.id,
+      await this.records.fields(
+        current.orgId,
+        current.id,
+        merged,
+        secretsOf(merged, oauthKept ? old.secrets.oauth : undefined),
+      ),
+    );
     this.cache.invalidate(current.orgId, current.id);
     await this.pool.drop(current.id);
     if (old.secrets.auth?.type === 'oauth' && !oauthKept) await this.records.forgetTokens(current.orgId, current.id);

@@ -24,8 +24,18 @@ export class OAuthAuthorizationsRepository {
   take(orgId: string, state: string, userId: string | undefined): Promise<OAuthAuthorizationEntity | null> {
     return this.ds.transaction(async (m) => {
       const repo = m.getRepository(OAuthAuthorizationEntity);
-      const row = await repo.createQueryBuilder('a').setLock('pessimistic_write').where('a.state = :state AND a.org_id = :orgId', { state, orgId }).getOne();
-      if (row?.userId && row.userId !== userId) throw new ToolplaneError(ErrorCode.MCP_OAUTH_FAILED, 'This authorization was started for another end user: only that user can complete it', undefined, false);
+      const row = await repo
+        .createQueryBuilder('a')
+        .setLock('pessimistic_write')
+        .where('a.state = :state AND a.org_id = :orgId', { state, orgId })
+        .getOne();
+      if (row?.userId && row.userId !== userId)
+        throw new ToolplaneError(
+          ErrorCode.MCP_OAUTH_FAILED,
+          'This authorization was started for another end user: only that user can complete it',
+          undefined,
+          false,
+        );
       if (row) await repo.delete({ state });
       return row;
     });

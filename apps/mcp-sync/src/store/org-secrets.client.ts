@@ -18,11 +18,21 @@ export class CredentialsSecretSource implements OrgSecretSource {
   ) {}
 
   async lookup(orgId: string, names: string[], caller: TemplateCaller = {}): Promise<Record<string, string>> {
-    const who = { ...(caller.agentId ? { agent_id: caller.agentId } : {}), ...(caller.userId ? { user_id: caller.userId } : {}) };
-    const r = await this.messaging.request(OrgSecretsResolve, { org_id: orgId, names, ...who }, {
-      timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
-      down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: "The credentials service did not resolve the server's {{VAR}} templates" },
-    });
+    const who = {
+      ...(caller.agentId ? { agent_id: caller.agentId } : {}),
+      ...(caller.userId ? { user_id: caller.userId } : {}),
+    };
+    const r = await this.messaging.request(
+      OrgSecretsResolve,
+      { org_id: orgId, names, ...who },
+      {
+        timeoutMs: this.config.CREDENTIALS_REQUEST_TIMEOUT_MS,
+        down: {
+          code: ErrorCode.CREDENTIALS_UNAVAILABLE,
+          what: "The credentials service did not resolve the server's {{VAR}} templates",
+        },
+      },
+    );
     return r.values;
   }
 }

@@ -1,5 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, SealedValuesOpen, SealedValuesSeal, ToolplaneError, type McpAuthInput, type SealPurpose } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  SealedValuesOpen,
+  SealedValuesSeal,
+  ToolplaneError,
+  type McpAuthInput,
+  type SealPurpose,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { openAead } from '@toolplane/crypto';
@@ -53,7 +60,11 @@ export class SecretSealer {
   }
 
   async seal(value: object, ref: SealRef): Promise<Buffer> {
-    const r = await this.messaging.request(SealedValuesSeal, { ...wire(ref), plaintext: JSON.stringify(value) }, this.opts());
+    const r = await this.messaging.request(
+      SealedValuesSeal,
+      { ...wire(ref), plaintext: JSON.stringify(value) },
+      this.opts(),
+    );
     const id = Buffer.from(r.key_id, 'utf8');
     const len = Buffer.alloc(2);
     len.writeUInt16BE(id.length);
@@ -61,13 +72,20 @@ export class SecretSealer {
   }
 
   /** The value (empty when nothing is stored), and whether it should be sealed again (an old key, or the legacy one). */
-  async open<T extends object = ServerSecrets>(blob: Buffer | null, ref: SealRef): Promise<{ value: Partial<T>; stale: boolean }> {
+  async open<T extends object = ServerSecrets>(
+    blob: Buffer | null,
+    ref: SealRef,
+  ): Promise<{ value: Partial<T>; stale: boolean }> {
     if (!blob) return { value: {}, stale: false };
     if (blob.subarray(0, MAGIC.length).equals(MAGIC)) {
       const len = blob.readUInt16BE(MAGIC.length);
       const keyId = blob.subarray(MAGIC.length + 2, MAGIC.length + 2 + len).toString('utf8');
       const sealed = blob.subarray(MAGIC.length + 2 + len).toString('base64');
-      const r = await this.messaging.request(SealedValuesOpen, { ...wire(ref), key_id: keyId, blob: sealed }, this.opts());
+      const r = await this.messaging.request(
+        SealedValuesOpen,
+        { ...wire(ref), key_id: keyId, blob: sealed },
+        this.opts(),
+      );
       return { value: JSON.parse(r.plaintext) as T, stale: r.stale };
     }
     if (!this.legacy) {
@@ -91,7 +109,13 @@ export class SecretSealer {
   }
 
   private opts() {
-    return { timeoutMs: this.timeoutMs, down: { code: ErrorCode.CREDENTIALS_UNAVAILABLE, what: 'The credentials service did not answer for sealed MCP secrets' } };
+    return {
+      timeoutMs: this.timeoutMs,
+      down: {
+        code: ErrorCode.CREDENTIALS_UNAVAILABLE,
+        what: 'The credentials service did not answer for sealed MCP secrets',
+      },
+    };
   }
 }
 
@@ -99,11 +123,17 @@ const wire = (r: SealRef) => ({ org_id: r.orgId, purpose: r.purpose, ref: r.ref 
 
 /** The associated data blobs sealed with MCP_ENCRYPTION_KEY were bound to. */
 function legacyAad(r: SealRef): string {
-  return r.purpose === 'mcp-server' ? `mcp-server\u0000${r.orgId}\u0000${r.ref}` : `mcp-oauth-authorization\u0000${r.orgId}\u0000${r.ref}`;
+  return r.purpose === 'mcp-server'
+    ? `mcp-server\u0000${r.orgId}\u0000${r.ref}`
+    : `mcp-oauth-authorization\u0000${r.orgId}\u0000${r.ref}`;
 }
 
 /** The seal reference of a server's secrets. */
-export const serverRef = (orgId: string, serverId: string): SealRef => ({ orgId, purpose: 'mcp-server', ref: serverId });
+export const serverRef = (orgId: string, serverId: string): SealRef => ({
+  orgId,
+  purpose: 'mcp-server',
+  ref: serverId,
+});
 
 /** The key of rows sealed before the key ring (to read them once more), if any is configured or left by development. */
 function legacyKey(c: McpSyncConfig): Buffer | undefined {
@@ -114,6 +144,7 @@ function legacyKey(c: McpSyncConfig): Buffer | undefined {
     return key;
   }
   const file = resolve(c.MCP_DEV_KEY_FILE);
-  if (c.TOOLPLANE_PROFILE === 'development' && existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  if (c.TOOLPLANE_PROFILE === 'development' && existsSync(file))
+    return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
   return undefined;
 }

@@ -62,7 +62,10 @@ export class ServersRepository {
   }
 
   async recordSync(id: string, lastSync: LastSync, toolCount?: number): Promise<McpServerEntity | null> {
-    await this.repo.update({ id }, { lastSync, ...(toolCount !== undefined ? { toolCount } : {}) } as QueryDeepPartialEntity<McpServerEntity>);
+    await this.repo.update({ id }, {
+      lastSync,
+      ...(toolCount !== undefined ? { toolCount } : {}),
+    } as QueryDeepPartialEntity<McpServerEntity>);
     return this.repo.findOneBy({ id });
   }
 
@@ -91,7 +94,9 @@ export class ServersRepository {
         .limit(limit)
         .getMany();
       for (const s of due) {
-        await m.getRepository(McpServerEntity).update({ id: s.id }, { nextSyncAt: () => `now() + interval '${Math.max(0, Math.round(nextInMs()))} milliseconds'` } as QueryDeepPartialEntity<McpServerEntity>);
+        await m.getRepository(McpServerEntity).update({ id: s.id }, {
+          nextSyncAt: () => `now() + interval '${Math.max(0, Math.round(nextInMs()))} milliseconds'`,
+        } as QueryDeepPartialEntity<McpServerEntity>);
       }
       return due;
     });

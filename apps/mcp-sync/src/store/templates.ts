@@ -40,13 +40,23 @@ export function resolveTemplate(value: string, secrets: Record<string, string>, 
     return '';
   });
   if (missing.length) {
-    throw new ToolplaneError(ErrorCode.SECRET_NOT_FOUND, `${where} uses {{${missing.join('}}, {{')}}}, which the org has no secret for (and no default)`, { names: missing });
+    throw new ToolplaneError(
+      ErrorCode.SECRET_NOT_FOUND,
+      `${where} uses {{${missing.join('}}, {{')}}}, which the org has no secret for (and no default)`,
+      { names: missing },
+    );
   }
   return out;
 }
 
-export function resolveRecord(values: Record<string, string> | undefined, secrets: Record<string, string>, where: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, resolveTemplate(v, secrets, `${where} ${k}`)]));
+export function resolveRecord(
+  values: Record<string, string> | undefined,
+  secrets: Record<string, string>,
+  where: string,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values ?? {}).map(([k, v]) => [k, resolveTemplate(v, secrets, `${where} ${k}`)]),
+  );
 }
 
 /** The templated secrets of a server's auth (bearer token; OAuth client secret and private key). */
@@ -57,10 +67,15 @@ export function authTemplates(auth: McpAuthInput | undefined): string[] {
 }
 
 /** An OAuth auth with its client secret and private key resolved (memory only). */
-export function resolveOAuth<A extends Extract<McpAuthInput, { type: 'oauth' }>>(auth: A, secrets: Record<string, string>): A {
+export function resolveOAuth<A extends Extract<McpAuthInput, { type: 'oauth' }>>(
+  auth: A,
+  secrets: Record<string, string>,
+): A {
   return {
     ...auth,
-    ...(auth.client_secret ? { client_secret: resolveTemplate(auth.client_secret, secrets, 'auth.client_secret') } : {}),
+    ...(auth.client_secret
+      ? { client_secret: resolveTemplate(auth.client_secret, secrets, 'auth.client_secret') }
+      : {}),
     ...(auth.private_key ? { private_key: resolveTemplate(auth.private_key, secrets, 'auth.private_key') } : {}),
   };
 }

@@ -32,7 +32,14 @@ export class SyncProgress {
 
   /** The listing ended; the tool set goes to the registry in `pages` messages. */
   writing(d: { pages: number; listed: number; errors: number }, invalid: number, tools: number, pages: number): void {
-    this.emit({ phase: 'writing', pages: d.pages, listed: d.listed, errors: d.errors, invalid, write: { tools, pages_done: 0, pages } });
+    this.emit({
+      phase: 'writing',
+      pages: d.pages,
+      listed: d.listed,
+      errors: d.errors,
+      invalid,
+      write: { tools, pages_done: 0, pages },
+    });
   }
 
   /** One more message of the write was accepted. */

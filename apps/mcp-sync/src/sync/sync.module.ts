@@ -4,5 +4,9 @@ import { StoreModule } from '../store/store.module';
 import { SyncScheduler } from './sync.scheduler';
 import { SyncService } from './sync.service';
 
-@Module({ imports: [StoreModule, ConnectionsModule], providers: [SyncService, SyncScheduler], exports: [SyncService, SyncScheduler] })
+@Module({
+  imports: [StoreModule, ConnectionsModule],
+  providers: [SyncService, SyncScheduler],
+  exports: [SyncService, SyncScheduler],
+})
 export class SyncModule {}

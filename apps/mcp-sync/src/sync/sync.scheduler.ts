@@ -30,7 +30,8 @@ export class SyncScheduler implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     this.pool.onListChanged((serverId, orgId) => this.listChanged(serverId, orgId));
-    if (this.config.MCP_RESYNC_INTERVAL_MS > 0) this.tick = setInterval(() => void this.resyncDue(), this.config.MCP_RESYNC_TICK_MS).unref();
+    if (this.config.MCP_RESYNC_INTERVAL_MS > 0)
+      this.tick = setInterval(() => void this.resyncDue(), this.config.MCP_RESYNC_TICK_MS).unref();
   }
 
   onModuleDestroy(): void {
@@ -49,7 +50,9 @@ export class SyncScheduler implements OnApplicationBootstrap, OnModuleDestroy {
       this.debounced.delete(serverId);
       const server = await this.servers.findById(orgId, serverId).catch(() => null);
       if (!server) return this.log.log(`list_changed from ${serverId} ignored: the server was removed`);
-      await this.sync.sync(server, 'list_changed').catch((e: Error) => this.log.warn(`list_changed resync of ${server.name} failed: ${e.message}`));
+      await this.sync
+        .sync(server, 'list_changed')
+        .catch((e: Error) => this.log.warn(`list_changed resync of ${server.name} failed: ${e.message}`));
     }, this.config.MCP_LIST_CHANGED_DEBOUNCE_MS);
     this.debounced.set(serverId, t);
   }
@@ -59,7 +62,13 @@ export class SyncScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     this.ticking = true;
     try {
       const due = await this.servers.claimDue(16, () => this.nextResyncInMs());
-      await Promise.all(due.map((s) => this.sync.sync(s, 'periodic').catch((e: Error) => this.log.warn(`periodic resync of ${s.name} failed: ${e.message}`))));
+      await Promise.all(
+        due.map((s) =>
+          this.sync
+            .sync(s, 'periodic')
+            .catch((e: Error) => this.log.warn(`periodic resync of ${s.name} failed: ${e.message}`)),
+        ),
+      );
     } catch (e) {
       this.log.warn(`periodic resync round failed: ${(e as Error).message}`);
     } finally {

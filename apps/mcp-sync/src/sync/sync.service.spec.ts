@@ -1,4 +1,17 @@
-import { ErrorCode, ExternalToolsStage, ExternalToolsSync, McpServerProgressed, McpServerSynced, McpSyncErrorCode, ToolplaneError, type EventDescriptor, type EventOf, type ExternalToolInput, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ExternalToolsStage,
+  ExternalToolsSync,
+  McpServerProgressed,
+  McpServerSynced,
+  McpSyncErrorCode,
+  ToolplaneError,
+  type EventDescriptor,
+  type EventOf,
+  type ExternalToolInput,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { MessagingClient } from '@toolplane/messaging';
 import { deferred, expectEventually, FakeMessaging, newTestService, type TestService } from '@toolplane/testing';
 import type { z } from 'zod';
@@ -35,7 +48,11 @@ const serverOf = (n: number, orgId = ORG, toolPrefix: string | null = null): Mcp
   createdAt: new Date(),
   updatedAt: new Date(),
 });
-const tool = (name: string, description = `does ${name}`) => ({ name, description, inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } });
+const tool = (name: string, description = `does ${name}`) => ({
+  name,
+  description,
+  inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+});
 
 /** The messaging client with the NATS connection info the write reads its message budget from. */
 class Bus extends FakeMessaging {
@@ -44,7 +61,8 @@ class Bus extends FakeMessaging {
 
   override async publish<E extends EventDescriptor>(e: E, payload: EventOf<E>): Promise<void> {
     if (this.failProgress && e.subject === McpServerProgressed.subject) throw new Error('events stream down');
-    if (this.failSynced && e.subject === McpServerSynced.subject) throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, 'events stream down');
+    if (this.failSynced && e.subject === McpServerSynced.subject)
+      throw new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, 'events stream down');
     return super.publish(e, payload);
   }
 
@@ -74,11 +92,17 @@ class Registry {
   }
 
   names(orgId: string, source?: string): string[] {
-    return [...this.org(orgId).entries()].filter(([, t]) => source === undefined || t.source === source).map(([n]) => n);
+    return [...this.org(orgId).entries()]
+      .filter(([, t]) => source === undefined || t.source === source)
+      .map(([n]) => n);
   }
 
   put(orgId: string, name: string, source: string | null, t: Partial<ExternalToolInput> = {}): StoredTool {
-    const stored = { id: `tool-00000000-0000-4000-8000-${String(++this.ids).padStart(12, '0')}`, source, tool: { name, description: null, json_schema: {}, tags: [], metadata_: {}, ...t } };
+    const stored = {
+      id: `tool-00000000-0000-4000-8000-${String(++this.ids).padStart(12, '0')}`,
+      source,
+      tool: { name, description: null, json_schema: {}, tags: [], metadata_: {}, ...t },
+    };
     this.org(orgId).set(name, stored);
     return stored;
   }
@@ -92,14 +116,29 @@ class Registry {
 
   sync(req: RequestOf<typeof ExternalToolsSync>): ReplyOf<typeof ExternalToolsSync> {
     const org = this.org(req.org_id);
-    const pages = req.staged ? this.staged.get(req.staged.sync_id) ?? [] : [];
-    if (req.staged && pages.filter(Boolean).length !== req.staged.pages) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'staged pages missing');
+    const pages = req.staged ? (this.staged.get(req.staged.sync_id) ?? []) : [];
+    if (req.staged && pages.filter(Boolean).length !== req.staged.pages)
+      throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'staged pages missing');
     const incoming = [...pages.flat(), ...req.tools];
-    const reply: ReplyOf<typeof ExternalToolsSync> = { added: [], updated: [], removed: [], unchanged: 0, kept: 0, detached: 0, detachments: [], collisions: [] };
+    const reply: ReplyOf<typeof ExternalToolsSync> = {
+      added: [],
+      updated: [],
+      removed: [],
+      unchanged: 0,
+      kept: 0,
+      detached: 0,
+      detachments: [],
+      collisions: [],
+    };
     for (const t of incoming) {
       const cur = org.get(t.name);
       if (cur && cur.source !== req.source_id) {
-        reply.collisions.push({ name: t.name, existing_tool_id: cur.id, existing_tool_type: cur.source ? 'external_mcp' : 'custom', reason: 'the name is taken' });
+        reply.collisions.push({
+          name: t.name,
+          existing_tool_id: cur.id,
+          existing_tool_type: cur.source ? 'external_mcp' : 'custom',
+          reason: 'the name is taken',
+        });
       } else if (!cur) {
         this.put(req.org_id, t.name, req.source_id, t);
         reply.added.push(t.name);
@@ -117,7 +156,8 @@ class Registry {
       else if (req.complete) {
         org.delete(name);
         reply.removed.push(name);
-        for (const a of this.attachments.filter((x) => x.orgId === req.org_id && x.toolId === cur.id)) reply.detachments.push({ agent_id: a.agentId, tool_id: cur.id, name });
+        for (const a of this.attachments.filter((x) => x.orgId === req.org_id && x.toolId === cur.id))
+          reply.detachments.push({ agent_id: a.agentId, tool_id: cur.id, name });
       }
     }
     reply.detached = reply.detachments.length;
@@ -139,7 +179,12 @@ class McpServers {
 
   pool(): Partial<ConnectionPool> {
     return {
-      withConnection: async <T>(target: ServerTarget, _deadline: number, fn: (c: McpClientConnection) => Promise<T>, attempts?: number): Promise<T> => {
+      withConnection: async <T>(
+        target: ServerTarget,
+        _deadline: number,
+        fn: (c: McpClientConnection) => Promise<T>,
+        attempts?: number,
+      ): Promise<T> => {
         this.started.push({ server: target.id, attempts });
         await this.gates.get(target.id);
         const refused = this.failures.get(target.id)?.shift();
@@ -185,7 +230,17 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
       },
     };
     const targets: Partial<TargetBuilder> = {
-      of: async (s) => ({ id: s.id, orgId: s.orgId, name: s.name, transport: s.transport, command: s.command, args: s.args, url: s.url, version: s.updatedAt.getTime(), secrets: {} }),
+      of: async (s) => ({
+        id: s.id,
+        orgId: s.orgId,
+        name: s.name,
+        transport: s.transport,
+        command: s.command,
+        args: s.args,
+        url: s.url,
+        version: s.updatedAt.getTime(),
+        secrets: {},
+      }),
     };
     t = await newTestService(SyncService, {
       config: loadMcpSyncConfig({}),
@@ -210,12 +265,31 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
   it('stores every listed tool (prefixed, tagged by server), records the report on the server and publishes it after the progress', async () => {
     const s = add(serverOf(1, ORG, 'gh'), [tool('a'), tool('b')], [tool('c')]);
     const { report, server } = await sync(s);
-    expect(report).toMatchObject({ added: 3, updated: 0, removed: 0, unchanged: 0, invalid: 0, listed: 3, pages: 2, errors: [], complete: true, detached: 0 });
+    expect(report).toMatchObject({
+      added: 3,
+      updated: 0,
+      removed: 0,
+      unchanged: 0,
+      invalid: 0,
+      listed: 3,
+      pages: 2,
+      errors: [],
+      complete: true,
+      detached: 0,
+    });
     expect(registry.names(ORG, s.id)).toEqual(['gh_a', 'gh_b', 'gh_c']);
-    expect(registry.org(ORG).get('gh_a')!.tool).toMatchObject({ tags: ['mcp:srv1'], metadata_: { mcp: { server_id: s.id, tool_name: 'a', health: 'STRICT_COMPLIANT' } } });
-    expect(syncRequests()).toEqual([expect.objectContaining({ org_id: ORG, source_id: s.id, tool_type: 'external_mcp', complete: true })]);
+    expect(registry.org(ORG).get('gh_a')!.tool).toMatchObject({
+      tags: ['mcp:srv1'],
+      metadata_: { mcp: { server_id: s.id, tool_name: 'a', health: 'STRICT_COMPLIANT' } },
+    });
+    expect(syncRequests()).toEqual([
+      expect.objectContaining({ org_id: ORG, source_id: s.id, tool_type: 'external_mcp', complete: true }),
+    ]);
     expect(mcp.started).toEqual([{ server: s.id, attempts: 2 }]);
-    expect(rows.get(s.id)).toMatchObject({ toolCount: 3, lastSync: { trigger: 'manual', ok: true, report, error: null } });
+    expect(rows.get(s.id)).toMatchObject({
+      toolCount: 3,
+      lastSync: { trigger: 'manual', ok: true, report, error: null },
+    });
     expect(server.toolCount).toBe(3);
     // Progress: each page listed, the write announced and done; then the synced event, last.
     const progress = bus.events(McpServerProgressed);
@@ -226,14 +300,27 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
       ['writing', 2, 3, { tools: 3, pages_done: 1, pages: 1 }],
     ]);
     expect(new Set(progress.map((p) => p.sync_id)).size).toBe(1);
-    expect(bus.published.at(-1)).toEqual({ subject: McpServerSynced.subject, payload: expect.objectContaining({ org_id: ORG, server_id: s.id, trigger: 'manual', ok: true, report, error: null }) });
+    expect(bus.published.at(-1)).toEqual({
+      subject: McpServerSynced.subject,
+      payload: expect.objectContaining({
+        org_id: ORG,
+        server_id: s.id,
+        trigger: 'manual',
+        ok: true,
+        report,
+        error: null,
+      }),
+    });
   });
 
   it('writes the difference with what is stored: adds, updates, removes (reporting the agents that lost removed tools), counts the unchanged', async () => {
     const s = add(serverOf(1), [tool('a'), tool('b'), tool('c')]);
     await sync(s);
     const c = registry.org(ORG).get('c')!;
-    registry.attachments.push({ orgId: ORG, agentId: 'agent-1', toolId: c.id }, { orgId: ORG, agentId: 'agent-2', toolId: c.id });
+    registry.attachments.push(
+      { orgId: ORG, agentId: 'agent-1', toolId: c.id },
+      { orgId: ORG, agentId: 'agent-2', toolId: c.id },
+    );
     mcp.listings.set(s.id, [[tool('a'), tool('b', 'does b better'), tool('d')]]);
     const { report } = await sync(s, 'periodic');
     expect(report).toMatchObject({ added: 1, updated: 1, removed: 1, unchanged: 1, detached: 2, complete: true });
@@ -251,7 +338,14 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
     await sync(s);
     mcp.failPage = 1;
     const { report } = await sync({ ...s, toolCount: 2 });
-    expect(report).toMatchObject({ complete: false, removed: 0, unchanged: 1, listed: 1, pages: 1, errors: [{ code: McpSyncErrorCode.MCP_LIST_FAILED }] });
+    expect(report).toMatchObject({
+      complete: false,
+      removed: 0,
+      unchanged: 1,
+      listed: 1,
+      pages: 1,
+      errors: [{ code: McpSyncErrorCode.MCP_LIST_FAILED }],
+    });
     expect(syncRequests().at(-1)).toMatchObject({ complete: false });
     expect(registry.names(ORG, s.id)).toEqual(['a', 'b']);
     expect(rows.get(s.id)!.toolCount).toBe(2);
@@ -259,9 +353,20 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
 
   it('reports what it could not store as listed: unnamed and duplicate tools, invalid schemas, names held by other tools', async () => {
     const taken = registry.put(ORG, 'taken', null, { description: 'my own' });
-    const s = add(serverOf(1), [{ description: 'no name' }, tool('ok'), tool('ok', 'again'), { name: 'bad', inputSchema: 'not a schema' }, tool('taken')]);
+    const s = add(serverOf(1), [
+      { description: 'no name' },
+      tool('ok'),
+      tool('ok', 'again'),
+      { name: 'bad', inputSchema: 'not a schema' },
+      tool('taken'),
+    ]);
     const { report } = await sync(s);
-    expect(report).toMatchObject({ listed: 5, added: 2, invalid: 1, invalid_tools: [{ name: 'bad', reasons: [expect.stringContaining('inputSchema')] }] });
+    expect(report).toMatchObject({
+      listed: 5,
+      added: 2,
+      invalid: 1,
+      invalid_tools: [{ name: 'bad', reasons: [expect.stringContaining('inputSchema')] }],
+    });
     expect(report.errors.map((e) => [e.code, e.tool])).toEqual([
       [McpSyncErrorCode.MCP_TOOL_MALFORMED, undefined],
       [McpSyncErrorCode.MCP_TOOL_DUPLICATE, 'ok'],
@@ -292,13 +397,33 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
       expect(stages.length).toBeGreaterThan(1);
       for (const p of stages) expect(Buffer.byteLength(JSON.stringify(p))).toBeLessThanOrEqual(budget);
       expect(stages.map((p) => p.page).sort()).toEqual(stages.map((_, i) => i));
-      expect(stages.flatMap((p) => p.tools.map((x) => x.name)).sort()).toEqual(many().map((x) => x.name).sort());
-      expect(syncRequests().at(-1)).toEqual({ org_id: ORG, tool_type: 'external_mcp', source_id: s.id, tools: [], complete: true, keep: ['big'], staged: { sync_id: stages[0]!.sync_id, pages: stages.length } });
+      expect(stages.flatMap((p) => p.tools.map((x) => x.name)).sort()).toEqual(
+        many()
+          .map((x) => x.name)
+          .sort(),
+      );
+      expect(syncRequests().at(-1)).toEqual({
+        org_id: ORG,
+        tool_type: 'external_mcp',
+        source_id: s.id,
+        tools: [],
+        complete: true,
+        keep: ['big'],
+        staged: { sync_id: stages[0]!.sync_id, pages: stages.length },
+      });
       expect(new Set(stages.map((p) => p.sync_id)).size).toBe(1);
-      expect(report).toMatchObject({ added: 12, removed: 0, errors: [{ code: McpSyncErrorCode.TOOL_TOO_LARGE, tool: 'big' }] });
+      expect(report).toMatchObject({
+        added: 12,
+        removed: 0,
+        errors: [{ code: McpSyncErrorCode.TOOL_TOO_LARGE, tool: 'big' }],
+      });
       expect(registry.org(ORG).get('big')!.tool.description).toBe('does big');
       expect(rows.get(s.id)!.toolCount).toBe(13);
-      expect(bus.events(McpServerProgressed).at(-1)!.write).toEqual({ tools: 12, pages_done: stages.length + 1, pages: stages.length + 1 });
+      expect(bus.events(McpServerProgressed).at(-1)!.write).toEqual({
+        tools: 12,
+        pages_done: stages.length + 1,
+        pages: stages.length + 1,
+      });
     });
 
     it('sends a page the registry did not answer once more; a page it refuses fails the sync and applies nothing', async () => {
@@ -312,13 +437,19 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
         return registry.stage(req);
       });
       await sync(s);
-      expect((bus.requestsTo(ExternalToolsStage) as Array<{ page: number }>).filter((p) => p.page === 1)).toHaveLength(2);
+      expect((bus.requestsTo(ExternalToolsStage) as Array<{ page: number }>).filter((p) => p.page === 1)).toHaveLength(
+        2,
+      );
       expect(registry.names(ORG, s.id)).toHaveLength(12);
 
       bus.handle(ExternalToolsStage, () => {
         throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'refused');
       });
-      mcp.listings.set(s.id, [many().slice(0, 11).map((x) => ({ ...x, description: `${x.description}!` }))]);
+      mcp.listings.set(s.id, [
+        many()
+          .slice(0, 11)
+          .map((x) => ({ ...x, description: `${x.description}!` })),
+      ]);
       await expect(sync(s)).rejects.toMatchObject({ code: ErrorCode.CONTRACT_VIOLATION });
       expect(syncRequests()).toHaveLength(1);
       expect(registry.names(ORG, s.id)).toHaveLength(12);
@@ -331,12 +462,22 @@ describe('SyncService (alone: the MCP servers, the registry and the servers tabl
   it('fails with the typed error when the server cannot be reached: nothing stored is lost, the failure is recorded and published', async () => {
     const s = add(serverOf(1), [tool('a'), tool('b')]);
     await sync(s);
-    mcp.failures.set(s.id, [new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, 'MCP server srv1 refused the connection')]);
+    mcp.failures.set(s.id, [
+      new ToolplaneError(ErrorCode.MCP_CONNECTION_FAILED, 'MCP server srv1 refused the connection'),
+    ]);
     await expect(sync(s)).rejects.toMatchObject({ code: ErrorCode.MCP_CONNECTION_FAILED });
     expect(syncRequests()).toHaveLength(1);
     expect(registry.names(ORG, s.id)).toEqual(['a', 'b']);
-    expect(rows.get(s.id)).toMatchObject({ toolCount: 2, lastSync: { ok: false, report: null, error: 'MCP server srv1 refused the connection' } });
-    expect(bus.published.at(-1)!.payload).toMatchObject({ server_id: s.id, ok: false, report: null, error: 'MCP server srv1 refused the connection' });
+    expect(rows.get(s.id)).toMatchObject({
+      toolCount: 2,
+      lastSync: { ok: false, report: null, error: 'MCP server srv1 refused the connection' },
+    });
+    expect(bus.published.at(-1)!.payload).toMatchObject({
+      server_id: s.id,
+      ok: false,
+      report: null,
+      error: 'MCP server srv1 refused the connection',
+    });
   });
 
   it('records an unexpected failure as "Internal error", never its message', async () => {

@@ -67,8 +67,17 @@ export class SyncService {
       try {
         span.setAttributes({ 'toolplane.mcp.server': target.name, 'toolplane.mcp.transport': target.transport });
         const deadline = Date.now() + this.config.MCP_CONNECT_TIMEOUT_MS + this.config.MCP_INITIALIZE_TIMEOUT_MS + 1000;
-        const limits = { pageTimeoutMs: this.config.MCP_LIST_TIMEOUT_MS, maxPages: this.config.MCP_LIST_MAX_PAGES, maxTools: this.config.MCP_MAX_TOOLS_PER_SERVER };
-        const d = await this.pool.withConnection(target, deadline, (c) => discoverTools(c.client, limits, (soFar) => progress?.listed(soFar)), attempts);
+        const limits = {
+          pageTimeoutMs: this.config.MCP_LIST_TIMEOUT_MS,
+          maxPages: this.config.MCP_LIST_MAX_PAGES,
+          maxTools: this.config.MCP_MAX_TOOLS_PER_SERVER,
+        };
+        const d = await this.pool.withConnection(
+          target,
+          deadline,
+          (c) => discoverTools(c.client, limits, (soFar) => progress?.listed(soFar)),
+          attempts,
+        );
         span.setAttributes({ 'toolplane.mcp.tools': d.tools.length, 'toolplane.mcp.pages': d.pages });
         return d;
       } catch (e) {
@@ -90,9 +99,11 @@ export class SyncService {
     const prev = this.chains.get(serverId) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(fn);
     this.chains.set(serverId, next);
-    void next.catch(() => undefined).finally(() => {
-      if (this.chains.get(serverId) === next) this.chains.delete(serverId);
-    });
+    void next
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.chains.get(serverId) === next) this.chains.delete(serverId);
+      });
     return next;
   }
 
@@ -111,10 +122,21 @@ export class SyncService {
     const ref: ToolOrigin = { id: server.id, name: server.name, toolPrefix: server.toolPrefix };
     const { mapped, errors: mapErrors } = mapTools(ref, discovery.tools);
     const announce = (tools: number, pages: number) =>
-      progress.writing({ pages: discovery.pages, listed: discovery.listed, errors: discovery.errors.length + mapErrors.length }, mapped.filter((m) => m.health === 'INVALID').length, tools, pages);
+      progress.writing(
+        { pages: discovery.pages, listed: discovery.listed, errors: discovery.errors.length + mapErrors.length },
+        mapped.filter((m) => m.health === 'INVALID').length,
+        tools,
+        pages,
+      );
     let written: Awaited<ReturnType<SyncService['write']>>;
     try {
-      written = await this.write(server, mapped.map((m) => m.input), discovery.complete, announce, () => progress.wrote());
+      written = await this.write(
+        server,
+        mapped.map((m) => m.input),
+        discovery.complete,
+        announce,
+        () => progress.wrote(),
+      );
       await this.undoIfRemoved(server);
     } catch (e) {
       await onWriteFailure?.(e);
@@ -149,7 +171,11 @@ export class SyncService {
       duration_ms: Math.round(performance.now() - started),
     };
     const toolCount = discovery.complete ? kept.length + reply.kept : server.toolCount + reply.added.length;
-    const recorded = await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: true, report, error: null }, toolCount);
+    const recorded = await this.servers.recordSync(
+      server.id,
+      { at: new Date().toISOString(), trigger, ok: true, report, error: null },
+      toolCount,
+    );
     await progress.flush();
     await this.publish(server, trigger, true, report, null);
     this.log.log(
@@ -175,13 +201,27 @@ export class SyncService {
       { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete: true },
       { timeoutMs: this.config.REGISTRY_REQUEST_TIMEOUT_MS },
     );
-    throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${server.name} was removed during its sync`, { server: server.id });
+    throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${server.name} was removed during its sync`, {
+      server: server.id,
+    });
   }
 
-  private async write(server: McpServerEntity, tools: ExternalToolInput[], complete: boolean, announce: (tools: number, pages: number) => void, wrote: () => void) {
+  private async write(
+    server: McpServerEntity,
+    tools: ExternalToolInput[],
+    complete: boolean,
+    announce: (tools: number, pages: number) => void,
+    wrote: () => void,
+  ) {
     const maxPayload = this.messaging.nc.info?.max_payload ?? 1024 * 1024;
     const budget = Math.min(this.config.MCP_SYNC_MESSAGE_BYTES, maxPayload - HEADER_ROOM);
-    const base: RequestIn<typeof ExternalToolsSync> = { org_id: server.orgId, tool_type: 'external_mcp', source_id: server.id, tools: [], complete };
+    const base: RequestIn<typeof ExternalToolsSync> = {
+      org_id: server.orgId,
+      tool_type: 'external_mcp',
+      source_id: server.id,
+      tools: [],
+      complete,
+    };
     const syncId = randomUUID();
     const plan = planToolSet(tools, budget, {
       sync: (keep) => ({ ...base, ...(keep.length ? { keep } : {}), staged: { sync_id: syncId, pages: 10_000 } }),
@@ -196,10 +236,20 @@ export class SyncService {
     } else {
       const pages = plan.pages;
       await tracer.startActiveSpan('mcp stage tools', async (span) => {
-        span.setAttributes({ 'toolplane.mcp.server': server.name, 'toolplane.mcp.tools': plan.written.length, 'toolplane.mcp.pages': pages.length });
+        span.setAttributes({
+          'toolplane.mcp.server': server.name,
+          'toolplane.mcp.tools': plan.written.length,
+          'toolplane.mcp.pages': pages.length,
+        });
         try {
           await forEachBounded(pages, STAGE_CONCURRENCY, (page, i) =>
-            retryOnce(() => this.messaging.request(ExternalToolsStage, { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: i, tools: page }, opts)).then(wrote),
+            retryOnce(() =>
+              this.messaging.request(
+                ExternalToolsStage,
+                { org_id: server.orgId, source_id: server.id, sync_id: syncId, page: i, tools: page },
+                opts,
+              ),
+            ).then(wrote),
           );
         } catch (e) {
           span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof ToolplaneError ? e.code : 'error' });
@@ -208,8 +258,14 @@ export class SyncService {
           span.end();
         }
       });
-      reply = await this.messaging.request(ExternalToolsSync, { ...base, ...keep, staged: { sync_id: syncId, pages: pages.length } }, opts);
-      this.log.log(`wrote ${plan.written.length} tool(s) of ${server.name} (${server.id}) in ${pages.length} staged page(s)`);
+      reply = await this.messaging.request(
+        ExternalToolsSync,
+        { ...base, ...keep, staged: { sync_id: syncId, pages: pages.length } },
+        opts,
+      );
+      this.log.log(
+        `wrote ${plan.written.length} tool(s) of ${server.name} (${server.id}) in ${pages.length} staged page(s)`,
+      );
     }
     wrote();
     return { reply, withheld: new Set(plan.withheld), errors: plan.errors };
@@ -217,7 +273,12 @@ export class SyncService {
 
   private async syncNow(id: string, orgId: string, trigger: SyncTrigger): Promise<SyncOutcome> {
     const server = await this.servers.findById(orgId, id);
-    if (!server) throw new ToolplaneError(ErrorCode.MCP_SERVER_NOT_FOUND, `MCP server ${id} is gone (removed before its sync started)`, { server: id });
+    if (!server)
+      throw new ToolplaneError(
+        ErrorCode.MCP_SERVER_NOT_FOUND,
+        `MCP server ${id} is gone (removed before its sync started)`,
+        { server: id },
+      );
     const started = performance.now();
     const progress = new SyncProgress(this.messaging, server, trigger);
     const failed = (e: unknown) => this.recordFailure(server, trigger, progress, e);
@@ -237,27 +298,54 @@ export class SyncService {
    * the write — is recorded on the server (`last_sync`) and published, with a typed error's
    * message only. A server removed during its sync has no row to record on.
    */
-  private async recordFailure(server: McpServerEntity, trigger: SyncTrigger, progress: SyncProgress, e: unknown): Promise<void> {
+  private async recordFailure(
+    server: McpServerEntity,
+    trigger: SyncTrigger,
+    progress: SyncProgress,
+    e: unknown,
+  ): Promise<void> {
     if (e instanceof ToolplaneError && e.code === ErrorCode.MCP_SERVER_NOT_FOUND) return;
     const message = e instanceof ToolplaneError ? e.message : 'Internal error';
-    await this.servers.recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message }).catch(() => undefined);
+    await this.servers
+      .recordSync(server.id, { at: new Date().toISOString(), trigger, ok: false, report: null, error: message })
+      .catch(() => undefined);
     await progress.flush();
     await this.publish(server, trigger, false, null, message).catch(() => undefined);
     this.log.warn(`sync of ${server.name} (${server.id}, ${trigger}) failed: ${message}`);
   }
 
-  private publish(server: McpServerEntity, trigger: SyncTrigger, ok: boolean, report: McpSyncReport | null, error: string | null): Promise<void> {
+  private publish(
+    server: McpServerEntity,
+    trigger: SyncTrigger,
+    ok: boolean,
+    report: McpSyncReport | null,
+    error: string | null,
+  ): Promise<void> {
     const eventId = randomUUID();
     return this.messaging.publish(
       McpServerSynced,
-      { event_id: eventId, occurred_at: new Date().toISOString(), org_id: server.orgId, server_id: server.id, server_name: server.name, trigger, ok, report, error },
+      {
+        event_id: eventId,
+        occurred_at: new Date().toISOString(),
+        org_id: server.orgId,
+        server_id: server.id,
+        server_name: server.name,
+        trigger,
+        ok,
+        report,
+        error,
+      },
       eventId,
     );
   }
 }
 
 /** Runs `fn` over `items`, at most `limit` at once; the first failure rejects (the rest still settle). */
-async function forEachBounded<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<unknown>): Promise<void> {
+async function forEachBounded<T>(
+  items: T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<unknown>,
+): Promise<void> {
   let next = 0;
   let failed: { error: unknown } | undefined;
   await Promise.all(

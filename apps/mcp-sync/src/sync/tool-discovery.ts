@@ -45,15 +45,26 @@ export interface DiscoveryLimits {
  * that cannot be kept at all (no name) is reported, never dropped silently. `onPage` sees the
  * counts after each page.
  */
-export async function discoverTools(client: Client, limits: DiscoveryLimits, onPage?: (soFar: Discovery) => void): Promise<Discovery> {
+export async function discoverTools(
+  client: Client,
+  limits: DiscoveryLimits,
+  onPage?: (soFar: Discovery) => void,
+): Promise<Discovery> {
   const out: Discovery = { tools: [], listed: 0, pages: 0, complete: true, errors: [] };
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
   do {
-    if (out.pages >= limits.maxPages) return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `stopped after ${limits.maxPages} pages (MCP_LIST_MAX_PAGES)`);
+    if (out.pages >= limits.maxPages)
+      return stop(
+        out,
+        McpSyncErrorCode.MCP_LIST_INCOMPLETE,
+        `stopped after ${limits.maxPages} pages (MCP_LIST_MAX_PAGES)`,
+      );
     let page: z.infer<typeof LoosePage>;
     try {
-      page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, LoosePage, { timeout: limits.pageTimeoutMs });
+      page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, LoosePage, {
+        timeout: limits.pageTimeoutMs,
+      });
     } catch (e) {
       if (out.pages === 0) throw e;
       return stop(out, McpSyncErrorCode.MCP_LIST_FAILED, `page ${out.pages + 1} of tools/list failed: ${describe(e)}`);
@@ -63,7 +74,10 @@ export async function discoverTools(client: Client, limits: DiscoveryLimits, onP
     page.tools.forEach((raw, i) => {
       const named = NamedTool.safeParse(raw);
       if (!named.success) {
-        out.errors.push({ code: McpSyncErrorCode.MCP_TOOL_MALFORMED, message: `tool #${i + 1} of page ${out.pages} has no usable name (${named.error.issues[0]?.message ?? 'invalid'}); it cannot be stored` });
+        out.errors.push({
+          code: McpSyncErrorCode.MCP_TOOL_MALFORMED,
+          message: `tool #${i + 1} of page ${out.pages} has no usable name (${named.error.issues[0]?.message ?? 'invalid'}); it cannot be stored`,
+        });
         return;
       }
       out.tools.push(named.data as RawTool);
@@ -71,11 +85,20 @@ export async function discoverTools(client: Client, limits: DiscoveryLimits, onP
     onPage?.(out);
     if (out.tools.length > limits.maxTools) {
       out.tools.length = limits.maxTools;
-      return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `the server lists more than ${limits.maxTools} tools (MCP_MAX_TOOLS_PER_SERVER); the rest were not synced`);
+      return stop(
+        out,
+        McpSyncErrorCode.MCP_LIST_INCOMPLETE,
+        `the server lists more than ${limits.maxTools} tools (MCP_MAX_TOOLS_PER_SERVER); the rest were not synced`,
+      );
     }
     cursor = page.nextCursor || undefined;
     if (cursor !== undefined) {
-      if (seenCursors.has(cursor)) return stop(out, McpSyncErrorCode.MCP_LIST_INCOMPLETE, `the server repeated cursor ${JSON.stringify(cursor.slice(0, 64))}`);
+      if (seenCursors.has(cursor))
+        return stop(
+          out,
+          McpSyncErrorCode.MCP_LIST_INCOMPLETE,
+          `the server repeated cursor ${JSON.stringify(cursor.slice(0, 64))}`,
+        );
       seenCursors.add(cursor);
     }
   } while (cursor !== undefined);

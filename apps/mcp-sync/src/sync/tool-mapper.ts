@@ -1,4 +1,9 @@
-import { McpSyncErrorCode, type ExternalToolInput, type McpToolMetadata, type SchemaHealth } from '@toolplane/contracts';
+import {
+  McpSyncErrorCode,
+  type ExternalToolInput,
+  type McpToolMetadata,
+  type SchemaHealth,
+} from '@toolplane/contracts';
 import { normalizeMcpSchema, validateSchema } from '@toolplane/schema-engine';
 import type { RawTool, SyncError } from './tool-discovery';
 
@@ -32,7 +37,8 @@ export function registryName(server: ToolOrigin, toolName: string): string {
  */
 export function mapTool(server: ToolOrigin, raw: RawTool): MappedTool {
   const name = registryName(server, raw.name);
-  const description = typeof raw.description === 'string' ? raw.description : typeof raw.title === 'string' ? raw.title : null;
+  const description =
+    typeof raw.description === 'string' ? raw.description : typeof raw.title === 'string' ? raw.title : null;
   const own: string[] = [];
   let parameters: Record<string, unknown>;
   let changed = false;
@@ -62,7 +68,11 @@ export function mapTool(server: ToolOrigin, raw: RawTool): MappedTool {
     ...(typeof raw.title === 'string' ? { title: raw.title } : {}),
     ...(isObject(raw.outputSchema) ? { output_schema: raw.outputSchema } : {}),
   };
-  return { input: { name, description, json_schema: jsonSchema, tags: [`mcp:${server.name}`], metadata_: { mcp } }, health, reasons };
+  return {
+    input: { name, description, json_schema: jsonSchema, tags: [`mcp:${server.name}`], metadata_: { mcp } },
+    health,
+    reasons,
+  };
 }
 
 /** Maps every tool; a registry name listed twice keeps its first tool and the rest are reported. */
@@ -73,7 +83,11 @@ export function mapTools(server: ToolOrigin, tools: RawTool[]): { mapped: Mapped
   for (const raw of tools) {
     const m = mapTool(server, raw);
     if (seen.has(m.input.name)) {
-      errors.push({ code: McpSyncErrorCode.MCP_TOOL_DUPLICATE, tool: m.input.name, message: `the server lists ${m.input.name} more than once; the first one was kept` });
+      errors.push({
+        code: McpSyncErrorCode.MCP_TOOL_DUPLICATE,
+        tool: m.input.name,
+        message: `the server lists ${m.input.name} more than once; the first one was kept`,
+      });
       continue;
     }
     seen.add(m.input.name);

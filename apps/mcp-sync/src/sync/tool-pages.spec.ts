@@ -9,7 +9,15 @@ const tool = (name: string, descriptionBytes = 10): ExternalToolInput => ({
   metadata_: { mcp: { tool_name: name } },
 });
 const envelopes: PlanEnvelopes = {
-  sync: (keep) => ({ org_id: 'org', tool_type: 'external_mcp', source_id: 'mcp-x', tools: [], complete: true, ...(keep.length ? { keep } : {}), staged: { sync_id: 'u', pages: 10_000 } }),
+  sync: (keep) => ({
+    org_id: 'org',
+    tool_type: 'external_mcp',
+    source_id: 'mcp-x',
+    tools: [],
+    complete: true,
+    ...(keep.length ? { keep } : {}),
+    staged: { sync_id: 'u', pages: 10_000 },
+  }),
   stage: { org_id: 'org', source_id: 'mcp-x', sync_id: 'u', page: 9_999, tools: [] },
 };
 const size = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
@@ -27,9 +35,13 @@ describe('planning a tool set into registry messages', () => {
     const plan = planToolSet(tools, budget, envelopes);
     expect(plan.pages!.length).toBeGreaterThan(5);
     expect(plan.pages!.flat()).toEqual(tools);
-    for (const page of plan.pages!) expect(size({ ...(envelopes.stage as object), tools: page })).toBeLessThanOrEqual(budget);
+    for (const page of plan.pages!)
+      expect(size({ ...(envelopes.stage as object), tools: page })).toBeLessThanOrEqual(budget);
     // Pages are filled: no two neighbours could have been one page.
-    for (let i = 1; i < plan.pages!.length; i++) expect(size({ ...(envelopes.stage as object), tools: [...plan.pages![i - 1]!, plan.pages![i]![0]!] })).toBeGreaterThan(budget);
+    for (let i = 1; i < plan.pages!.length; i++)
+      expect(
+        size({ ...(envelopes.stage as object), tools: [...plan.pages![i - 1]!, plan.pages![i]![0]!] }),
+      ).toBeGreaterThan(budget);
     expect(plan.errors).toEqual([]);
   });
 
@@ -42,8 +54,15 @@ describe('planning a tool set into registry messages', () => {
     expect(plan.written.map((t) => t.name)).toEqual(['a', 'b']);
     expect(plan.withheld).toEqual(['huge', longName.name]);
     expect(plan.errors).toEqual([
-      expect.objectContaining({ code: 'TOOL_TOO_LARGE', tool: 'huge', message: expect.stringContaining('MCP_SYNC_MESSAGE_BYTES 16384') }),
-      expect.objectContaining({ code: 'MCP_TOOL_REJECTED', message: expect.stringContaining('name is longer than 256') }),
+      expect.objectContaining({
+        code: 'TOOL_TOO_LARGE',
+        tool: 'huge',
+        message: expect.stringContaining('MCP_SYNC_MESSAGE_BYTES 16384'),
+      }),
+      expect.objectContaining({
+        code: 'MCP_TOOL_REJECTED',
+        message: expect.stringContaining('name is longer than 256'),
+      }),
     ]);
   });
 

@@ -49,7 +49,11 @@ export class AgentToolsRepository {
    */
   withTools<T>(orgId: string, refs: ToolRefs, fn: (tools: ToolEntity[], m: EntityManager) => Promise<T>): Promise<T> {
     return this.ds.transaction(async (m) => {
-      const qb = m.getRepository(ToolEntity).createQueryBuilder('t').setLock('for_key_share').where('t.org_id = :orgId', { orgId });
+      const qb = m
+        .getRepository(ToolEntity)
+        .createQueryBuilder('t')
+        .setLock('for_key_share')
+        .where('t.org_id = :orgId', { orgId });
       if (refs.ids) qb.andWhere('t.id = ANY(:ids)', { ids: refs.ids });
       else qb.andWhere('t.name = ANY(:names)', { names: refs.names ?? [] });
       return fn(await qb.getMany(), m);
@@ -61,11 +65,17 @@ export class AgentToolsRepository {
    * as it is; a value (or null) is set on every one of them. Returns the tool ids whose row was
    * added or changed.
    */
-  async attach(m: EntityManager, orgId: string, agentId: string, toolIds: string[], requiresApproval: boolean | null | undefined): Promise<{ added: string[]; changed: string[] }> {
+  async attach(
+    m: EntityManager,
+    orgId: string,
+    agentId: string,
+    toolIds: string[],
+    requiresApproval: boolean | null | undefined,
+  ): Promise<{ added: string[]; changed: string[] }> {
     if (!toolIds.length) return { added: [], changed: [] };
     const set = requiresApproval !== undefined;
     const rows: Array<{ tool_id: string; added: boolean }> = await m.query(
-        `INSERT INTO registry.agent_tools (org_id, agent_id, tool_id, requires_approval)
+      `INSERT INTO registry.agent_tools (org_id, agent_id, tool_id, requires_approval)
          SELECT $1, $2, tool_id, $4::boolean FROM unnest($3::text[]) WITH ORDINALITY AS r(tool_id, n) ORDER BY n
          ON CONFLICT (org_id, agent_id, tool_id) DO ${
            set
@@ -76,7 +86,10 @@ export class AgentToolsRepository {
          RETURNING tool_id, (xmax = 0) AS added`,
       [orgId, agentId, toolIds, set ? requiresApproval : null],
     );
-    return { added: rows.filter((r) => r.added).map((r) => r.tool_id), changed: rows.filter((r) => !r.added).map((r) => r.tool_id) };
+    return {
+      added: rows.filter((r) => r.added).map((r) => r.tool_id),
+      changed: rows.filter((r) => !r.added).map((r) => r.tool_id),
+    };
   }
 
   /** The agent's attachments of these tools, with their tools. */
@@ -99,7 +112,12 @@ export class AgentToolsRepository {
   }
 
   /** Detaches the agent's tools named by `refs`; returns what was attached. */
-  async detach(orgId: string, agentId: string, refs: ToolRefs, inTransaction: (detached: Array<{ tool_id: string; name: string }>, m: EntityManager) => Promise<void>): Promise<Array<{ tool_id: string; name: string }>> {
+  async detach(
+    orgId: string,
+    agentId: string,
+    refs: ToolRefs,
+    inTransaction: (detached: Array<{ tool_id: string; name: string }>, m: EntityManager) => Promise<void>,
+  ): Promise<Array<{ tool_id: string; name: string }>> {
     return this.ds.transaction(async (m) => {
       const byName = !refs.ids;
       const detached = returned<{ tool_id: string; name: string }>(
@@ -140,11 +158,20 @@ export class AgentToolsRepository {
 
   private async withToolsOf(m: EntityManager, orgId: string, rows: AttachmentRow[]): Promise<Attachment[]> {
     if (!rows.length) return [];
-    const tools = await m.getRepository(ToolEntity).createQueryBuilder('t').where('t.org_id = :orgId AND t.id = ANY(:ids)', { orgId, ids: rows.map((r) => r.tool_id) }).getMany();
+    const tools = await m
+      .getRepository(ToolEntity)
+      .createQueryBuilder('t')
+      .where('t.org_id = :orgId AND t.id = ANY(:ids)', { orgId, ids: rows.map((r) => r.tool_id) })
+      .getMany();
     const byId = new Map(tools.map((t) => [t.id, t]));
     return rows
       .filter((r) => byId.has(r.tool_id))
-      .map((r) => ({ seq: String(r.seq), tool: byId.get(r.tool_id)!, requiresApproval: r.requires_approval, attachedAt: r.created_at }));
+      .map((r) => ({
+        seq: String(r.seq),
+        tool: byId.get(r.tool_id)!,
+        requiresApproval: r.requires_approval,
+        attachedAt: r.created_at,
+      }));
   }
 }
 

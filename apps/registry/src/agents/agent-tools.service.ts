@@ -42,23 +42,45 @@ export class AgentToolsService {
       const missing = [...new Set(refs.ids ?? refs.names ?? [])].filter((r) => !found.has(r));
       if (missing.length) throw notFound(missing);
       const ordered = orderAs(tools, refs);
-      const { added, changed } = await this.attachments.attach(m, req.org_id, req.agent_id, ordered.map((t) => t.id), req.requires_approval);
-      const attached = await this.attachments.findMany(m, req.org_id, req.agent_id, ordered.map((t) => t.id));
+      const { added, changed } = await this.attachments.attach(
+        m,
+        req.org_id,
+        req.agent_id,
+        ordered.map((t) => t.id),
+        req.requires_approval,
+      );
+      const attached = await this.attachments.findMany(
+        m,
+        req.org_id,
+        req.agent_id,
+        ordered.map((t) => t.id),
+      );
       const touched = new Set([...added, ...changed]);
-      const events = attached.filter((a) => touched.has(a.tool.id)).map((a) => ({ tool_id: a.tool.id, tool_name: a.tool.name, ...approvalOf(a) }));
+      const events = attached
+        .filter((a) => touched.has(a.tool.id))
+        .map((a) => ({ tool_id: a.tool.id, tool_name: a.tool.name, ...approvalOf(a) }));
       if (events.length) await this.outbox.stage(m, [attachedEvent(req.org_id, req.agent_id, events)]);
       const byId = new Map(attached.map((a) => [a.tool.id, a]));
       return { attached: ordered.map((t) => byId.get(t.id)!), added: added.length, touched: touched.size };
     });
     if (touched) this.definitions.forget(req.org_id, req.agent_id);
     await this.outbox.drain(req.org_id);
-    this.log.log(`attached ${added} new tool(s) (${attached.length} asked) to agent ${req.agent_id} in org ${req.org_id}`);
+    this.log.log(
+      `attached ${added} new tool(s) (${attached.length} asked) to agent ${req.agent_id} in org ${req.org_id}`,
+    );
     return { tools: attached.map(toWireAgentTool), attached: added };
   }
 
   async detach(req: RequestOf<typeof AgentToolsDetach>): Promise<ReplyOf<typeof AgentToolsDetach>> {
     const detached = await this.attachments.detach(req.org_id, req.agent_id, refsOf(req), (rows, m) =>
-      this.outbox.stage(m, detachedEvents(req.org_id, rows.map((r) => ({ agent_id: req.agent_id, tool_id: r.tool_id, name: r.name })), 'request')),
+      this.outbox.stage(
+        m,
+        detachedEvents(
+          req.org_id,
+          rows.map((r) => ({ agent_id: req.agent_id, tool_id: r.tool_id, name: r.name })),
+          'request',
+        ),
+      ),
     );
     if (detached.length) this.definitions.forget(req.org_id, req.agent_id);
     await this.outbox.drain(req.org_id);
@@ -87,7 +109,10 @@ function orderAs<T extends { id: string; name: string }>(tools: T[], refs: ToolR
 
 /** The agent's override, else the tool's default, else false. */
 function approvalOf(a: Attachment): { requires_approval: boolean; requires_approval_override: boolean | null } {
-  return { requires_approval: a.requiresApproval ?? a.tool.defaultRequiresApproval ?? false, requires_approval_override: a.requiresApproval };
+  return {
+    requires_approval: a.requiresApproval ?? a.tool.defaultRequiresApproval ?? false,
+    requires_approval_override: a.requiresApproval,
+  };
 }
 
 function toWireAgentTool(a: Attachment): AgentTool {
@@ -96,5 +121,9 @@ function toWireAgentTool(a: Attachment): AgentTool {
 
 function notFound(refs: string[]): ToolplaneError {
   const shown = refs.slice(0, 10).join(', ');
-  return new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, `No tool ${shown}${refs.length > 10 ? ` (and ${refs.length - 10} more)` : ''} in this org: nothing was attached`, { tools: refs.slice(0, 100) });
+  return new ToolplaneError(
+    ErrorCode.TOOL_NOT_FOUND,
+    `No tool ${shown}${refs.length > 10 ? ` (and ${refs.length - 10} more)` : ''} in this org: nothing was attached`,
+    { tools: refs.slice(0, 100) },
+  );
 }

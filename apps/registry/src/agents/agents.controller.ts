@@ -1,6 +1,13 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { AgentToolsAttach, AgentToolsDefinitions, AgentToolsDetach, AgentToolsList, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  AgentToolsAttach,
+  AgentToolsDefinitions,
+  AgentToolsDetach,
+  AgentToolsList,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { AgentToolsService } from './agent-tools.service';
 import { ToolDefinitionsService } from './tool-definitions.service';

@@ -80,7 +80,9 @@ export const GEMINI_FUNCTION_DECLARATION = {
     parameters: {
       $ref: '#/$defs/Schema',
       // Gemini: parameter names start with a letter or _, then letters, digits, _ (max 64); an OBJECT names at least one property.
-      properties: { properties: { type: 'object', minProperties: 1, propertyNames: { pattern: '^[a-zA-Z_][a-zA-Z0-9_]{0,63}$' } } },
+      properties: {
+        properties: { type: 'object', minProperties: 1, propertyNames: { pattern: '^[a-zA-Z_][a-zA-Z0-9_]{0,63}$' } },
+      },
     },
   },
   $defs: {
@@ -120,7 +122,12 @@ export const JSON_SCHEMA_TOOL = {
   type: 'object',
   required: ['name', 'parameters'],
   additionalProperties: false,
-  properties: { name: { type: 'string' }, description: { type: 'string' }, parameters: { type: 'object' }, strict: { const: true } },
+  properties: {
+    name: { type: 'string' },
+    description: { type: 'string' },
+    parameters: { type: 'object' },
+    strict: { const: true },
+  },
 };
 
 export const PROVIDER_TOOL_SCHEMAS = {
@@ -136,7 +143,16 @@ export type ProviderFormat = keyof typeof PROVIDER_TOOL_SCHEMAS;
 /** One compiled validator per format: the errors of a definition, or [] when the API would take it. */
 export function providerValidators(): Record<ProviderFormat, (definition: unknown) => string[]> {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
-  const compiled = Object.fromEntries(Object.entries(PROVIDER_TOOL_SCHEMAS).map(([f, s]) => [f, ajv.compile(s)])) as Record<ProviderFormat, ValidateFunction>;
-  const check = (f: ProviderFormat) => (d: unknown) => (compiled[f](d) ? [] : (compiled[f].errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`));
-  return { openai_chat: check('openai_chat'), openai_responses: check('openai_responses'), anthropic: check('anthropic'), gemini: check('gemini'), json_schema: check('json_schema') };
+  const compiled = Object.fromEntries(
+    Object.entries(PROVIDER_TOOL_SCHEMAS).map(([f, s]) => [f, ajv.compile(s)]),
+  ) as Record<ProviderFormat, ValidateFunction>;
+  const check = (f: ProviderFormat) => (d: unknown) =>
+    compiled[f](d) ? [] : (compiled[f].errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`);
+  return {
+    openai_chat: check('openai_chat'),
+    openai_responses: check('openai_responses'),
+    anthropic: check('anthropic'),
+    gemini: check('gemini'),
+    json_schema: check('json_schema'),
+  };
 }

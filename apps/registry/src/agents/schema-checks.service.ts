@@ -34,7 +34,10 @@ export class SchemaChecksService {
   ) {}
 
   /** One check per schema, in order; `undefined` where the schema service could not answer (`failure` says why). */
-  async checkAll(orgId: string, schemas: Array<Record<string, unknown>>): Promise<{ checks: Array<SchemaCheck | undefined>; failure?: string }> {
+  async checkAll(
+    orgId: string,
+    schemas: Array<Record<string, unknown>>,
+  ): Promise<{ checks: Array<SchemaCheck | undefined>; failure?: string }> {
     const checks: Array<SchemaCheck | undefined> = new Array(schemas.length);
     const missing: Array<{ i: number; key: string }> = [];
     schemas.forEach((s, i) => {
@@ -62,7 +65,11 @@ export class SchemaChecksService {
   }
 
   private async check(orgId: string, parameters: Record<string, unknown>, key: string): Promise<SchemaCheck> {
-    const r = await this.messaging.request(SchemasStrictify, { org_id: orgId, json_schema: parameters }, { timeoutMs: this.config.SCHEMA_REQUEST_TIMEOUT_MS });
+    const r = await this.messaging.request(
+      SchemasStrictify,
+      { org_id: orgId, json_schema: parameters },
+      { timeoutMs: this.config.SCHEMA_REQUEST_TIMEOUT_MS },
+    );
     // strict: the conversion passed (its health is the converted schema's); else health and reasons are the input's.
     const check: SchemaCheck = r.strict
       ? { health: 'STRICT_COMPLIANT', reasons: [], strict: r.json_schema, strictReasons: [] }

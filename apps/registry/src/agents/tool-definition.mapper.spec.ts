@@ -18,8 +18,16 @@ import { toDefinitions, toGeminiParameters, type DefinitionSource } from './tool
  * Compile-time: the contract's definition types (which every reply is parsed with) fit each SDK's
  * own type. `npm run typecheck` fails when a provider's SDK (pinned) disagrees with the contract.
  */
-type EnumFree<T> = T extends Type ? `${Type}` : T extends Array<infer U> ? Array<EnumFree<U>> : T extends object ? { [K in keyof T]: EnumFree<T[K]> } : T;
-const asOpenAIChat = (d: z.infer<typeof OpenAIChatToolDefinition>): OpenAI.Chat.Completions.ChatCompletionFunctionTool => d;
+type EnumFree<T> = T extends Type
+  ? `${Type}`
+  : T extends Array<infer U>
+    ? Array<EnumFree<U>>
+    : T extends object
+      ? { [K in keyof T]: EnumFree<T[K]> }
+      : T;
+const asOpenAIChat = (
+  d: z.infer<typeof OpenAIChatToolDefinition>,
+): OpenAI.Chat.Completions.ChatCompletionFunctionTool => d;
 const asOpenAIResponses = (d: z.infer<typeof OpenAIResponsesToolDefinition>): OpenAI.Responses.FunctionTool => d;
 const asAnthropic = (d: z.infer<typeof AnthropicToolDefinition>): Anthropic.Messages.Tool => d;
 const asGemini = (d: z.infer<typeof GeminiDeclaration>): EnumFree<FunctionDeclaration> => d;
@@ -32,7 +40,11 @@ const _lowerCase: EnumFree<FunctionDeclaration> = { name: 'f', parameters: { typ
 const valid = providerValidators();
 
 /** A source as the registry builds it: the schema engine's health and strict conversion of the parameters. */
-function source(name: string, parameters: Record<string, unknown>, description: string | null = `The ${name} tool.`): DefinitionSource {
+function source(
+  name: string,
+  parameters: Record<string, unknown>,
+  description: string | null = `The ${name} tool.`,
+): DefinitionSource {
   const report = validateSchema(parameters);
   const strict = toStrictSchema(parameters);
   return {
@@ -49,10 +61,17 @@ function source(name: string, parameters: Record<string, unknown>, description: 
 
 const weather = source('get_weather', {
   type: 'object',
-  properties: { city: { type: 'string', description: 'City.' }, units: { type: 'string', enum: ['c', 'f'], default: 'c' } },
+  properties: {
+    city: { type: 'string', description: 'City.' },
+    units: { type: 'string', enum: ['c', 'f'], default: 'c' },
+  },
   required: ['city'],
 });
-const freeForm = source('put_record', { type: 'object', properties: { record: { type: 'object', additionalProperties: { type: 'string' }, description: 'Any fields.' } }, required: ['record'] });
+const freeForm = source('put_record', {
+  type: 'object',
+  properties: { record: { type: 'object', additionalProperties: { type: 'string' }, description: 'Any fields.' } },
+  required: ['record'],
+});
 const invalid = source('broken', { type: 'object', properties: { x: { description: 'No type.' } } });
 const dotted = source('mcp.search', { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
 const noArgs = source('ping', { type: 'object', properties: {} }, null);
@@ -69,21 +88,48 @@ describe('toDefinitions', () => {
       if (parsed.format === 'anthropic') parsed.definitions.forEach(asAnthropic);
       if (parsed.format === 'gemini') parsed.definitions.forEach((d) => asGemini(GeminiDeclaration.parse(d)));
       // INVALID is never sent, whatever the format.
-      expect(sut.excluded.find((e) => e.name === 'broken')).toMatchObject({ health: 'INVALID', reasons: expect.arrayContaining([expect.stringContaining("Missing 'type'")]) });
+      expect(sut.excluded.find((e) => e.name === 'broken')).toMatchObject({
+        health: 'INVALID',
+        reasons: expect.arrayContaining([expect.stringContaining("Missing 'type'")]),
+      });
     }
   });
 
   it('has each provider shape exactly', () => {
     const params = weather.parameters;
-    expect(toDefinitions('openai_chat', false, [weather]).definitions).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'The get_weather tool.', parameters: params, strict: false } }]);
-    expect(toDefinitions('openai_responses', false, [weather]).definitions).toEqual([{ type: 'function', name: 'get_weather', description: 'The get_weather tool.', parameters: params, strict: false }]);
-    expect(toDefinitions('anthropic', false, [weather]).definitions).toEqual([{ name: 'get_weather', description: 'The get_weather tool.', input_schema: params }]);
-    expect(toDefinitions('json_schema', false, [weather]).definitions).toEqual([{ name: 'get_weather', description: 'The get_weather tool.', parameters: params }]);
+    expect(toDefinitions('openai_chat', false, [weather]).definitions).toEqual([
+      {
+        type: 'function',
+        function: { name: 'get_weather', description: 'The get_weather tool.', parameters: params, strict: false },
+      },
+    ]);
+    expect(toDefinitions('openai_responses', false, [weather]).definitions).toEqual([
+      {
+        type: 'function',
+        name: 'get_weather',
+        description: 'The get_weather tool.',
+        parameters: params,
+        strict: false,
+      },
+    ]);
+    expect(toDefinitions('anthropic', false, [weather]).definitions).toEqual([
+      { name: 'get_weather', description: 'The get_weather tool.', input_schema: params },
+    ]);
+    expect(toDefinitions('json_schema', false, [weather]).definitions).toEqual([
+      { name: 'get_weather', description: 'The get_weather tool.', parameters: params },
+    ]);
     expect(toDefinitions('gemini', false, [weather]).definitions).toEqual([
       {
         name: 'get_weather',
         description: 'The get_weather tool.',
-        parameters: { type: 'OBJECT', properties: { city: { type: 'STRING', description: 'City.' }, units: { type: 'STRING', enum: ['c', 'f'], default: 'c' } }, required: ['city'] },
+        parameters: {
+          type: 'OBJECT',
+          properties: {
+            city: { type: 'STRING', description: 'City.' },
+            units: { type: 'STRING', enum: ['c', 'f'], default: 'c' },
+          },
+          required: ['city'],
+        },
       },
     ]);
     // No description: none sent. No parameters: Gemini gets none (it refuses an OBJECT without properties).
@@ -92,24 +138,67 @@ describe('toDefinitions', () => {
 
   it('strict: a strict-able tool gets strict true and the engine’s strict schema; another is sent non-strict with the reason', () => {
     const sut = toDefinitions('openai_chat', true, [weather, freeForm]);
-    expect(sut.definitions[0]).toEqual({ type: 'function', function: { name: 'get_weather', description: 'The get_weather tool.', parameters: weather.strictParameters, strict: true } });
-    expect(weather.strictParameters).toMatchObject({ additionalProperties: false, required: ['city', 'units'], properties: { units: { type: ['string', 'null'] } } });
-    expect(sut.definitions[1]).toMatchObject({ function: { name: 'put_record', parameters: freeForm.parameters, strict: false } });
-    expect(sut.warnings).toEqual([{ tool_id: freeForm.toolId, name: 'put_record', reasons: [expect.stringMatching(/^sent non-strict: .*additionalProperties/)] }]);
-    expect(toDefinitions('anthropic', true, [weather]).definitions).toEqual([{ name: 'get_weather', description: 'The get_weather tool.', input_schema: weather.strictParameters, strict: true }]);
-    expect(toDefinitions('openai_responses', true, [weather]).definitions[0]).toMatchObject({ strict: true, parameters: weather.strictParameters });
+    expect(sut.definitions[0]).toEqual({
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'The get_weather tool.',
+        parameters: weather.strictParameters,
+        strict: true,
+      },
+    });
+    expect(weather.strictParameters).toMatchObject({
+      additionalProperties: false,
+      required: ['city', 'units'],
+      properties: { units: { type: ['string', 'null'] } },
+    });
+    expect(sut.definitions[1]).toMatchObject({
+      function: { name: 'put_record', parameters: freeForm.parameters, strict: false },
+    });
+    expect(sut.warnings).toEqual([
+      {
+        tool_id: freeForm.toolId,
+        name: 'put_record',
+        reasons: [expect.stringMatching(/^sent non-strict: .*additionalProperties/)],
+      },
+    ]);
+    expect(toDefinitions('anthropic', true, [weather]).definitions).toEqual([
+      {
+        name: 'get_weather',
+        description: 'The get_weather tool.',
+        input_schema: weather.strictParameters,
+        strict: true,
+      },
+    ]);
+    expect(toDefinitions('openai_responses', true, [weather]).definitions[0]).toMatchObject({
+      strict: true,
+      parameters: weather.strictParameters,
+    });
   });
 
   it("excludes a name a provider refuses, with the provider's rule; Gemini takes it", () => {
     for (const f of ['openai_chat', 'openai_responses', 'anthropic'] as const) {
-      expect(toDefinitions(f, false, [dotted]).excluded).toEqual([{ tool_id: dotted.toolId, name: 'mcp.search', health: 'STRICT_COMPLIANT', reasons: [expect.stringContaining('^[a-zA-Z0-9_-]{1,64}$')] }]);
+      expect(toDefinitions(f, false, [dotted]).excluded).toEqual([
+        {
+          tool_id: dotted.toolId,
+          name: 'mcp.search',
+          health: 'STRICT_COMPLIANT',
+          reasons: [expect.stringContaining('^[a-zA-Z0-9_-]{1,64}$')],
+        },
+      ]);
     }
     expect(toDefinitions('gemini', false, [dotted]).definitions).toHaveLength(1);
-    expect(toDefinitions('gemini', false, [source('9lives', { type: 'object', properties: {} })]).excluded[0]!.reasons[0]).toMatch(/Gemini's pattern/);
+    expect(
+      toDefinitions('gemini', false, [source('9lives', { type: 'object', properties: {} })]).excluded[0]!.reasons[0],
+    ).toMatch(/Gemini's pattern/);
   });
 
   it('sends at most 128 tools to OpenAI and says which were left out', () => {
-    const many = Array.from({ length: 130 }, (_, i) => ({ ...weather, toolId: `tool-00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, name: `tool_${i}` }));
+    const many = Array.from({ length: 130 }, (_, i) => ({
+      ...weather,
+      toolId: `tool-00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      name: `tool_${i}`,
+    }));
     const sut = toDefinitions('openai_chat', false, many);
     expect(sut.definitions).toHaveLength(128);
     expect(sut.excluded.map((e) => [e.name, e.reasons])).toEqual([
@@ -127,7 +216,9 @@ describe('toGeminiParameters', () => {
       properties: {
         maybe: { type: ['integer', 'null'], exclusiveMinimum: 0, maxItems: 3 },
         either: { oneOf: [{ type: 'string' }, { type: 'number' }] },
-        opt: { anyOf: [{ type: 'array', items: { type: 'string' }, minItems: 1, uniqueItems: true }, { type: 'null' }] },
+        opt: {
+          anyOf: [{ type: 'array', items: { type: 'string' }, minItems: 1, uniqueItems: true }, { type: 'null' }],
+        },
         fixed: { const: 'v1' },
         level: { type: 'integer', enum: [1, 2, null] },
         map: { type: 'object', additionalProperties: { type: 'string' } },
@@ -152,20 +243,28 @@ describe('toGeminiParameters', () => {
     expect(sut.warnings).toEqual([
       'parameters.properties.maybe: exclusiveMinimum sent as minimum (Gemini has no exclusive bounds)',
       'parameters.properties.either: oneOf sent as anyOf (Gemini has no oneOf)',
-      'parameters.properties.opt.anyOf[0]: uniqueItems dropped (not in Gemini\'s schema)',
+      "parameters.properties.opt.anyOf[0]: uniqueItems dropped (not in Gemini's schema)",
       'parameters.properties.fixed: const sent as a one-value enum (Gemini has no const)',
-      'parameters.properties.level: enum values sent as strings (Gemini\'s enum holds strings)',
-      'parameters.properties.map: additionalProperties dropped (not in Gemini\'s schema)',
+      "parameters.properties.level: enum values sent as strings (Gemini's enum holds strings)",
+      "parameters.properties.map: additionalProperties dropped (not in Gemini's schema)",
     ]);
     expect(valid.gemini({ name: 'f', parameters: sut.schema })).toEqual([]);
     expect(GeminiDeclaration.safeParse({ name: 'f', parameters: sut.schema }).success).toBe(true);
   });
 
   it('excludes what it cannot say: a $ref, a parameter name Gemini refuses, an array without items', () => {
-    expect(toGeminiParameters({ type: 'object', properties: { n: { $ref: '#/$defs/Node' } }, $defs: { Node: { type: 'object' } } }).fatal).toEqual([
-      'parameters.properties.n: $ref "#/$defs/Node": Gemini\'s schema has no references',
+    expect(
+      toGeminiParameters({
+        type: 'object',
+        properties: { n: { $ref: '#/$defs/Node' } },
+        $defs: { Node: { type: 'object' } },
+      }).fatal,
+    ).toEqual(['parameters.properties.n: $ref "#/$defs/Node": Gemini\'s schema has no references']);
+    expect(toGeminiParameters({ type: 'object', properties: { 'my-arg': { type: 'string' } } }).fatal[0]).toMatch(
+      /"my-arg" do not match Gemini's/,
+    );
+    expect(toGeminiParameters({ type: 'object', properties: { xs: { type: 'array' } } }).fatal).toEqual([
+      'parameters.properties.xs: an array without items (Gemini needs them)',
     ]);
-    expect(toGeminiParameters({ type: 'object', properties: { 'my-arg': { type: 'string' } } }).fatal[0]).toMatch(/"my-arg" do not match Gemini's/);
-    expect(toGeminiParameters({ type: 'object', properties: { xs: { type: 'array' } } }).fatal).toEqual(['parameters.properties.xs: an array without items (Gemini needs them)']);
   });
 });

@@ -44,7 +44,11 @@ export const PROVIDERS: Record<DefinitionFormat, Provider> = {
   openai_chat: { label: 'OpenAI', name: OPENAI_NAME, maxTools: 128 },
   openai_responses: { label: 'OpenAI', name: OPENAI_NAME, maxTools: 128 },
   anthropic: { label: 'Anthropic', name: { pattern: /^[a-zA-Z0-9_-]{1,64}$/, rule: '^[a-zA-Z0-9_-]{1,64}$' } },
-  gemini: { label: 'Gemini', name: { pattern: /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$/, rule: '^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$' }, maxTools: 512 },
+  gemini: {
+    label: 'Gemini',
+    name: { pattern: /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$/, rule: '^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$' },
+    maxTools: 512,
+  },
   json_schema: { label: 'json_schema' },
 };
 
@@ -59,14 +63,17 @@ const GEMINI_PARAMETER_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
 export function toDefinitions(format: DefinitionFormat, strict: boolean, tools: DefinitionSource[]): Definitions {
   const provider = PROVIDERS[format];
   const out: Definitions = { definitions: [], excluded: [], warnings: [] };
-  const exclude = (t: DefinitionSource, reasons: string[]) => out.excluded.push({ tool_id: t.toolId, name: t.name, health: t.health, reasons });
+  const exclude = (t: DefinitionSource, reasons: string[]) =>
+    out.excluded.push({ tool_id: t.toolId, name: t.name, health: t.health, reasons });
   for (const t of tools) {
     if (t.health === 'INVALID') {
       exclude(t, t.reasons.length ? t.reasons : ['the schema is INVALID']);
       continue;
     }
     if (provider.name && !provider.name.pattern.test(t.name)) {
-      exclude(t, [`name ${JSON.stringify(t.name.slice(0, 80))} does not match ${provider.label}'s pattern ${provider.name.rule}`]);
+      exclude(t, [
+        `name ${JSON.stringify(t.name.slice(0, 80))} does not match ${provider.label}'s pattern ${provider.name.rule}`,
+      ]);
       continue;
     }
     if (provider.maxTools !== undefined && out.definitions.length >= provider.maxTools) {
@@ -85,38 +92,73 @@ export function toDefinitions(format: DefinitionFormat, strict: boolean, tools: 
   return out;
 }
 
-function definitionOf(format: DefinitionFormat, strict: boolean, t: DefinitionSource): { definition: Obj; warnings: string[] } | { excluded: string[] } {
+function definitionOf(
+  format: DefinitionFormat,
+  strict: boolean,
+  t: DefinitionSource,
+): { definition: Obj; warnings: string[] } | { excluded: string[] } {
   const description = t.description ? { description: t.description } : {};
   if (format === 'gemini') {
     const g = toGeminiParameters(t.parameters);
     if (g.fatal.length) return { excluded: g.fatal };
-    return { definition: { name: t.name, ...description, ...(g.schema ? { parameters: g.schema } : {}) }, warnings: g.warnings };
+    return {
+      definition: { name: t.name, ...description, ...(g.schema ? { parameters: g.schema } : {}) },
+      warnings: g.warnings,
+    };
   }
   const warnings: string[] = [];
   const isStrict = strict && t.strictParameters !== null;
-  if (strict && !isStrict && !t.unchecked) warnings.push(`sent non-strict: ${t.strictReasons.join('; ') || 'the schema cannot be strict'}`);
+  if (strict && !isStrict && !t.unchecked)
+    warnings.push(`sent non-strict: ${t.strictReasons.join('; ') || 'the schema cannot be strict'}`);
   if (strict && t.unchecked) warnings.push('sent non-strict: the schema could not be checked');
   const parameters = isStrict ? t.strictParameters! : t.parameters;
   switch (format) {
     case 'openai_chat':
-      return { definition: { type: 'function', function: { name: t.name, ...description, parameters, strict: isStrict } }, warnings };
+      return {
+        definition: { type: 'function', function: { name: t.name, ...description, parameters, strict: isStrict } },
+        warnings,
+      };
     case 'openai_responses':
       return { definition: { type: 'function', name: t.name, ...description, parameters, strict: isStrict }, warnings };
     case 'anthropic':
-      if (parameters.type !== 'object') return { excluded: ["Anthropic's input_schema must be an object schema (type: object)"] };
-      return { definition: { name: t.name, ...description, input_schema: parameters, ...(isStrict ? { strict: true } : {}) }, warnings };
+      if (parameters.type !== 'object')
+        return { excluded: ["Anthropic's input_schema must be an object schema (type: object)"] };
+      return {
+        definition: { name: t.name, ...description, input_schema: parameters, ...(isStrict ? { strict: true } : {}) },
+        warnings,
+      };
     case 'json_schema':
-      return { definition: { name: t.name, ...description, parameters, ...(isStrict ? { strict: true } : {}) }, warnings };
+      return {
+        definition: { name: t.name, ...description, parameters, ...(isStrict ? { strict: true } : {}) },
+        warnings,
+      };
   }
 }
 
-const GEMINI_TYPES: Record<string, string> = { string: 'STRING', number: 'NUMBER', integer: 'INTEGER', boolean: 'BOOLEAN', array: 'ARRAY', object: 'OBJECT', null: 'NULL' };
+const GEMINI_TYPES: Record<string, string> = {
+  string: 'STRING',
+  number: 'NUMBER',
+  integer: 'INTEGER',
+  boolean: 'BOOLEAN',
+  array: 'ARRAY',
+  object: 'OBJECT',
+  null: 'NULL',
+};
 /** Kept as they are. */
 const GEMINI_SAME = new Set(['description', 'title', 'format', 'pattern', 'default', 'example', 'propertyOrdering']);
 /** JSON Schema integers that Gemini's Schema holds as int64 strings. */
 const GEMINI_INT64 = new Set(['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties']);
 /** Dropped without a word: annotations that constrain nothing the model sends. */
-const GEMINI_SILENT = new Set(['$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', 'examples', 'strict']);
+const GEMINI_SILENT = new Set([
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'examples',
+  'strict',
+]);
 /** Where a schema's properties are named in a reason. */
 const MAX_WARNINGS = 20;
 
@@ -142,11 +184,17 @@ export function toGeminiParameters(parameters: Obj): GeminiResult {
   const props = isObject(parameters.properties) ? parameters.properties : {};
   const badNames = Object.keys(props).filter((n) => !GEMINI_PARAMETER_NAME.test(n));
   if (badNames.length) {
-    r.fatal.push(`parameter name(s) ${badNames.slice(0, 5).map((n) => JSON.stringify(n.slice(0, 80))).join(', ')} do not match Gemini's ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$`);
+    r.fatal.push(
+      `parameter name(s) ${badNames
+        .slice(0, 5)
+        .map((n) => JSON.stringify(n.slice(0, 80)))
+        .join(', ')} do not match Gemini's ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$`,
+    );
     return r;
   }
   const schema = new GeminiConverter(r).convert(parameters, 'parameters');
-  if (r.warnings.length > MAX_WARNINGS) r.warnings.splice(MAX_WARNINGS, r.warnings.length, `and ${r.warnings.length - MAX_WARNINGS} more`);
+  if (r.warnings.length > MAX_WARNINGS)
+    r.warnings.splice(MAX_WARNINGS, r.warnings.length, `and ${r.warnings.length - MAX_WARNINGS} more`);
   if (!r.fatal.length && isObject(schema.properties)) r.schema = schema;
   return r;
 }
@@ -164,7 +212,10 @@ class GeminiConverter {
       else if (k === 'type') nullable = this.type(v, out, path) || nullable;
       else if (k === 'properties' && isObject(v)) {
         const entries = Object.entries(v).filter(([, s]) => isObject(s));
-        if (entries.length) out.properties = Object.fromEntries(entries.map(([name, s]) => [name, this.convert(s as Obj, `${path}.properties.${name}`)]));
+        if (entries.length)
+          out.properties = Object.fromEntries(
+            entries.map(([name, s]) => [name, this.convert(s as Obj, `${path}.properties.${name}`)]),
+          );
       } else if (k === 'required' && Array.isArray(v)) out.required = v;
       else if (k === 'items' && isObject(v)) out.items = this.convert(v, `${path}.items`);
       else if ((k === 'anyOf' || k === 'oneOf') && Array.isArray(v)) nullable = this.anyOf(k, v, out, path) || nullable;
@@ -176,7 +227,8 @@ class GeminiConverter {
         const bound = k === 'exclusiveMinimum' ? 'minimum' : 'maximum';
         if (!(bound in node)) out[bound] = v;
         this.warn(`${path}: ${k} sent as ${bound} (Gemini has no exclusive bounds)`);
-      } else if (k === '$ref') this.r.fatal.push(`${path}: $ref ${JSON.stringify(String(v).slice(0, 80))}: Gemini's schema has no references`);
+      } else if (k === '$ref')
+        this.r.fatal.push(`${path}: $ref ${JSON.stringify(String(v).slice(0, 80))}: Gemini's schema has no references`);
       else if (k === 'additionalProperties' && v === false) continue;
       else if (GEMINI_SILENT.has(k)) continue;
       else this.warn(`${path}: ${k} dropped (not in Gemini's schema)`);

@@ -58,7 +58,13 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.subs = [this.messaging.onEvents(INVALIDATING, (_e, p) => this.forget(p.org_id, 'agent_id' in p ? p.agent_id : undefined), { invalid: (e, raw) => this.onInvalid(e.subject, raw) })];
+    this.subs = [
+      this.messaging.onEvents(
+        INVALIDATING,
+        (_e, p) => this.forget(p.org_id, 'agent_id' in p ? p.agent_id : undefined),
+        { invalid: (e, raw) => this.onInvalid(e.subject, raw) },
+      ),
+    ];
     this.health.metrics = () => this.metrics();
   }
 
@@ -88,7 +94,15 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
         this.building.set(flight, p);
       }
       const built = await p;
-      if (!built.degraded) this.cache.set(req.org_id, key, built.reply, this.config.REGISTRY_DEFINITIONS_CACHE_TTL_MS, version, req.agent_id);
+      if (!built.degraded)
+        this.cache.set(
+          req.org_id,
+          key,
+          built.reply,
+          this.config.REGISTRY_DEFINITIONS_CACHE_TTL_MS,
+          version,
+          req.agent_id,
+        );
       reply = built.reply;
     }
     return req.if_none_match === reply.etag ? { not_modified: true, etag: reply.etag } : reply;
@@ -104,7 +118,8 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
       const source: DefinitionSource = {
         toolId: row.tool_id,
         name: row.name,
-        description: row.description ?? (typeof row.json_schema?.description === 'string' ? row.json_schema.description : null),
+        description:
+          row.description ?? (typeof row.json_schema?.description === 'string' ? row.json_schema.description : null),
         parameters: parameters[i]!,
         health: check?.health ?? 'NON_STRICT_ONLY',
         reasons: check?.reasons ?? [],
@@ -123,23 +138,36 @@ export class ToolDefinitionsService implements OnModuleInit, OnModuleDestroy {
   /** A payload of another version (a rolling upgrade) still names its org: drop all of the org's sets rather than keep a stale one. */
   private onInvalid(subject: string, raw: unknown): void {
     const orgId = (raw as { org_id?: unknown } | null)?.org_id;
-    this.log.warn(`a ${subject} event does not match its contract${typeof orgId === 'string' ? `: dropping every set of org ${orgId}` : ' and names no org: ignored'}`);
+    this.log.warn(
+      `a ${subject} event does not match its contract${typeof orgId === 'string' ? `: dropping every set of org ${orgId}` : ' and names no org: ignored'}`,
+    );
     if (typeof orgId === 'string') this.forget(orgId);
   }
 
   private metrics(): string {
-    const line = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
+    const line = (name: string, help: string, value: number) =>
+      `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
     return [
-      line('toolplane_registry_definitions_cache_hits_total', 'Definition requests answered from the cache.', this.stats.hits),
+      line(
+        'toolplane_registry_definitions_cache_hits_total',
+        'Definition requests answered from the cache.',
+        this.stats.hits,
+      ),
       line('toolplane_registry_definitions_builds_total', 'Definition sets built (cache misses).', this.stats.builds),
-      line('toolplane_registry_definitions_invalidations_total', 'Definition sets dropped (by events or a local change).', this.stats.invalidations),
+      line(
+        'toolplane_registry_definitions_invalidations_total',
+        'Definition sets dropped (by events or a local change).',
+        this.stats.invalidations,
+      ),
     ].join('');
   }
 }
 
 function parametersOf(row: DefinitionRow): Record<string, unknown> {
   const p = row.json_schema?.parameters;
-  return typeof p === 'object' && p !== null && !Array.isArray(p) ? (p as Record<string, unknown>) : { type: 'object', properties: {} };
+  return typeof p === 'object' && p !== null && !Array.isArray(p)
+    ? (p as Record<string, unknown>)
+    : { type: 'object', properties: {} };
 }
 
 /** What mcp-sync finds wrong with an MCP tool itself (not its schema): see mcp-sync's tool-mapper. */
@@ -151,7 +179,10 @@ const MCP_TOOL_DEFECT = /^(inputSchema|description): /;
  * reasons are checked again above, and its name is each provider's own rule.
  */
 function withSourceHealth(source: DefinitionSource, row: DefinitionRow): DefinitionSource {
-  const mcp = row.tool_type === 'external_mcp' ? (row.metadata?.mcp as { health?: unknown; reasons?: unknown } | undefined) : undefined;
+  const mcp =
+    row.tool_type === 'external_mcp'
+      ? (row.metadata?.mcp as { health?: unknown; reasons?: unknown } | undefined)
+      : undefined;
   if (mcp?.health !== 'INVALID' || !Array.isArray(mcp.reasons)) return source;
   const defects = mcp.reasons.filter((r): r is string => typeof r === 'string' && MCP_TOOL_DEFECT.test(r));
   return defects.length ? { ...source, health: 'INVALID', reasons: [...defects, ...source.reasons] } : source;

@@ -20,7 +20,12 @@ export class ToolSetChanges {
   ) {}
 
   /** Inside the removal's transaction, before the tools go: detaches them everywhere and stages one event per agent. */
-  async detachRemoved(m: Transaction, orgId: string, toolIds: string[], cause: DetachCause): Promise<AgentToolDetachment[]> {
+  async detachRemoved(
+    m: Transaction,
+    orgId: string,
+    toolIds: string[],
+    cause: DetachCause,
+  ): Promise<AgentToolDetachment[]> {
     const detached = await this.attachments.detachTools(m, orgId, toolIds);
     await this.outbox.stage(m, detachedEvents(orgId, detached, cause));
     return detached;

@@ -63,9 +63,17 @@ export class BuiltinToolsRepository {
         [orgId, rows.map((r) => r.name), rows.map((r) => builtinToolId(orgId, r.name))],
       );
       if (written.length) {
-        const entities = await m.getRepository(ToolEntity).createQueryBuilder('t').where('t.id = ANY(:ids)', { ids: written.map((w) => w.id) }).orderBy('t.seq', 'ASC').getMany();
+        const entities = await m
+          .getRepository(ToolEntity)
+          .createQueryBuilder('t')
+          .where('t.id = ANY(:ids)', { ids: written.map((w) => w.id) })
+          .orderBy('t.seq', 'ASC')
+          .getMany();
         const created = new Map(written.map((w) => [w.id, w.created]));
-        await then(entities.map((tool) => ({ tool, created: created.get(tool.id) === true })), m);
+        await then(
+          entities.map((tool) => ({ tool, created: created.get(tool.id) === true })),
+          m,
+        );
       }
       return { written: written.length, shadowed: shadowed.map((s) => s.name) };
     });
@@ -99,7 +107,11 @@ export class BuiltinToolsRepository {
         )
         .then(returned<{ id: string }>);
       if (!updated.length) return [];
-      const entities = await m.getRepository(ToolEntity).createQueryBuilder('t').where('t.id = ANY(:ids)', { ids: updated.map((u) => u.id) }).getMany();
+      const entities = await m
+        .getRepository(ToolEntity)
+        .createQueryBuilder('t')
+        .where('t.id = ANY(:ids)', { ids: updated.map((u) => u.id) })
+        .getMany();
       await then(entities, m);
       return entities;
     });

@@ -42,7 +42,9 @@ export class BuiltinToolsService implements OnApplicationBootstrap, OnModuleDest
     try {
       await this.upgradeAll();
     } catch (e) {
-      this.log.warn(`raising built-ins to version ${BUILTIN_SCHEMA_VERSION} failed (${(e as Error).message}); trying again in ${UPGRADE_RETRY_MS} ms`);
+      this.log.warn(
+        `raising built-ins to version ${BUILTIN_SCHEMA_VERSION} failed (${(e as Error).message}); trying again in ${UPGRADE_RETRY_MS} ms`,
+      );
       this.scheduleRetry();
     }
   }
@@ -64,9 +66,15 @@ export class BuiltinToolsService implements OnApplicationBootstrap, OnModuleDest
   private async upgradeAll(): Promise<void> {
     const orgs = new Set<string>();
     for (const t of BUILTIN_TOOLS) {
-      const updated = await this.repo.upgradeAll(builtinRow(t), (rows, m) => this.outbox.stage(m, rows.map((r) => toolEvent('updated', r))));
+      const updated = await this.repo.upgradeAll(builtinRow(t), (rows, m) =>
+        this.outbox.stage(
+          m,
+          rows.map((r) => toolEvent('updated', r)),
+        ),
+      );
       for (const r of updated) orgs.add(r.orgId);
-      if (updated.length) this.log.log(`built-in ${t.name} raised to version ${BUILTIN_SCHEMA_VERSION} in ${updated.length} org(s)`);
+      if (updated.length)
+        this.log.log(`built-in ${t.name} raised to version ${BUILTIN_SCHEMA_VERSION} in ${updated.length} org(s)`);
     }
     // The relay publishes anything left; draining here only makes it sooner.
     for (const org of orgs) await this.outbox.drain(org).catch(() => undefined);
@@ -87,13 +95,17 @@ export class BuiltinToolsService implements OnApplicationBootstrap, OnModuleDest
     // A row made here is no change anyone made (built-ins exist in every org): no event. A row
     // raised to this version is: caches of the old one must go.
     const { written, shadowed } = await this.repo.ensureOrg(orgId, BUILTIN_TOOLS, (rows, m) =>
-      this.outbox.stage(m, rows.filter((r) => !r.created).map((r) => toolEvent('updated', r.tool))),
+      this.outbox.stage(
+        m,
+        rows.filter((r) => !r.created).map((r) => toolEvent('updated', r.tool)),
+      ),
     );
     if (written) {
       await this.outbox.drain(orgId);
       this.log.log(`wrote ${written} built-in tool(s) (version ${BUILTIN_SCHEMA_VERSION}) in org ${orgId}`);
     }
-    if (shadowed.length) this.log.warn(`org ${orgId} has its own tool(s) named like built-ins, left as they are: ${shadowed.join(', ')}`);
+    if (shadowed.length)
+      this.log.warn(`org ${orgId} has its own tool(s) named like built-ins, left as they are: ${shadowed.join(', ')}`);
     if (this.ensured.size >= MAX_REMEMBERED_ORGS) this.ensured.clear();
     this.ensured.add(orgId);
   }
@@ -102,10 +114,14 @@ export class BuiltinToolsService implements OnApplicationBootstrap, OnModuleDest
 /** Tenants use built-ins, never write them. */
 export function refuseBuiltin(tool: ToolEntity, verb: 'update' | 'delete'): void {
   if (BUILTIN_TOOL_TYPES.has(tool.toolType)) {
-    throw new ToolplaneError(ErrorCode.TOOL_READ_ONLY, `${tool.name} is a built-in tool (${tool.toolType}): it cannot be ${verb === 'update' ? 'updated' : 'deleted'}; register your own tool under another name`, {
-      tool: tool.name,
-      tool_id: tool.id,
-      tool_type: tool.toolType,
-    });
+    throw new ToolplaneError(
+      ErrorCode.TOOL_READ_ONLY,
+      `${tool.name} is a built-in tool (${tool.toolType}): it cannot be ${verb === 'update' ? 'updated' : 'deleted'}; register your own tool under another name`,
+      {
+        tool: tool.name,
+        tool_id: tool.id,
+        tool_type: tool.toolType,
+      },
+    );
   }
 }

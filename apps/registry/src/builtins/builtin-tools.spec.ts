@@ -18,7 +18,13 @@ describe('built-in tools', () => {
     expect(new Set(BUILTIN_TOOLS.map((t) => t.name)).size).toBe(BUILTIN_TOOLS.length);
     for (const t of BUILTIN_TOOLS) {
       const row = builtinRow(t);
-      expect(row).toMatchObject({ tags: [t.toolType], returnCharLimit: 50_000, sourceType: 'python', sourceCode: null, jsonSchema: { name: t.name } });
+      expect(row).toMatchObject({
+        tags: [t.toolType],
+        returnCharLimit: 50_000,
+        sourceType: 'python',
+        sourceCode: null,
+        jsonSchema: { name: t.name },
+      });
       for (const r of t.parameters.required) expect(Object.keys(t.parameters.properties)).toContain(r);
     }
   });

@@ -53,7 +53,17 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         num_results: { type: 'integer', default: 10, description: 'Number of results to return (1-100).' },
         category: {
           type: 'string',
-          enum: ['company', 'research paper', 'news', 'pdf', 'github', 'tweet', 'personal site', 'linkedin profile', 'financial report'],
+          enum: [
+            'company',
+            'research paper',
+            'news',
+            'pdf',
+            'github',
+            'tweet',
+            'personal site',
+            'linkedin profile',
+            'financial report',
+          ],
           description: 'Focus search on a specific category.',
         },
         include_text: { type: 'boolean', description: 'Whether to include the full page text in the results.' },
@@ -70,8 +80,13 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'fetch_webpage',
     toolType: 'letta_builtin',
-    description: 'Fetch a webpage and convert it to markdown/text format (Exa contents when an Exa key is set, else a direct fetch with readability extraction).',
-    parameters: { type: 'object', properties: { url: str('The URL of the webpage to fetch and convert.') }, required: ['url'] },
+    description:
+      'Fetch a webpage and convert it to markdown/text format (Exa contents when an Exa key is set, else a direct fetch with readability extraction).',
+    parameters: {
+      type: 'object',
+      properties: { url: str('The URL of the webpage to fetch and convert.') },
+      required: ['url'],
+    },
     parallel: true,
   },
   // letta_core / letta_memory_core: their state lives in the agent runtime, which runs them (awaiting_client).
@@ -79,7 +94,11 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
     name: 'send_message',
     toolType: 'letta_core',
     description: 'Sends a message to the human user.',
-    parameters: { type: 'object', properties: { message: str('Message contents. All unicode (including emojis) are supported.') }, required: ['message'] },
+    parameters: {
+      type: 'object',
+      properties: { message: str('Message contents. All unicode (including emojis) are supported.') },
+      required: ['message'],
+    },
     parallel: false,
   },
   {
@@ -90,10 +109,18 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       type: 'object',
       properties: {
         query: str('String to search for using both text matching and semantic similarity.'),
-        roles: { type: 'array', items: { type: 'string', enum: ['assistant', 'user', 'tool'] }, description: 'Optional list of message roles to filter by.' },
+        roles: {
+          type: 'array',
+          items: { type: 'string', enum: ['assistant', 'user', 'tool'] },
+          description: 'Optional list of message roles to filter by.',
+        },
         limit: int('Maximum number of results to return. Uses system default if not specified.'),
-        start_date: str("Filter results to messages created on or after this date (INCLUSIVE), ISO 8601 (e.g. '2024-01-15' or '2024-01-15T14:30')."),
-        end_date: str("Filter results to messages created on or before this date (INCLUSIVE), ISO 8601 (e.g. '2024-01-20' or '2024-01-20T17:00')."),
+        start_date: str(
+          "Filter results to messages created on or after this date (INCLUSIVE), ISO 8601 (e.g. '2024-01-15' or '2024-01-15T14:30').",
+        ),
+        end_date: str(
+          "Filter results to messages created on or before this date (INCLUSIVE), ISO 8601 (e.g. '2024-01-20' or '2024-01-20T17:00').",
+        ),
       },
       required: [],
     },
@@ -122,7 +149,12 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       properties: {
         query: str('What you are looking for, described in natural language.'),
         tags: strings('Optional list of tags to filter search results.'),
-        tag_match_mode: { type: 'string', enum: ['any', 'all'], description: "How to match tags: 'any' to match passages with any of the tags, 'all' to match only passages with all tags." },
+        tag_match_mode: {
+          type: 'string',
+          enum: ['any', 'all'],
+          description:
+            "How to match tags: 'any' to match passages with any of the tags, 'all' to match only passages with all tags.",
+        },
         top_k: int('Maximum number of results to return. Uses system default if not specified.'),
         start_datetime: str('Filter results to passages created on or after this datetime (INCLUSIVE), ISO 8601.'),
         end_datetime: str('Filter results to passages created on or before this datetime (INCLUSIVE), ISO 8601.'),
@@ -169,7 +201,12 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       properties: {
         label: str('Section of the memory to be edited, identified by its label.'),
         new_string: str('The text to insert. Do not include line number prefixes.'),
-        insert_line: { type: 'integer', default: -1, description: 'The line number after which to insert the text (0 for the beginning of the file). Defaults to -1 (end of the file).' },
+        insert_line: {
+          type: 'integer',
+          default: -1,
+          description:
+            'The line number after which to insert the text (0 for the beginning of the file). Defaults to -1 (end of the file).',
+        },
       },
       required: ['label', 'new_string'],
     },
@@ -178,7 +215,8 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'memory_replace',
     toolType: 'letta_memory_core',
-    description: 'The memory_replace command allows you to replace a specific string in a memory block with a new string. This is used for making precise edits.',
+    description:
+      'The memory_replace command allows you to replace a specific string in a memory block with a new string. This is used for making precise edits.',
     parameters: {
       type: 'object',
       properties: {
@@ -199,7 +237,9 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       type: 'object',
       properties: {
         label: str('The memory block to be rewritten, identified by its label.'),
-        new_memory: str('The new memory contents with information integrated from existing memory blocks and the conversation context.'),
+        new_memory: str(
+          'The new memory contents with information integrated from existing memory blocks and the conversation context.',
+        ),
       },
       required: ['label', 'new_memory'],
     },
@@ -208,7 +248,8 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'memory_finish_edits',
     toolType: 'letta_memory_core',
-    description: 'Call the memory_finish_edits command when you are finished making edits (integrating all new information) into the memory blocks. This function is called when the agent is done rethinking the memory.',
+    description:
+      'Call the memory_finish_edits command when you are finished making edits (integrating all new information) into the memory blocks. This function is called when the agent is done rethinking the memory.',
     parameters: { type: 'object', properties: {}, required: [] },
     parallel: false,
   },

@@ -9,6 +9,9 @@ export function encodeCursor(seq: string): string {
 export function decodeCursor(cursor: string): string {
   const raw = Buffer.from(cursor, 'base64url').toString();
   const m = /^s:(\d{1,19})$/.exec(raw);
-  if (!m) throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
+  if (!m)
+    throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', {
+      issues: [{ path: 'cursor', message: 'invalid' }],
+    });
   return m[1]!;
 }

@@ -11,5 +11,11 @@ import { CreateToolsets1764700000000 } from './migrations/1764700000000-create-t
 export const REGISTRY_DB: OwnedSchema = {
   schema: 'registry',
   entities: [ToolEntity, ToolsetEntity],
-  migrations: [CreateTools1763880000000, CreateExternalToolPages1764400000000, CreateEventOutbox1764500000000, CreateAgentTools1764600000000, CreateToolsets1764700000000],
+  migrations: [
+    CreateTools1763880000000,
+    CreateExternalToolPages1764400000000,
+    CreateEventOutbox1764500000000,
+    CreateAgentTools1764600000000,
+    CreateToolsets1764700000000,
+  ],
 };

@@ -8,7 +8,12 @@ export type DetachCause = EventOf<typeof AgentToolsDetached>['cause'];
 /** The event of tools attached to an agent (or its settings for them changed), for the outbox. */
 export function attachedEvent(orgId: string, agentId: string, tools: AttachedTools): PendingEvent {
   const eventId = randomUUID();
-  return { descriptor: AgentToolsAttached, eventId, orgId, payload: { event_id: eventId, occurred_at: new Date().toISOString(), org_id: orgId, agent_id: agentId, tools } };
+  return {
+    descriptor: AgentToolsAttached,
+    eventId,
+    orgId,
+    payload: { event_id: eventId, occurred_at: new Date().toISOString(), org_id: orgId, agent_id: agentId, tools },
+  };
 }
 
 /** One detached event per agent that lost tools. */
@@ -22,6 +27,11 @@ export function detachedEvents(orgId: string, detachments: AgentToolDetachment[]
   const occurredAt = new Date().toISOString();
   return [...byAgent].map(([agentId, tools]) => {
     const eventId = randomUUID();
-    return { descriptor: AgentToolsDetached, eventId, orgId, payload: { event_id: eventId, occurred_at: occurredAt, org_id: orgId, agent_id: agentId, tools, cause } };
+    return {
+      descriptor: AgentToolsDetached,
+      eventId,
+      orgId,
+      payload: { event_id: eventId, occurred_at: occurredAt, org_id: orgId, agent_id: agentId, tools, cause },
+    };
   });
 }

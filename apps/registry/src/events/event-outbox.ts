@@ -1,6 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { AgentToolsAttached, AgentToolsDetached, ToolCreated, ToolDeleted, ToolsetDeleted, ToolsetUpserted, ToolUpdated } from '@toolplane/contracts';
+import {
+  AgentToolsAttached,
+  AgentToolsDetached,
+  ToolCreated,
+  ToolDeleted,
+  ToolsetDeleted,
+  ToolsetUpserted,
+  ToolUpdated,
+} from '@toolplane/contracts';
 import { ensureEventsStream, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, TransactionalOutbox } from '@toolplane/platform';
 import type { DataSource } from 'typeorm';
@@ -16,11 +24,23 @@ export type { PendingEvent } from '@toolplane/platform';
  */
 @Injectable()
 export class EventOutbox extends TransactionalOutbox {
-  constructor(@InjectDataSource() ds: DataSource, messaging: MessagingClient, @Inject(APP_CONFIG) config: RegistryConfig) {
+  constructor(
+    @InjectDataSource() ds: DataSource,
+    messaging: MessagingClient,
+    @Inject(APP_CONFIG) config: RegistryConfig,
+  ) {
     super(ds, messaging, {
       table: 'registry.event_outbox',
       lockPrefix: 'registry.outbox',
-      descriptors: [ToolCreated, ToolUpdated, ToolDeleted, AgentToolsAttached, AgentToolsDetached, ToolsetUpserted, ToolsetDeleted],
+      descriptors: [
+        ToolCreated,
+        ToolUpdated,
+        ToolDeleted,
+        AgentToolsAttached,
+        AgentToolsDetached,
+        ToolsetUpserted,
+        ToolsetDeleted,
+      ],
       relayEveryMs: config.REGISTRY_OUTBOX_RELAY_MS,
       relayAfterMs: config.REGISTRY_OUTBOX_RELAY_AFTER_MS,
       what: 'tool events',

@@ -7,7 +7,18 @@ import type { PendingEvent } from './event-outbox';
 /** The event of a tool change, for the outbox. */
 export function toolEvent(kind: 'created' | 'updated' | 'deleted', t: ToolEntity): PendingEvent {
   const eventId = randomUUID();
-  const base = { event_id: eventId, occurred_at: new Date().toISOString(), org_id: t.orgId, tool_id: t.id, tool_name: t.name };
+  const base = {
+    event_id: eventId,
+    occurred_at: new Date().toISOString(),
+    org_id: t.orgId,
+    tool_id: t.id,
+    tool_name: t.name,
+  };
   if (kind === 'deleted') return { descriptor: ToolDeleted, eventId, orgId: t.orgId, payload: base };
-  return { descriptor: kind === 'created' ? ToolCreated : ToolUpdated, eventId, orgId: t.orgId, payload: { ...base, tool: toWireTool(t) } };
+  return {
+    descriptor: kind === 'created' ? ToolCreated : ToolUpdated,
+    eventId,
+    orgId: t.orgId,
+    payload: { ...base, tool: toWireTool(t) },
+  };
 }

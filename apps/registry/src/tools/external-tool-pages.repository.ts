@@ -37,6 +37,9 @@ export class ExternalToolPagesRepository {
   }
 
   async drop(ref: PageRef): Promise<void> {
-    await this.ds.query(`DELETE FROM registry.external_tool_pages WHERE sync_id = $1 AND org_id = $2`, [ref.syncId, ref.orgId]);
+    await this.ds.query(`DELETE FROM registry.external_tool_pages WHERE sync_id = $1 AND org_id = $2`, [
+      ref.syncId,
+      ref.orgId,
+    ]);
   }
 }

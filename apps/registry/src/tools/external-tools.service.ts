@@ -51,52 +51,80 @@ export class ExternalToolsService {
     const staged = req.staged ? { orgId: req.org_id, sourceId: req.source_id, syncId: req.staged.sync_id } : undefined;
     const desired = dedupe([...(staged ? await this.stagedTools(staged, req.staged!.pages) : []), ...req.tools]);
     const keep = new Set(req.keep ?? []);
-    const reply = await this.tools.inExternalSource(req.org_id, req.tool_type, req.source_id, [...desired.keys()], async ({ owned, named }, w, m) => {
-      const out: Reply = { added: [], updated: [], removed: [], unchanged: 0, kept: 0, detached: 0, detachments: [], collisions: [] };
-      const ownedByName = new Map(owned.map((t) => [t.name, t]));
-      const inserts: Array<ToolFields & { name: string }> = [];
-      const updated: ToolEntity[] = [];
-      for (const [name, input] of desired) {
-        const mine = ownedByName.get(name);
-        if (mine) {
-          if (sameContent(mine, input)) out.unchanged += 1;
-          else {
-            updated.push(await w.update(mine.id, fieldsOf(input)));
-            out.updated.push(name);
+    const reply = await this.tools.inExternalSource(
+      req.org_id,
+      req.tool_type,
+      req.source_id,
+      [...desired.keys()],
+      async ({ owned, named }, w, m) => {
+        const out: Reply = {
+          added: [],
+          updated: [],
+          removed: [],
+          unchanged: 0,
+          kept: 0,
+          detached: 0,
+          detachments: [],
+          collisions: [],
+        };
+        const ownedByName = new Map(owned.map((t) => [t.name, t]));
+        const inserts: Array<ToolFields & { name: string }> = [];
+        const updated: ToolEntity[] = [];
+        for (const [name, input] of desired) {
+          const mine = ownedByName.get(name);
+          if (mine) {
+            if (sameContent(mine, input)) out.unchanged += 1;
+            else {
+              updated.push(await w.update(mine.id, fieldsOf(input)));
+              out.updated.push(name);
+            }
+            continue;
           }
-          continue;
-        }
-        const other = named.find((t) => t.name === name);
-        if (other) {
-          out.collisions.push({
+          const other = named.find((t) => t.name === name);
+          if (other) {
+            out.collisions.push({
+              name,
+              existing_tool_id: other.id,
+              existing_tool_type: other.toolType,
+              reason:
+                other.toolType === req.tool_type
+                  ? 'the name belongs to a tool of another server'
+                  : `the name belongs to a ${other.toolType} tool`,
+            });
+            continue;
+          }
+          inserts.push({
+            ...fieldsOf(input),
             name,
-            existing_tool_id: other.id,
-            existing_tool_type: other.toolType,
-            reason: other.toolType === req.tool_type ? 'the name belongs to a tool of another server' : `the name belongs to a ${other.toolType} tool`,
+            returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT,
+            enableParallelExecution: false,
           });
-          continue;
         }
-        inserts.push({ ...fieldsOf(input), name, returnCharLimit: DEFAULT_RETURN_CHAR_LIMIT, enableParallelExecution: false });
-      }
-      const added = await w.insert(inserts);
-      out.added.push(...added.map((t) => t.name));
-      // Named in keep: still listed by the source, just not sent (too large); never removed for that.
-      const missing = owned.filter((t) => !desired.has(t.name));
-      out.kept = missing.filter((t) => keep.has(t.name)).length;
-      const gone = req.complete ? missing.filter((t) => !keep.has(t.name)) : [];
-      // A removed tool leaves every agent it was attached to (the report says which).
-      const detachments = await this.toolSets.detachRemoved(m, req.org_id, gone.map((t) => t.id), 'source_removed');
-      out.detached = detachments.length;
-      out.detachments = detachments.slice(0, MAX_REPORTED_DETACHMENTS);
-      await w.delete(gone.map((t) => t.id));
-      out.removed.push(...gone.map((t) => t.name));
-      await this.outbox.stage(m, [
-        ...added.map((t) => toolEvent('created', t)),
-        ...updated.map((t) => toolEvent('updated', t)),
-        ...gone.map((t) => toolEvent('deleted', t)),
-      ]);
-      return out;
-    });
+        const added = await w.insert(inserts);
+        out.added.push(...added.map((t) => t.name));
+        // Named in keep: still listed by the source, just not sent (too large); never removed for that.
+        const missing = owned.filter((t) => !desired.has(t.name));
+        out.kept = missing.filter((t) => keep.has(t.name)).length;
+        const gone = req.complete ? missing.filter((t) => !keep.has(t.name)) : [];
+        // A removed tool leaves every agent it was attached to (the report says which).
+        const detachments = await this.toolSets.detachRemoved(
+          m,
+          req.org_id,
+          gone.map((t) => t.id),
+          'source_removed',
+        );
+        out.detached = detachments.length;
+        out.detachments = detachments.slice(0, MAX_REPORTED_DETACHMENTS);
+        await w.delete(gone.map((t) => t.id));
+        out.removed.push(...gone.map((t) => t.name));
+        await this.outbox.stage(m, [
+          ...added.map((t) => toolEvent('created', t)),
+          ...updated.map((t) => toolEvent('updated', t)),
+          ...gone.map((t) => toolEvent('deleted', t)),
+        ]);
+        return out;
+      },
+    );
     if (reply.updated.length || reply.removed.length) this.toolSets.toolsChanged(req.org_id);
     await this.outbox.drain(req.org_id);
     if (staged) await this.pages.drop(staged);
@@ -112,13 +140,16 @@ export class ExternalToolsService {
     const have = new Set(rows.map((r) => r.page));
     const missing = Array.from({ length: pages }, (_, i) => i).filter((i) => !have.has(i));
     if (missing.length || rows.length !== pages) {
-      throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, `Staged sync ${ref.syncId} is incomplete: ${missing.length ? `page(s) ${missing.slice(0, 10).join(', ')} missing` : 'unexpected pages'}`, {
-        missing_pages: missing.slice(0, 100),
-      });
+      throw new ToolplaneError(
+        ErrorCode.CONTRACT_VIOLATION,
+        `Staged sync ${ref.syncId} is incomplete: ${missing.length ? `page(s) ${missing.slice(0, 10).join(', ')} missing` : 'unexpected pages'}`,
+        {
+          missing_pages: missing.slice(0, 100),
+        },
+      );
     }
     return rows.flatMap((r) => r.tools);
   }
-
 }
 
 /** The last occurrence of a name wins (a server listing one name twice). */

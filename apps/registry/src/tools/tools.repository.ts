@@ -72,10 +72,14 @@ export class ToolsRepository {
           if (existing) {
             checkExisting?.(existing);
             id = existing.id;
-            await m.getRepository(ToolEntity).update({ id }, { ...onUpdate, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
+            await m
+              .getRepository(ToolEntity)
+              .update({ id }, { ...onUpdate, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
           } else {
             id = `tool-${randomUUID()}`;
-            await m.getRepository(ToolEntity).insert({ ...onCreate, id, orgId, name } as QueryDeepPartialEntity<ToolEntity>);
+            await m
+              .getRepository(ToolEntity)
+              .insert({ ...onCreate, id, orgId, name } as QueryDeepPartialEntity<ToolEntity>);
           }
           const tool = await m.getRepository(ToolEntity).findOneByOrFail({ id });
           await afterWrite(tool, !existing, m);
@@ -99,7 +103,11 @@ export class ToolsRepository {
     toolType: string,
     sourceId: string,
     names: string[],
-    fn: (current: { owned: ToolEntity[]; named: ToolEntity[] }, w: ExternalSourceWriter, m: EntityManager) => Promise<T>,
+    fn: (
+      current: { owned: ToolEntity[]; named: ToolEntity[] },
+      w: ExternalSourceWriter,
+      m: EntityManager,
+    ) => Promise<T>,
   ): Promise<T> {
     return this.ds.transaction(async (m) => {
       await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`registry.external.${orgId}.${sourceId}`]);
@@ -107,24 +115,38 @@ export class ToolsRepository {
       const owned = await repo
         .createQueryBuilder('t')
         .setLock('pessimistic_write')
-        .where("t.org_id = :orgId AND t.tool_type = :toolType AND (t.metadata -> 'mcp' ->> 'server_id') = :sourceId", { orgId, toolType, sourceId })
+        .where("t.org_id = :orgId AND t.tool_type = :toolType AND (t.metadata -> 'mcp' ->> 'server_id') = :sourceId", {
+          orgId,
+          toolType,
+          sourceId,
+        })
         .getMany();
       const named = names.length
-        ? await repo.createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.name = ANY(:names)', { orgId, names }).getMany()
+        ? await repo
+            .createQueryBuilder('t')
+            .setLock('pessimistic_write')
+            .where('t.org_id = :orgId AND t.name = ANY(:names)', { orgId, names })
+            .getMany()
         : [];
       const w: ExternalSourceWriter = {
         insert: async (rows) => {
           if (!rows.length) return [];
           const withIds = rows.map((r) => ({ ...r, id: `tool-${randomUUID()}`, orgId, toolType }));
-          for (let i = 0; i < withIds.length; i += 500) await repo.insert(withIds.slice(i, i + 500) as QueryDeepPartialEntity<ToolEntity>[]);
-          return repo.createQueryBuilder('t').where('t.id IN (:...ids)', { ids: withIds.map((r) => r.id) }).orderBy('t.seq', 'ASC').getMany();
+          for (let i = 0; i < withIds.length; i += 500)
+            await repo.insert(withIds.slice(i, i + 500) as QueryDeepPartialEntity<ToolEntity>[]);
+          return repo
+            .createQueryBuilder('t')
+            .where('t.id IN (:...ids)', { ids: withIds.map((r) => r.id) })
+            .orderBy('t.seq', 'ASC')
+            .getMany();
         },
         update: async (id, fields) => {
           await repo.update({ id }, { ...fields, updatedAt: () => 'now()' } as QueryDeepPartialEntity<ToolEntity>);
           return repo.findOneByOrFail({ id });
         },
         delete: async (ids) => {
-          if (ids.length) await repo.createQueryBuilder().delete().from(ToolEntity).where('id IN (:...ids)', { ids }).execute();
+          if (ids.length)
+            await repo.createQueryBuilder().delete().from(ToolEntity).where('id IN (:...ids)', { ids }).execute();
         },
       };
       return fn({ owned, named }, w, m);
@@ -135,9 +157,18 @@ export class ToolsRepository {
    * Delete in one transaction with `beforeDelete` (run on the locked row: detaching it, staging
    * the events); null when the org has no such tool.
    */
-  deleteById(orgId: string, id: string, beforeDelete: (tool: ToolEntity, m: EntityManager) => Promise<void>): Promise<ToolEntity | null> {
+  deleteById(
+    orgId: string,
+    id: string,
+    beforeDelete: (tool: ToolEntity, m: EntityManager) => Promise<void>,
+  ): Promise<ToolEntity | null> {
     return this.ds.transaction(async (m: EntityManager) => {
-      const tool = await m.getRepository(ToolEntity).createQueryBuilder('t').setLock('pessimistic_write').where('t.org_id = :orgId AND t.id = :id', { orgId, id }).getOne();
+      const tool = await m
+        .getRepository(ToolEntity)
+        .createQueryBuilder('t')
+        .setLock('pessimistic_write')
+        .where('t.org_id = :orgId AND t.id = :id', { orgId, id })
+        .getOne();
       if (!tool) return null;
       await beforeDelete(tool, m);
       await m.getRepository(ToolEntity).delete({ id });

@@ -1,4 +1,15 @@
-import { AgentToolsDetached, ErrorCode, SchemasGenerate, ToolCreated, ToolDeleted, ToolplaneError, ToolUpdated, type AgentToolDetachment, type RequestIn, type ToolsUpsert } from '@toolplane/contracts';
+import {
+  AgentToolsDetached,
+  ErrorCode,
+  SchemasGenerate,
+  ToolCreated,
+  ToolDeleted,
+  ToolplaneError,
+  ToolUpdated,
+  type AgentToolDetachment,
+  type RequestIn,
+  type ToolsUpsert,
+} from '@toolplane/contracts';
 import { MessagingClient, type RequestOptions } from '@toolplane/messaging';
 import { FakeMessaging, newTestService, type TestService } from '@toolplane/testing';
 import type { EntityManager } from 'typeorm';
@@ -108,7 +119,9 @@ class Store {
         this.tx(async (tx) => {
           const existing = this.of(orgId, name);
           if (existing) checkExisting?.({ ...existing });
-          const row = existing ? Object.assign(existing, onUpdate, { updatedAt: new Date() }) : this.insert(orgId, name, onCreate);
+          const row = existing
+            ? Object.assign(existing, onUpdate, { updatedAt: new Date() })
+            : this.insert(orgId, name, onCreate);
           await afterWrite({ ...row }, !existing, tx as unknown as EntityManager);
           return { tool: { ...row }, created: !existing };
         }),
@@ -142,7 +155,11 @@ class Store {
       detachTools: async (_m, orgId, toolIds): Promise<AgentToolDetachment[]> => {
         const gone = this.attachments.filter((a) => a.orgId === orgId && toolIds.includes(a.toolId));
         this.attachments = this.attachments.filter((a) => !gone.includes(a));
-        return gone.map((a) => ({ agent_id: a.agentId, tool_id: a.toolId, name: this.rows.find((r) => r.id === a.toolId)!.name }));
+        return gone.map((a) => ({
+          agent_id: a.agentId,
+          tool_id: a.toolId,
+          name: this.rows.find((r) => r.id === a.toolId)!.name,
+        }));
       },
     };
   }
@@ -153,7 +170,8 @@ class Store {
       ensure: async (orgId) => {
         this.ensured.push(orgId);
         if (this.rows.some((r) => r.orgId === orgId && r.id === builtinToolId(orgId, BUILTIN_TOOLS[0]!.name))) return;
-        for (const b of BUILTIN_TOOLS) Object.assign(this.insert(orgId, b.name, builtinRow(b)), { id: builtinToolId(orgId, b.name) });
+        for (const b of BUILTIN_TOOLS)
+          Object.assign(this.insert(orgId, b.name, builtinRow(b)), { id: builtinToolId(orgId, b.name) });
       },
     };
   }
@@ -171,7 +189,15 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
     bus = new FakeMessaging().handle(SchemasGenerate, (req, opts) => {
       schemaCalls.push({ req, opts });
       const name = req.name ?? 'derived_name';
-      return { json_schema: { name, description: `generated for ${name}`, parameters: { type: 'object' as const, properties: { x: { type: 'integer' } }, required: ['x'] } }, health: 'STRICT_COMPLIANT' as const, reasons: [] };
+      return {
+        json_schema: {
+          name,
+          description: `generated for ${name}`,
+          parameters: { type: 'object' as const, properties: { x: { type: 'integer' } }, required: ['x'] },
+        },
+        health: 'STRICT_COMPLIANT' as const,
+        reasons: [],
+      };
     });
     t = await newTestService(ToolsService, {
       config: loadRegistryConfig({ SCHEMA_REQUEST_TIMEOUT_MS: String(SCHEMA_TIMEOUT_MS) }),
@@ -181,7 +207,12 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
         { provide: MessagingClient, useValue: bus.asClient() },
         { provide: EventOutbox, useValue: store.outboxFake() },
         { provide: AgentToolsRepository, useValue: store.attachmentsFake() },
-        { provide: ToolDefinitionsService, useValue: { forget: (orgId: string) => void store.forgotten.push(orgId) } satisfies Partial<ToolDefinitionsService> },
+        {
+          provide: ToolDefinitionsService,
+          useValue: {
+            forget: (orgId: string) => void store.forgotten.push(orgId),
+          } satisfies Partial<ToolDefinitionsService>,
+        },
         { provide: BuiltinToolsService, useValue: store.builtinsFake() },
       ],
     });
@@ -196,7 +227,12 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
   describe('upsert', () => {
     it('creates a tool with the schema the schema service derives, the defaults, and a created event after the commit', async () => {
       const { tool } = await upsert({ name: 'adder', source_code: SOURCE, pip_requirements: [{ name: 'numpy' }] });
-      expect(schemaCalls).toEqual([{ req: { org_id: ORG, source_code: SOURCE, source_type: 'python', name: 'adder' }, opts: { timeoutMs: SCHEMA_TIMEOUT_MS } }]);
+      expect(schemaCalls).toEqual([
+        {
+          req: { org_id: ORG, source_code: SOURCE, source_type: 'python', name: 'adder' },
+          opts: { timeoutMs: SCHEMA_TIMEOUT_MS },
+        },
+      ]);
       expect(tool).toMatchObject({
         name: 'adder',
         tool_type: 'custom',
@@ -211,49 +247,91 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
       });
       expect(store.of(ORG, 'adder')?.id).toBe(tool.id);
       expect(store.subjects()).toEqual([ToolCreated.subject]);
-      expect(store.published[0]!.payload).toMatchObject({ org_id: ORG, tool_id: tool.id, tool_name: 'adder', tool: { id: tool.id, source_code: SOURCE } });
+      expect(store.published[0]!.payload).toMatchObject({
+        org_id: ORG,
+        tool_id: tool.id,
+        tool_name: 'adder',
+        tool: { id: tool.id, source_code: SOURCE },
+      });
       expect(store.outbox).toEqual([]); // drained, nothing left for the relay
       expect(store.ensured).toEqual([ORG]);
     });
 
     it('updates the tool of the same name in place: same id, fields not given keep their stored values, an updated event, stale definitions dropped', async () => {
-      const first = (await upsert({ name: 'adder', source_code: SOURCE, tags: ['math'], return_char_limit: 10, default_requires_approval: true })).tool;
+      const first = (
+        await upsert({
+          name: 'adder',
+          source_code: SOURCE,
+          tags: ['math'],
+          return_char_limit: 10,
+          default_requires_approval: true,
+        })
+      ).tool;
       store.forgotten = [];
       const newSource = SOURCE.replace('Adds.', 'Adds better.');
       const { tool } = await upsert({ name: 'adder', source_code: newSource, description: 'mine' });
-      expect(tool).toMatchObject({ id: first.id, source_code: newSource, description: 'mine', tags: ['math'], return_char_limit: 10, default_requires_approval: true });
+      expect(tool).toMatchObject({
+        id: first.id,
+        source_code: newSource,
+        description: 'mine',
+        tags: ['math'],
+        return_char_limit: 10,
+        default_requires_approval: true,
+      });
       expect(custom()).toHaveLength(1);
       expect(store.subjects()).toEqual([ToolCreated.subject, ToolUpdated.subject]);
-      expect(store.published[1]!.payload).toMatchObject({ tool_id: first.id, tool: { source_code: newSource, description: 'mine' } });
+      expect(store.published[1]!.payload).toMatchObject({
+        tool_id: first.id,
+        tool: { source_code: newSource, description: 'mine' },
+      });
       expect(store.forgotten).toEqual([ORG]);
       // A value given again replaces the stored one.
       expect((await upsert({ name: 'adder', source_code: newSource, tags: ['other'] })).tool.tags).toEqual(['other']);
     });
 
     it('takes a given json_schema as it is (no schema service), with the name and description it carries', async () => {
-      const json_schema = { name: 'from_schema', description: 'described by the schema', parameters: { type: 'object', properties: {} } };
+      const json_schema = {
+        name: 'from_schema',
+        description: 'described by the schema',
+        parameters: { type: 'object', properties: {} },
+      };
       const { tool } = await upsert({ source_code: SOURCE, json_schema });
       expect(schemaCalls).toEqual([]);
       expect(tool).toMatchObject({ name: 'from_schema', description: 'described by the schema', json_schema });
       // An explicit name and description win over the schema's.
-      expect((await upsert({ name: 'named', description: 'explicit', source_code: SOURCE, json_schema })).tool).toMatchObject({ name: 'named', description: 'explicit' });
+      expect(
+        (await upsert({ name: 'named', description: 'explicit', source_code: SOURCE, json_schema })).tool,
+      ).toMatchObject({ name: 'named', description: 'explicit' });
     });
 
     it('names a tool without a name after the schema the schema service derives', async () => {
       const { tool } = await upsert({ source_code: SOURCE, args_json_schema: { type: 'object', properties: {} } });
       expect(tool.name).toBe('derived_name');
-      expect(schemaCalls[0]!.req).toEqual({ org_id: ORG, source_code: SOURCE, source_type: 'python', args_json_schema: { type: 'object', properties: {} } });
+      expect(schemaCalls[0]!.req).toEqual({
+        org_id: ORG,
+        source_code: SOURCE,
+        source_type: 'python',
+        args_json_schema: { type: 'object', properties: {} },
+      });
     });
 
     it('registers a client tool with its schema and no source, without asking the schema service', async () => {
       const json_schema = { name: 'ask_user', description: 'Asks.', parameters: { type: 'object', properties: {} } };
       const { tool } = await upsert({ tool_type: 'client', json_schema });
-      expect(tool).toMatchObject({ name: 'ask_user', tool_type: 'client', source_code: null, source_type: null, json_schema });
+      expect(tool).toMatchObject({
+        name: 'ask_user',
+        tool_type: 'client',
+        source_code: null,
+        source_type: null,
+        json_schema,
+      });
       expect(schemaCalls).toEqual([]);
     });
 
     it('refuses a tool whose name is nowhere (CONTRACT_VIOLATION) and stores nothing', async () => {
-      const err = await upsert({ source_code: SOURCE, json_schema: { description: 'no name', parameters: {} } }).catch((e: unknown) => e);
+      const err = await upsert({ source_code: SOURCE, json_schema: { description: 'no name', parameters: {} } }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toMatchObject({ code: ErrorCode.CONTRACT_VIOLATION, details: { issues: [{ path: 'tool.name' }] } });
       expect(custom()).toEqual([]);
       expect(store.published).toEqual([]);
@@ -263,7 +341,9 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
       bus.handle(SchemasGenerate, () => {
         throw new ToolplaneError(ErrorCode.SCHEMA_GENERATION_FAILED, 'no function named adder');
       });
-      await expect(upsert({ name: 'adder', source_code: SOURCE })).rejects.toMatchObject({ code: ErrorCode.SCHEMA_GENERATION_FAILED });
+      await expect(upsert({ name: 'adder', source_code: SOURCE })).rejects.toMatchObject({
+        code: ErrorCode.SCHEMA_GENERATION_FAILED,
+      });
       expect(custom()).toEqual([]);
       expect(store.published).toEqual([]);
     });
@@ -271,17 +351,27 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
     it.each([
       ['an MCP server owns', 'external_mcp', ErrorCode.TOOL_NAME_CONFLICT],
       ['Toolplane built in', 'letta_builtin', ErrorCode.TOOL_READ_ONLY],
-    ])('never overwrites a tool %s (%s → %s): the row and the outbox stay as they were', async (_who, toolType, code) => {
-      await store.builtinsFake().ensure!(ORG);
-      const owned = toolType === 'external_mcp' ? store.insert(ORG, 'search', { toolType, sourceCode: null, metadata: { mcp: { server_id: 'mcp-1' } } }) : store.of(ORG, 'run_code')!;
-      const before = { ...owned };
-      const err = await upsert({ name: owned.name, source_code: SOURCE, json_schema: { name: owned.name, parameters: {} } }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(ToolplaneError);
-      expect(err).toMatchObject({ code, details: { tool: owned.name, tool_id: owned.id, tool_type: toolType } });
-      expect(store.of(ORG, owned.name)).toEqual(before);
-      expect(store.published).toEqual([]);
-      expect(store.forgotten).toEqual([]);
-    });
+    ])(
+      'never overwrites a tool %s (%s → %s): the row and the outbox stay as they were',
+      async (_who, toolType, code) => {
+        await store.builtinsFake().ensure!(ORG);
+        const owned =
+          toolType === 'external_mcp'
+            ? store.insert(ORG, 'search', { toolType, sourceCode: null, metadata: { mcp: { server_id: 'mcp-1' } } })
+            : store.of(ORG, 'run_code')!;
+        const before = { ...owned };
+        const err = await upsert({
+          name: owned.name,
+          source_code: SOURCE,
+          json_schema: { name: owned.name, parameters: {} },
+        }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ToolplaneError);
+        expect(err).toMatchObject({ code, details: { tool: owned.name, tool_id: owned.id, tool_type: toolType } });
+        expect(store.of(ORG, owned.name)).toEqual(before);
+        expect(store.published).toEqual([]);
+        expect(store.forgotten).toEqual([]);
+      },
+    );
   });
 
   describe('get and list', () => {
@@ -289,11 +379,15 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
       const { tool } = await upsert({ name: 'adder', source_code: SOURCE });
       expect((await t.service.get({ org_id: ORG, id: tool.id })).tool).toEqual(tool);
       expect((await t.service.get({ org_id: ORG, name: 'adder' })).tool).toEqual(tool);
-      await expect(t.service.get({ org_id: ORG, name: 'nope' })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND, details: { tool: 'nope' } });
+      await expect(t.service.get({ org_id: ORG, name: 'nope' })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+        details: { tool: 'nope' },
+      });
     });
 
     it("lists the org's own tools a page at a time, built-ins only when tool_types asks for them", async () => {
-      for (const n of ['t1', 't2', 't3', 't4', 't5']) await upsert({ name: n, source_code: SOURCE, tags: n === 't3' ? ['hot'] : [] });
+      for (const n of ['t1', 't2', 't3', 't4', 't5'])
+        await upsert({ name: n, source_code: SOURCE, tags: n === 't3' ? ['hot'] : [] });
       const pages: string[][] = [];
       let cursor: string | undefined;
       do {
@@ -302,37 +396,60 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
         cursor = page.next_cursor ?? undefined;
       } while (cursor);
       expect(pages).toEqual([['t1', 't2'], ['t3', 't4'], ['t5']]);
-      expect((await t.service.list({ org_id: ORG, limit: 50, tags: ['hot'] })).tools.map((x) => x.name)).toEqual(['t3']);
+      expect((await t.service.list({ org_id: ORG, limit: 50, tags: ['hot'] })).tools.map((x) => x.name)).toEqual([
+        't3',
+      ]);
       const builtins = await t.service.list({ org_id: ORG, limit: 50, tool_types: ['letta_builtin'] });
-      expect(builtins.tools.map((x) => x.name).sort()).toEqual(BUILTIN_TOOLS.filter((b) => b.toolType === 'letta_builtin').map((b) => b.name).sort());
+      expect(builtins.tools.map((x) => x.name).sort()).toEqual(
+        BUILTIN_TOOLS.filter((b) => b.toolType === 'letta_builtin')
+          .map((b) => b.name)
+          .sort(),
+      );
     });
 
     it("makes sure of the org's built-ins first: a new org's first list or get already sees them", async () => {
       const listed = await t.service.list({ org_id: 'org-new', limit: 50, tool_types: ['letta_builtin'] });
       expect(listed.tools.map((x) => x.id)).toContain(builtinToolId('org-new', 'run_code'));
-      expect((await t.service.get({ org_id: 'org-fresh', name: 'run_code' })).tool.id).toBe(builtinToolId('org-fresh', 'run_code'));
+      expect((await t.service.get({ org_id: 'org-fresh', name: 'run_code' })).tool.id).toBe(
+        builtinToolId('org-fresh', 'run_code'),
+      );
     });
 
     it('refuses a cursor it did not issue (CONTRACT_VIOLATION)', async () => {
-      await expect(t.service.list({ org_id: ORG, limit: 2, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({ code: ErrorCode.CONTRACT_VIOLATION });
+      await expect(t.service.list({ org_id: ORG, limit: 2, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({
+        code: ErrorCode.CONTRACT_VIOLATION,
+      });
     });
   });
 
   describe('delete', () => {
     it("detaches the tool from the org's agents and deletes it, with the detached and deleted events in one commit", async () => {
       const { tool } = await upsert({ name: 'adder', source_code: SOURCE });
-      store.attachments.push({ orgId: ORG, agentId: 'agent-a', toolId: tool.id }, { orgId: ORG, agentId: 'agent-b', toolId: tool.id });
+      store.attachments.push(
+        { orgId: ORG, agentId: 'agent-a', toolId: tool.id },
+        { orgId: ORG, agentId: 'agent-b', toolId: tool.id },
+      );
       store.forgotten = [];
       expect(await t.service.delete({ org_id: ORG, id: tool.id })).toEqual({ deleted: true });
       expect(store.of(ORG, 'adder')).toBeUndefined();
       expect(store.attachments).toEqual([]);
-      expect(store.subjects().slice(1)).toEqual([AgentToolsDetached.subject, AgentToolsDetached.subject, ToolDeleted.subject]);
+      expect(store.subjects().slice(1)).toEqual([
+        AgentToolsDetached.subject,
+        AgentToolsDetached.subject,
+        ToolDeleted.subject,
+      ]);
       expect(store.published.slice(1, 3).map((e) => e.payload)).toEqual([
-        expect.objectContaining({ agent_id: 'agent-a', tools: [{ tool_id: tool.id, tool_name: 'adder' }], cause: 'tool_deleted' }),
+        expect.objectContaining({
+          agent_id: 'agent-a',
+          tools: [{ tool_id: tool.id, tool_name: 'adder' }],
+          cause: 'tool_deleted',
+        }),
         expect.objectContaining({ agent_id: 'agent-b', cause: 'tool_deleted' }),
       ]);
       expect(store.forgotten).toEqual([ORG]);
-      await expect(t.service.get({ org_id: ORG, id: tool.id })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
+      await expect(t.service.get({ org_id: ORG, id: tool.id })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+      });
     });
 
     it('refuses to delete a built-in (TOOL_READ_ONLY): the row, its attachments and the outbox stay', async () => {
@@ -346,7 +463,9 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
     });
 
     it('answers TOOL_NOT_FOUND for a tool the org does not have', async () => {
-      await expect(t.service.delete({ org_id: ORG, id: 'tool-00000000-0000-4000-8000-00000000dead' })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
+      await expect(
+        t.service.delete({ org_id: ORG, id: 'tool-00000000-0000-4000-8000-00000000dead' }),
+      ).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
       expect(store.published).toEqual([]);
     });
   });
@@ -355,9 +474,15 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
     it("never shows, changes or deletes another org's tool, even by its id or name", async () => {
       const mine = (await upsert({ name: 'adder', source_code: SOURCE, tags: ['a'] })).tool;
       store.attachments.push({ orgId: ORG, agentId: 'agent-a', toolId: mine.id });
-      await expect(t.service.get({ org_id: OTHER, id: mine.id })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
-      await expect(t.service.get({ org_id: OTHER, name: 'adder' })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
-      await expect(t.service.delete({ org_id: OTHER, id: mine.id })).rejects.toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND });
+      await expect(t.service.get({ org_id: OTHER, id: mine.id })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+      });
+      await expect(t.service.get({ org_id: OTHER, name: 'adder' })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+      });
+      await expect(t.service.delete({ org_id: OTHER, id: mine.id })).rejects.toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+      });
       expect((await t.service.list({ org_id: OTHER, limit: 50 })).tools).toEqual([]);
       // The same name in the other org is the other org's own tool.
       const theirs = (await upsert({ name: 'adder', source_code: SOURCE, tags: ['b'] }, OTHER)).tool;
@@ -366,7 +491,9 @@ describe('ToolsService (alone: the tools table, outbox, attachments and the sche
       await t.service.delete({ org_id: OTHER, id: theirs.id });
       expect(store.of(ORG, 'adder')?.id).toBe(mine.id);
       expect(store.attachments).toHaveLength(1);
-      expect(store.published.filter((e) => e.orgId === ORG).map((e) => e.descriptor.subject)).toEqual([ToolCreated.subject]);
+      expect(store.published.filter((e) => e.orgId === ORG).map((e) => e.descriptor.subject)).toEqual([
+        ToolCreated.subject,
+      ]);
       expect(store.ensured).toContain(OTHER);
     });
   });

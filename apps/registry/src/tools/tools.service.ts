@@ -92,7 +92,9 @@ export class ToolsService {
 
   async get(req: RequestOf<typeof ToolsGet>): Promise<ReplyOf<typeof ToolsGet>> {
     await this.builtins.ensure(req.org_id);
-    const tool = req.id ? await this.tools.findById(req.org_id, req.id) : await this.tools.findByName(req.org_id, req.name!);
+    const tool = req.id
+      ? await this.tools.findById(req.org_id, req.id)
+      : await this.tools.findByName(req.org_id, req.name!);
     if (!tool) throw notFound(req.id ?? req.name!);
     return { tool: toWireTool(tool) };
   }
@@ -102,7 +104,13 @@ export class ToolsService {
     const afterSeq = req.cursor ? decodeCursor(req.cursor) : undefined;
     // Built-ins are listed when tool_types asks for them; otherwise the list is what the org registered.
     const excludeToolTypes = req.tool_types?.length ? undefined : [...BUILTIN_TOOL_TYPES];
-    const rows = await this.tools.list(req.org_id, { tags: req.tags, toolTypes: req.tool_types, excludeToolTypes, afterSeq, limit: req.limit + 1 });
+    const rows = await this.tools.list(req.org_id, {
+      tags: req.tags,
+      toolTypes: req.tool_types,
+      excludeToolTypes,
+      afterSeq,
+      limit: req.limit + 1,
+    });
     const page = rows.slice(0, req.limit);
     const next = rows.length > req.limit ? encodeCursor(page[page.length - 1]!.seq) : null;
     return { tools: page.map(toWireTool), next_cursor: next };
@@ -119,7 +127,9 @@ export class ToolsService {
     if (!deleted) throw notFound(req.id);
     this.toolSets.toolsChanged(req.org_id);
     await this.outbox.drain(req.org_id);
-    this.log.log(`deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}, detached from ${detached} agent(s)`);
+    this.log.log(
+      `deleted tool ${deleted.id} (${deleted.name}) in org ${req.org_id}, detached from ${detached} agent(s)`,
+    );
     return { deleted: true };
   }
 
@@ -138,7 +148,6 @@ export class ToolsService {
     );
     return reply.json_schema;
   }
-
 }
 
 /** A custom upsert never overwrites a built-in, nor a tool an external source (an MCP server) owns. */

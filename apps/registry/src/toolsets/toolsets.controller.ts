@@ -1,6 +1,14 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { ToolsetsDelete, ToolsetsGet, ToolsetsList, ToolsetsToolsList, ToolsetsUpsert, type ReplyOf, type RequestOf } from '@toolplane/contracts';
+import {
+  ToolsetsDelete,
+  ToolsetsGet,
+  ToolsetsList,
+  ToolsetsToolsList,
+  ToolsetsUpsert,
+  type ReplyOf,
+  type RequestOf,
+} from '@toolplane/contracts';
 import { Handles } from '@toolplane/messaging';
 import { ToolsetsService } from './toolsets.service';
 

@@ -57,9 +57,13 @@ export class ToolsetsRepository {
     afterWrite: (toolset: ToolsetEntity, created: boolean, m: EntityManager) => Promise<void>,
   ): Promise<{ toolset: ToolsetEntity; created: boolean; changed: boolean }> {
     return this.ds.transaction(async (m) => {
-      const found: Array<{ id: string; name: string }> = def.toolIds.length || def.toolNames.length
-        ? await m.query(`SELECT id, name FROM registry.tools WHERE org_id = $1 AND (id = ANY($2::text[]) OR name = ANY($3::text[]))`, [orgId, def.toolIds, def.toolNames])
-        : [];
+      const found: Array<{ id: string; name: string }> =
+        def.toolIds.length || def.toolNames.length
+          ? await m.query(
+              `SELECT id, name FROM registry.tools WHERE org_id = $1 AND (id = ANY($2::text[]) OR name = ANY($3::text[]))`,
+              [orgId, def.toolIds, def.toolNames],
+            )
+          : [];
       check({ ids: new Set(found.map((t) => t.id)), names: new Set(found.map((t) => t.name)) });
       // One statement, so two first upserts of a name cannot both insert; an identical definition writes nothing.
       const written: Array<{ id: string; created: boolean }> = await m.query(
@@ -72,7 +76,17 @@ export class ToolsetsRepository {
                 registry.toolsets.tags, registry.toolsets.requires_approval)
            IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.tool_ids, EXCLUDED.tool_names, EXCLUDED.tags, EXCLUDED.requires_approval)
          RETURNING id, (xmax = 0) AS created`,
-        [`toolset-${randomUUID()}`, orgId, name, def.description, def.instructions, def.toolIds, def.toolNames, def.tags, def.requiresApproval],
+        [
+          `toolset-${randomUUID()}`,
+          orgId,
+          name,
+          def.description,
+          def.instructions,
+          def.toolIds,
+          def.toolNames,
+          def.tags,
+          def.requiresApproval,
+        ],
       );
       const toolset = await m.getRepository(ToolsetEntity).findOneByOrFail({ orgId, name });
       const row = written[0];
@@ -82,9 +96,18 @@ export class ToolsetsRepository {
   }
 
   /** Deletes the org's set of that name in one transaction with `beforeDelete` (run on the locked row); null when there is none. */
-  deleteByName(orgId: string, name: string, beforeDelete: (toolset: ToolsetEntity, m: EntityManager) => Promise<void>): Promise<ToolsetEntity | null> {
+  deleteByName(
+    orgId: string,
+    name: string,
+    beforeDelete: (toolset: ToolsetEntity, m: EntityManager) => Promise<void>,
+  ): Promise<ToolsetEntity | null> {
     return this.ds.transaction(async (m) => {
-      const toolset = await m.getRepository(ToolsetEntity).createQueryBuilder('s').setLock('pessimistic_write').where('s.org_id = :orgId AND s.name = :name', { orgId, name }).getOne();
+      const toolset = await m
+        .getRepository(ToolsetEntity)
+        .createQueryBuilder('s')
+        .setLock('pessimistic_write')
+        .where('s.org_id = :orgId AND s.name = :name', { orgId, name })
+        .getOne();
       if (!toolset) return null;
       await beforeDelete(toolset, m);
       await m.getRepository(ToolsetEntity).delete({ id: toolset.id });
@@ -98,8 +121,16 @@ export class ToolsetsRepository {
       .getRepository(ToolEntity)
       .createQueryBuilder('t')
       .where('t.org_id = :orgId', { orgId })
-      .andWhere('(t.id = ANY(:ids::text[]) OR t.name = ANY(:names::text[]) OR t.tags && :tags::text[])', { ids: set.toolIds, names: set.toolNames, tags: set.tags });
-    if (after) qb.andWhere('(t.name COLLATE "C", t.id COLLATE "C") > (:afterName, :afterId)', { afterName: after.name, afterId: after.id });
+      .andWhere('(t.id = ANY(:ids::text[]) OR t.name = ANY(:names::text[]) OR t.tags && :tags::text[])', {
+        ids: set.toolIds,
+        names: set.toolNames,
+        tags: set.tags,
+      });
+    if (after)
+      qb.andWhere('(t.name COLLATE "C", t.id COLLATE "C") > (:afterName, :afterId)', {
+        afterName: after.name,
+        afterId: after.id,
+      });
     return qb.orderBy('t.name COLLATE "C"', 'ASC').addOrderBy('t.id COLLATE "C"', 'ASC').limit(limit).getMany();
   }
 }

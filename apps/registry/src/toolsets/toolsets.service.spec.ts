@@ -1,4 +1,11 @@
-import { ErrorCode, ToolplaneError, ToolsetDeleted, ToolsetUpserted, type RequestOf, type ToolsetsUpsert } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ToolplaneError,
+  ToolsetDeleted,
+  ToolsetUpserted,
+  type RequestOf,
+  type ToolsetsUpsert,
+} from '@toolplane/contracts';
 import { newTestService, type TestService } from '@toolplane/testing';
 import type { EntityManager } from 'typeorm';
 import { BuiltinToolsService } from '../builtins/builtin-tools.service';
@@ -26,7 +33,16 @@ class Store {
   private seq = 0;
 
   tool(n: number, name: string, over: Partial<ToolEntity> = {}): ToolEntity {
-    const t = { seq: String(n), id: toolId(n), orgId: ORG, name, toolType: 'custom', tags: [], defaultRequiresApproval: null, ...over } as ToolEntity;
+    const t = {
+      seq: String(n),
+      id: toolId(n),
+      orgId: ORG,
+      name,
+      toolType: 'custom',
+      tags: [],
+      defaultRequiresApproval: null,
+      ...over,
+    } as ToolEntity;
     this.tools.push(t);
     return t;
   }
@@ -48,17 +64,29 @@ class Store {
     const find = (orgId: string, name: string) => this.sets.find((s) => s.orgId === orgId && s.name === name);
     return {
       findByName: async (orgId, name) => (find(orgId, name) ? { ...find(orgId, name)! } : null),
-      page: async (orgId, afterSeq, limit) => this.sets.filter((s) => s.orgId === orgId && (!afterSeq || BigInt(s.seq) > BigInt(afterSeq))).slice(0, limit),
+      page: async (orgId, afterSeq, limit) =>
+        this.sets.filter((s) => s.orgId === orgId && (!afterSeq || BigInt(s.seq) > BigInt(afterSeq))).slice(0, limit),
       upsert: (orgId, name, def: ToolsetDefinition, check, afterWrite) =>
         this.tx(async (tx) => {
           const mine = this.tools.filter((t) => t.orgId === orgId);
-          check({ ids: new Set(mine.filter((t) => def.toolIds.includes(t.id)).map((t) => t.id)), names: new Set(mine.filter((t) => def.toolNames.includes(t.name)).map((t) => t.name)) });
+          check({
+            ids: new Set(mine.filter((t) => def.toolIds.includes(t.id)).map((t) => t.id)),
+            names: new Set(mine.filter((t) => def.toolNames.includes(t.name)).map((t) => t.name)),
+          });
           const existing = find(orgId, name);
           const same = existing && JSON.stringify(pick(existing)) === JSON.stringify(def);
           if (same) return { toolset: { ...existing }, created: false, changed: false };
           const row = existing
             ? Object.assign(existing, def, { updatedAt: new Date() })
-            : { seq: String(++this.seq), id: `toolset-00000000-0000-4000-8000-${String(this.seq).padStart(12, '0')}`, orgId, name, ...def, createdAt: new Date(), updatedAt: new Date() };
+            : {
+                seq: String(++this.seq),
+                id: `toolset-00000000-0000-4000-8000-${String(this.seq).padStart(12, '0')}`,
+                orgId,
+                name,
+                ...def,
+                createdAt: new Date(),
+                updatedAt: new Date(),
+              };
           if (!existing) this.sets.push(row);
           await afterWrite({ ...row }, !existing, tx as unknown as EntityManager);
           return { toolset: { ...row }, created: !existing, changed: true };
@@ -73,7 +101,13 @@ class Store {
         }),
       members: async (orgId, set: Membership, after: MemberKey | undefined, limit) =>
         this.tools
-          .filter((t) => t.orgId === orgId && (set.toolIds.includes(t.id) || set.toolNames.includes(t.name) || t.tags.some((g) => set.tags.includes(g))))
+          .filter(
+            (t) =>
+              t.orgId === orgId &&
+              (set.toolIds.includes(t.id) ||
+                set.toolNames.includes(t.name) ||
+                t.tags.some((g) => set.tags.includes(g))),
+          )
           .sort((p, q) => (p.name < q.name ? -1 : p.name > q.name ? 1 : p.id < q.id ? -1 : 1))
           .filter((t) => !after || t.name > after.name || (t.name === after.name && t.id > after.id))
           .slice(0, limit),
@@ -96,7 +130,14 @@ class Store {
 }
 
 function pick(s: ToolsetEntity): ToolsetDefinition {
-  return { description: s.description, instructions: s.instructions, toolIds: s.toolIds, toolNames: s.toolNames, tags: s.tags, requiresApproval: s.requiresApproval };
+  return {
+    description: s.description,
+    instructions: s.instructions,
+    toolIds: s.toolIds,
+    toolNames: s.toolNames,
+    tags: s.tags,
+    requiresApproval: s.requiresApproval,
+  };
 }
 
 describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
@@ -111,21 +152,48 @@ describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
       edges: [
         { provide: ToolsetsRepository, useValue: store.repository() },
         { provide: EventOutbox, useValue: store.outboxFake() },
-        { provide: BuiltinToolsService, useValue: { ensure: async (orgId: string) => void ensured.push(orgId) } satisfies Partial<BuiltinToolsService> },
+        {
+          provide: BuiltinToolsService,
+          useValue: {
+            ensure: async (orgId: string) => void ensured.push(orgId),
+          } satisfies Partial<BuiltinToolsService>,
+        },
       ],
     });
   });
   afterEach(() => t.close());
 
   const upsert = (toolset: RequestOf<typeof ToolsetsUpsert>['toolset']) => t.service.upsert({ org_id: ORG, toolset });
-  const refusal = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as ToolplaneError);
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e as ToolplaneError,
+    );
 
   describe('upsert', () => {
     it("stores the definition with each list once, in the order given, and publishes its event after the commit (the org's built-ins made first)", async () => {
       store.tool(1, 'one');
-      const r = await upsert({ name: 'set', tool_ids: [toolId(1), toolId(1)], tool_names: ['one'], tags: ['b', 'a', 'b'] });
-      expect(r).toMatchObject({ created: true, toolset: { name: 'set', tool_ids: [toolId(1)], tool_names: ['one'], tags: ['b', 'a'], description: null, instructions: null, requires_approval: null } });
-      expect(store.published.map((e) => [e.descriptor.subject, e.payload.toolset_id, e.payload.name])).toEqual([[ToolsetUpserted.subject, r.toolset.id, 'set']]);
+      const r = await upsert({
+        name: 'set',
+        tool_ids: [toolId(1), toolId(1)],
+        tool_names: ['one'],
+        tags: ['b', 'a', 'b'],
+      });
+      expect(r).toMatchObject({
+        created: true,
+        toolset: {
+          name: 'set',
+          tool_ids: [toolId(1)],
+          tool_names: ['one'],
+          tags: ['b', 'a'],
+          description: null,
+          instructions: null,
+          requires_approval: null,
+        },
+      });
+      expect(store.published.map((e) => [e.descriptor.subject, e.payload.toolset_id, e.payload.name])).toEqual([
+        [ToolsetUpserted.subject, r.toolset.id, 'set'],
+      ]);
       expect(store.outbox).toEqual([]);
       expect(ensured).toEqual([ORG]);
     });
@@ -133,8 +201,14 @@ describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
     it('refuses every unknown id and name at once with TOOL_NOT_FOUND, storing and publishing nothing', async () => {
       store.tool(1, 'one');
       store.tool(2, 'theirs', { orgId: 'org-other' });
-      const e = await refusal(upsert({ name: 'set', tool_ids: [toolId(1), toolId(2)], tool_names: ['one', 'theirs', 'gone'] }));
-      expect(e).toMatchObject({ code: ErrorCode.TOOL_NOT_FOUND, retryable: false, details: { tools: [toolId(2), 'theirs', 'gone'] } });
+      const e = await refusal(
+        upsert({ name: 'set', tool_ids: [toolId(1), toolId(2)], tool_names: ['one', 'theirs', 'gone'] }),
+      );
+      expect(e).toMatchObject({
+        code: ErrorCode.TOOL_NOT_FOUND,
+        retryable: false,
+        details: { tools: [toolId(2), 'theirs', 'gone'] },
+      });
       expect(e?.message).toMatch(/^No tool .*toolset was not stored$/);
       expect([store.sets, store.published, store.outbox]).toEqual([[], [], []]);
     });
@@ -146,7 +220,10 @@ describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
       expect(again).toEqual({ created: false, toolset: first.toolset });
       expect([store.published.length, store.drains]).toEqual([1, 1]);
       const replaced = await upsert({ name: 'set', tags: ['x'] });
-      expect(replaced).toMatchObject({ created: false, toolset: { id: first.toolset.id, tool_names: [], tags: ['x'], description: null, requires_approval: null } });
+      expect(replaced).toMatchObject({
+        created: false,
+        toolset: { id: first.toolset.id, tool_names: [], tags: ['x'], description: null, requires_approval: null },
+      });
       expect(store.published.map((e) => (e.payload.toolset as { tags: string[] }).tags)).toEqual([[], ['x']]);
     });
   });
@@ -156,7 +233,13 @@ describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
       store.tool(1, 'guarded', { tags: ['t'], defaultRequiresApproval: true });
       store.tool(2, 'relaxed', { tags: ['t'], defaultRequiresApproval: false });
       store.tool(3, 'plain', { tags: ['t'] });
-      const approvals = async () => Object.fromEntries((await t.service.tools({ org_id: ORG, name: 'set', limit: 50 })).tools.map((m) => [m.tool.name, m.requires_approval]));
+      const approvals = async () =>
+        Object.fromEntries(
+          (await t.service.tools({ org_id: ORG, name: 'set', limit: 50 })).tools.map((m) => [
+            m.tool.name,
+            m.requires_approval,
+          ]),
+        );
       for (const [override, want] of [
         [null, { guarded: true, plain: false, relaxed: false }],
         [true, { guarded: true, plain: true, relaxed: true }],
@@ -183,12 +266,25 @@ describe('ToolsetsService (alone: the tables and the outbox are fakes)', () => {
     });
 
     it('refuses an unknown set with TOOLSET_NOT_FOUND and a cursor it did not issue with CONTRACT_VIOLATION', async () => {
-      expect(await refusal(t.service.tools({ org_id: ORG, name: 'nope', limit: 5 }))).toMatchObject({ code: ErrorCode.TOOLSET_NOT_FOUND, retryable: false, details: { toolset: 'nope' } });
-      expect(await refusal(t.service.get({ org_id: ORG, name: 'nope' }))).toMatchObject({ code: ErrorCode.TOOLSET_NOT_FOUND });
+      expect(await refusal(t.service.tools({ org_id: ORG, name: 'nope', limit: 5 }))).toMatchObject({
+        code: ErrorCode.TOOLSET_NOT_FOUND,
+        retryable: false,
+        details: { toolset: 'nope' },
+      });
+      expect(await refusal(t.service.get({ org_id: ORG, name: 'nope' }))).toMatchObject({
+        code: ErrorCode.TOOLSET_NOT_FOUND,
+      });
       store.tool(1, 'one');
       await upsert({ name: 'set', tool_names: ['one'] });
-      for (const cursor of ['x', Buffer.from('["m","a","not-an-id"]').toString('base64url'), Buffer.from('s:12').toString('base64url')]) {
-        expect([cursor, (await refusal(t.service.tools({ org_id: ORG, name: 'set', limit: 5, cursor })))?.code]).toEqual([cursor, ErrorCode.CONTRACT_VIOLATION]);
+      for (const cursor of [
+        'x',
+        Buffer.from('["m","a","not-an-id"]').toString('base64url'),
+        Buffer.from('s:12').toString('base64url'),
+      ]) {
+        expect([
+          cursor,
+          (await refusal(t.service.tools({ org_id: ORG, name: 'set', limit: 5, cursor })))?.code,
+        ]).toEqual([cursor, ErrorCode.CONTRACT_VIOLATION]);
       }
     });
   });

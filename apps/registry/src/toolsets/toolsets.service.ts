@@ -53,13 +53,18 @@ export class ToolsetsService {
       def,
       (found) => {
         // All or none, and the same answer for another org's tool as for no tool at all.
-        const missing = [...def.toolIds.filter((id) => !found.ids.has(id)), ...def.toolNames.filter((n) => !found.names.has(n))];
+        const missing = [
+          ...def.toolIds.filter((id) => !found.ids.has(id)),
+          ...def.toolNames.filter((n) => !found.names.has(n)),
+        ];
         if (missing.length) throw toolsNotFound(missing);
       },
       (t, isNew, m) => this.outbox.stage(m, [toolsetEvent('upserted', t)]),
     );
     if (changed) await this.outbox.drain(req.org_id);
-    this.log.log(`${created ? 'created' : changed ? 'replaced' : 'left unchanged'} toolset ${toolset.id} (${toolset.name}) in org ${req.org_id}`);
+    this.log.log(
+      `${created ? 'created' : changed ? 'replaced' : 'left unchanged'} toolset ${toolset.id} (${toolset.name}) in org ${req.org_id}`,
+    );
     return { toolset: toWireToolset(toolset), created };
   }
 
@@ -76,7 +81,9 @@ export class ToolsetsService {
   }
 
   async delete(req: RequestOf<typeof ToolsetsDelete>): Promise<ReplyOf<typeof ToolsetsDelete>> {
-    const deleted = await this.toolsets.deleteByName(req.org_id, req.name, (t, m) => this.outbox.stage(m, [toolsetEvent('deleted', t)]));
+    const deleted = await this.toolsets.deleteByName(req.org_id, req.name, (t, m) =>
+      this.outbox.stage(m, [toolsetEvent('deleted', t)]),
+    );
     if (!deleted) return { deleted: false };
     await this.outbox.drain(req.org_id);
     this.log.log(`deleted toolset ${deleted.id} (${deleted.name}) in org ${req.org_id}`);
@@ -91,12 +98,19 @@ export class ToolsetsService {
     const page = rows.slice(0, req.limit);
     const last = page[page.length - 1];
     const next = rows.length > req.limit && last ? encodeMemberCursor({ name: last.name, id: last.id }) : null;
-    return { tools: page.map((t) => ({ tool: toWireTool(t), requires_approval: set.requiresApproval ?? t.defaultRequiresApproval ?? false })), next_cursor: next };
+    return {
+      tools: page.map((t) => ({
+        tool: toWireTool(t),
+        requires_approval: set.requiresApproval ?? t.defaultRequiresApproval ?? false,
+      })),
+      next_cursor: next,
+    };
   }
 
   private async find(orgId: string, name: string): Promise<ToolsetEntity> {
     const set = await this.toolsets.findByName(orgId, name);
-    if (!set) throw new ToolplaneError(ErrorCode.TOOLSET_NOT_FOUND, `No toolset ${name} in this org`, { toolset: name });
+    if (!set)
+      throw new ToolplaneError(ErrorCode.TOOLSET_NOT_FOUND, `No toolset ${name} in this org`, { toolset: name });
     return set;
   }
 }
@@ -108,7 +122,11 @@ function unique(xs: string[] | undefined): string[] {
 
 function toolsNotFound(refs: string[]): ToolplaneError {
   const shown = refs.slice(0, 10).join(', ');
-  return new ToolplaneError(ErrorCode.TOOL_NOT_FOUND, `No tool ${shown}${refs.length > 10 ? ` (and ${refs.length - 10} more)` : ''} in this org: the toolset was not stored`, { tools: refs.slice(0, 100) });
+  return new ToolplaneError(
+    ErrorCode.TOOL_NOT_FOUND,
+    `No tool ${shown}${refs.length > 10 ? ` (and ${refs.length - 10} more)` : ''} in this org: the toolset was not stored`,
+    { tools: refs.slice(0, 100) },
+  );
 }
 
 /** The opaque cursor of a members page: the (name, id) of its last tool. */
@@ -124,6 +142,18 @@ export function decodeMemberCursor(cursor: string): MemberKey {
   } catch {
     v = undefined;
   }
-  if (Array.isArray(v) && v.length === 3 && v[0] === 'm' && typeof v[1] === 'string' && v[1].length <= 256 && !v[1].includes('\u0000') && typeof v[2] === 'string' && TOOL_ID.test(v[2])) return { name: v[1], id: v[2] };
-  throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', { issues: [{ path: 'cursor', message: 'invalid' }] });
+  if (
+    Array.isArray(v) &&
+    v.length === 3 &&
+    v[0] === 'm' &&
+    typeof v[1] === 'string' &&
+    v[1].length <= 256 &&
+    !v[1].includes('\u0000') &&
+    typeof v[2] === 'string' &&
+    TOOL_ID.test(v[2])
+  )
+    return { name: v[1], id: v[2] };
+  throw new ToolplaneError(ErrorCode.CONTRACT_VIOLATION, 'cursor is not a cursor this service issued', {
+    issues: [{ path: 'cursor', message: 'invalid' }],
+  });
 }

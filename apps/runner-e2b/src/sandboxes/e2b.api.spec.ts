@@ -13,7 +13,9 @@ describe('providerError', () => {
     expect(sut(new RateLimitError('Rate limit exceeded')).code).toBe(ErrorCode.PROVIDER_RATE_LIMITED);
     expect(sut(new ServiceBusyError('busy')).code).toBe(ErrorCode.PROVIDER_UNAVAILABLE);
     expect(sut(withStatus(500)).code).toBe(ErrorCode.PROVIDER_UNAVAILABLE);
-    expect(sut(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } })).code).toBe(ErrorCode.PROVIDER_UNAVAILABLE);
+    expect(sut(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } })).code).toBe(
+      ErrorCode.PROVIDER_UNAVAILABLE,
+    );
     expect(sut(withStatus(400)).code).toBe(ErrorCode.SANDBOX_FAILURE);
   });
 

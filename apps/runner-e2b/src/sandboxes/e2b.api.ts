@@ -1,5 +1,15 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { AuthenticationError, CommandExitError, NotFoundError, RateLimitError, Sandbox, SandboxError, ServiceBusyError, TimeoutError, type SandboxInfo } from 'e2b';
+import {
+  AuthenticationError,
+  CommandExitError,
+  NotFoundError,
+  RateLimitError,
+  Sandbox,
+  SandboxError,
+  ServiceBusyError,
+  TimeoutError,
+  type SandboxInfo,
+} from 'e2b';
 import type { E2bRunnerConfig } from '../runner-e2b.config';
 
 /** The E2B connection of one org: its API key (from its provider-scoped secret, else the runner's) and the endpoints. */
@@ -26,13 +36,20 @@ export class E2bApi {
     };
   }
 
-  create(account: E2bAccount, o: { template: string; metadata: Record<string, string>; timeoutMs: number; network: boolean; allowOut: string[] }): Promise<Sandbox> {
+  create(
+    account: E2bAccount,
+    o: { template: string; metadata: Record<string, string>; timeoutMs: number; network: boolean; allowOut: string[] },
+  ): Promise<Sandbox> {
     return Sandbox.create(o.template, {
       ...this.connection(account),
       metadata: o.metadata,
       timeoutMs: o.timeoutMs,
       // No internet: everything denied but the package index hosts (pip and npm run in the sandbox).
-      ...(o.network ? { allowInternetAccess: true } : o.allowOut.length ? { network: { denyOut: ['0.0.0.0/0'], allowOut: o.allowOut } } : { allowInternetAccess: false }),
+      ...(o.network
+        ? { allowInternetAccess: true }
+        : o.allowOut.length
+          ? { network: { denyOut: ['0.0.0.0/0'], allowOut: o.allowOut } }
+          : { allowInternetAccess: false }),
     });
   }
 
@@ -42,7 +59,9 @@ export class E2bApi {
 
   /** Every running sandbox of the account carrying all these metadata tags. */
   async list(account: E2bAccount, metadata: Record<string, string>): Promise<SandboxInfo[]> {
-    const pages = Sandbox.list({ ...this.connection(account), query: { metadata, state: ['running'] } } as Parameters<typeof Sandbox.list>[0]);
+    const pages = Sandbox.list({ ...this.connection(account), query: { metadata, state: ['running'] } } as Parameters<
+      typeof Sandbox.list
+    >[0]);
     const out: SandboxInfo[] = [];
     while (pages.hasNext && out.length < 10_000) out.push(...(await pages.nextItems()));
     return out;
@@ -75,17 +94,29 @@ export function providerError(e: unknown, account: E2bAccount | undefined, what:
   const message = scrub(`${what}: ${raw}`, account);
   const status = e instanceof SandboxError ? e.statusCode : undefined;
   if (e instanceof AuthenticationError || status === 401 || status === 403) {
-    return new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, `E2B refused the API key (${message}): set the org's sandbox secret E2B_API_KEY (provider e2b)`, { provider: 'e2b' });
+    return new ToolplaneError(
+      ErrorCode.PROVIDER_AUTH_FAILED,
+      `E2B refused the API key (${message}): set the org's sandbox secret E2B_API_KEY (provider e2b)`,
+      { provider: 'e2b' },
+    );
   }
-  if (e instanceof RateLimitError || status === 429) return new ToolplaneError(ErrorCode.PROVIDER_RATE_LIMITED, `E2B is rate-limiting this account (${message})`, { provider: 'e2b' });
+  if (e instanceof RateLimitError || status === 429)
+    return new ToolplaneError(ErrorCode.PROVIDER_RATE_LIMITED, `E2B is rate-limiting this account (${message})`, {
+      provider: 'e2b',
+    });
   if (e instanceof ServiceBusyError || (status !== undefined && status >= 500) || /^5\d\d:/.test(raw)) {
     return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `E2B is unavailable (${message})`, { provider: 'e2b' });
   }
   if (e instanceof SandboxError && status !== undefined && status >= 400) {
-    return new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `E2B refused the request (${message})`, { provider: 'e2b', status });
+    return new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `E2B refused the request (${message})`, {
+      provider: 'e2b',
+      status,
+    });
   }
   // Unreachable (DNS, refused, reset), timed out, or an answer the SDK could not read.
-  return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `E2B could not be reached (${message})`, { provider: 'e2b' });
+  return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `E2B could not be reached (${message})`, {
+    provider: 'e2b',
+  });
 }
 
 /** A text with the account's API key (if any) masked. */

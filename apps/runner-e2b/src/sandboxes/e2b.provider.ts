@@ -1,6 +1,13 @@
 import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { remoteStep, type ReadySandbox, type RemoteEnvironment, type RemoteEnvironmentAsk, type RemoteProvider, type RunningCommand } from '@toolplane/remote-runner';
+import {
+  remoteStep,
+  type ReadySandbox,
+  type RemoteEnvironment,
+  type RemoteEnvironmentAsk,
+  type RemoteProvider,
+  type RunningCommand,
+} from '@toolplane/remote-runner';
 import {
   DependencyInstallError,
   EXIT_BUSY,
@@ -51,7 +58,11 @@ export const TAGS = {
 
 const NPM_SPEC = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(@[A-Za-z0-9.^~<>=|*+ -]{1,64})?$/;
 
-function step<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+function step<T>(
+  name: string,
+  attributes: Record<string, string | number | boolean>,
+  fn: () => Promise<T>,
+): Promise<T> {
   return remoteStep('e2b', name, attributes, fn);
 }
 
@@ -61,12 +72,33 @@ const hash = (...parts: Array<string | number | boolean | null>) =>
     .digest('hex');
 
 /** The keys of an environment request: its sandbox key, its family, its requirements hash (null: none). */
-export function environmentKeys(deployment: string, python: string, r: E2bEnvironmentRequest): { key: string; family: string; requirementsHash: string | null } {
+export function environmentKeys(
+  deployment: string,
+  python: string,
+  r: E2bEnvironmentRequest,
+): { key: string; family: string; requirementsHash: string | null } {
   const needs = r.pip.length > 0 || r.npm.length > 0;
-  const requirementsHash = needs ? hash('requirements', python, JSON.stringify([...r.pip].sort()), JSON.stringify([...r.npm].sort()), r.buildScripts).slice(0, 20) : null;
+  const requirementsHash = needs
+    ? hash(
+        'requirements',
+        python,
+        JSON.stringify([...r.pip].sort()),
+        JSON.stringify([...r.npm].sort()),
+        r.buildScripts,
+      ).slice(0, 20)
+    : null;
   const family = hash('family', deployment, r.org, requirementsHash).slice(0, 24);
   // The key's hash covers the org's API key (rotated key: new sandboxes), never the key itself.
-  const key = hash('key', family, r.fingerprint, hash(r.account.apiKey), r.template, r.network, r.lanes, SUPPORT_DIGEST).slice(0, 24);
+  const key = hash(
+    'key',
+    family,
+    r.fingerprint,
+    hash(r.account.apiKey),
+    r.template,
+    r.network,
+    r.lanes,
+    SUPPORT_DIGEST,
+  ).slice(0, 24);
   return { key, family, requirementsHash };
 }
 
@@ -88,7 +120,10 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     private readonly api: E2bApi,
     private readonly c: E2bRunnerConfig,
   ) {
-    this.launcher = { layout: new RemoteSandboxLayout(c.E2B_STATE_DIR), settings: { python: c.E2B_PYTHON, node: c.E2B_NODE, toolUid: c.E2B_TOOL_UID, watch: c.E2B_WATCH_PATHS } };
+    this.launcher = {
+      layout: new RemoteSandboxLayout(c.E2B_STATE_DIR),
+      settings: { python: c.E2B_PYTHON, node: c.E2B_NODE, toolUid: c.E2B_TOOL_UID, watch: c.E2B_WATCH_PATHS },
+    };
   }
 
   private get layout(): RemoteSandboxLayout {
@@ -104,7 +139,11 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     // The org's own key (its provider-scoped secret), else the runner's: never another org's.
     const apiKey = req.provider_credentials?.E2B_API_KEY ?? this.c.E2B_API_KEY;
     if (!apiKey) {
-      throw new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, 'No E2B API key for this org: set the sandbox secret E2B_API_KEY (scope sandbox, provider e2b), or E2B_API_KEY of runner-e2b', { provider: 'e2b' });
+      throw new ToolplaneError(
+        ErrorCode.PROVIDER_AUTH_FAILED,
+        'No E2B API key for this org: set the sandbox secret E2B_API_KEY (scope sandbox, provider e2b), or E2B_API_KEY of runner-e2b',
+        { provider: 'e2b' },
+      );
     }
     let pip: string[];
     try {
@@ -112,9 +151,16 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     } catch (e) {
       throw new ToolplaneError(ErrorCode.INVALID_ARGUMENTS, `pip requirements: ${(e as Error).message}`);
     }
-    const npm = req.source_type === 'python' ? [] : (req.npm_requirements ?? []).map((r) => (r.version ? `${r.name}@${r.version}` : r.name)).sort();
+    const npm =
+      req.source_type === 'python'
+        ? []
+        : (req.npm_requirements ?? []).map((r) => (r.version ? `${r.name}@${r.version}` : r.name)).sort();
     const bad = npm.find((s) => !NPM_SPEC.test(s));
-    if (bad) throw new ToolplaneError(ErrorCode.INVALID_ARGUMENTS, `npm requirements: ${JSON.stringify(bad)} is not a package name and version`);
+    if (bad)
+      throw new ToolplaneError(
+        ErrorCode.INVALID_ARGUMENTS,
+        `npm requirements: ${JSON.stringify(bad)} is not a package name and version`,
+      );
     return {
       org: req.org_id,
       account: { apiKey },
@@ -150,10 +196,20 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
 
   async create(env: E2bEnvironment, progress: (line: string) => void): Promise<ReadySandbox<Sandbox>> {
     const req = env.request;
-    const attrs = { 'toolplane.org.id': env.org, 'toolplane.e2b.template': req.template, 'toolplane.e2b.environment': env.key };
+    const attrs = {
+      'toolplane.org.id': env.org,
+      'toolplane.e2b.template': req.template,
+      'toolplane.e2b.environment': env.key,
+    };
     const sandbox = await remoteStep('e2b', 'create sandbox', attrs, async (span) => {
       try {
-        const s = await this.api.create(req.account, { template: req.template, metadata: this.tags(env), timeoutMs: this.sandboxTimeoutMs, network: req.network, allowOut: this.indexHosts() });
+        const s = await this.api.create(req.account, {
+          template: req.template,
+          metadata: this.tags(env),
+          timeoutMs: this.sandboxTimeoutMs,
+          network: req.network,
+          allowOut: this.indexHosts(),
+        });
         span.setAttribute('toolplane.sandbox.id', s.sandboxId);
         return s;
       } catch (e) {
@@ -168,7 +224,11 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     }
   }
 
-  private async setUp(env: E2bEnvironment, sandbox: Sandbox, progress: (line: string) => void): Promise<ReadySandbox<Sandbox>> {
+  private async setUp(
+    env: E2bEnvironment,
+    sandbox: Sandbox,
+    progress: (line: string) => void,
+  ): Promise<ReadySandbox<Sandbox>> {
     const req = env.request;
     const nonce = randomBytes(16).toString('hex');
     const dir = this.layout.callDir(`setup-${nonce}`);
@@ -189,7 +249,13 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     const attrs = { 'toolplane.sandbox.id': sandbox.sandboxId, 'toolplane.e2b.environment': env.key };
     await step('upload harness', attrs, () =>
       this.sandboxCall(env, 'uploading the harness', () =>
-        sandbox.files.write([...SUPPORT_FILES.map((f) => ({ path: this.layout.file(f.name), data: f.data.toString('utf8') })), { path: `${dir}/spec.json`, data: JSON.stringify(spec) }], { user }),
+        sandbox.files.write(
+          [
+            ...SUPPORT_FILES.map((f) => ({ path: this.layout.file(f.name), data: f.data.toString('utf8') })),
+            { path: `${dir}/spec.json`, data: JSON.stringify(spec) },
+          ],
+          { user },
+        ),
       ),
     );
     progress(specs.length ? `installing ${specs.join(' ')}` : 'setting up the sandbox');
@@ -210,33 +276,57 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
         } catch (e) {
           const code = exitCodeOf(e);
           if (code === undefined) throw e;
-          throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the E2B sandbox could not be set up (the launcher exited with ${code}): ${scrub(String((e as { stderr?: string }).stderr ?? '').slice(-500), req.account)}`, { provider: 'e2b' });
+          throw new ToolplaneError(
+            ErrorCode.SANDBOX_FAILURE,
+            `the E2B sandbox could not be set up (the launcher exited with ${code}): ${scrub(String((e as { stderr?: string }).stderr ?? '').slice(-500), req.account)}`,
+            { provider: 'e2b' },
+          );
         }
       }),
     );
-    const report = await step('read setup report', attrs, () => this.readReport(env, sandbox, `${dir}/report.json`, nonce));
+    const report = await step('read setup report', attrs, () =>
+      this.readReport(env, sandbox, `${dir}/report.json`, nonce),
+    );
     if (report.install && !report.install.ok) {
       const output = (report.install.output ?? []).join('\n');
       const errors = output.split('\n').filter((l) => /^ERROR:|^npm (ERR|error)/.test(l));
-      const message = report.install.timed_out ? `${report.install.tool} did not finish within ${this.c.E2B_BUILD_TIMEOUT_MS} ms` : (errors.length ? errors.join('\n') : output.split('\n').slice(-10).join('\n')).slice(0, 4000);
+      const message = report.install.timed_out
+        ? `${report.install.tool} did not finish within ${this.c.E2B_BUILD_TIMEOUT_MS} ms`
+        : (errors.length ? errors.join('\n') : output.split('\n').slice(-10).join('\n')).slice(0, 4000);
       throw new DependencyInstallError(failedPackage(output, specs), message);
     }
     const proof = proofOf(report);
-    if (!proof) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the E2B sandbox could not be set up: ${report.dirty.join('; ') || 'no proof'}`, { provider: 'e2b' });
-    if (report.python === false) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the E2B template ${req.template} has no ${this.c.E2B_PYTHON} (E2B_PYTHON)`, { provider: 'e2b' });
-    this.log.log(`sandbox ${sandbox.sandboxId} ready for org ${env.org} (environment ${env.key}${specs.length ? `, ${specs.length} requirement(s)` : ''})`);
+    if (!proof)
+      throw new ToolplaneError(
+        ErrorCode.SANDBOX_FAILURE,
+        `the E2B sandbox could not be set up: ${report.dirty.join('; ') || 'no proof'}`,
+        { provider: 'e2b' },
+      );
+    if (report.python === false)
+      throw new ToolplaneError(
+        ErrorCode.SANDBOX_FAILURE,
+        `the E2B template ${req.template} has no ${this.c.E2B_PYTHON} (E2B_PYTHON)`,
+        { provider: 'e2b' },
+      );
+    this.log.log(
+      `sandbox ${sandbox.sandboxId} ready for org ${env.org} (environment ${env.key}${specs.length ? `, ${specs.length} requirement(s)` : ''})`,
+    );
     return { box: sandbox, proof, node: report.node === true };
   }
 
   async discover(env: E2bEnvironment): Promise<Array<ReadySandbox<Sandbox>>> {
     const account = env.request.account;
-    const infos = await step('find sandboxes', { 'toolplane.org.id': env.org, 'toolplane.e2b.environment': env.key }, async () => {
-      try {
-        return await this.api.list(account, { [TAGS.deployment]: this.c.E2B_DEPLOYMENT, [TAGS.family]: env.family });
-      } catch (e) {
-        throw providerError(e, account, 'listing sandboxes');
-      }
-    });
+    const infos = await step(
+      'find sandboxes',
+      { 'toolplane.org.id': env.org, 'toolplane.e2b.environment': env.key },
+      async () => {
+        try {
+          return await this.api.list(account, { [TAGS.deployment]: this.c.E2B_DEPLOYMENT, [TAGS.family]: env.family });
+        } catch (e) {
+          throw providerError(e, account, 'listing sandboxes');
+        }
+      },
+    );
     const adopted: Array<ReadySandbox<Sandbox>> = [];
     for (const info of infos) {
       const m = info.metadata ?? {};
@@ -265,7 +355,9 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     if (r === 'busy') return undefined;
     const proof = r && proofOf(r);
     if (!r || !proof) {
-      this.log.log(`sandbox ${sandboxId} could not prove itself clean (${r ? r.dirty.join('; ') : 'no report'}): killing it`);
+      this.log.log(
+        `sandbox ${sandboxId} could not prove itself clean (${r ? r.dirty.join('; ') : 'no report'}): killing it`,
+      );
       await sandbox.kill().catch(() => undefined);
       return undefined;
     }
@@ -278,15 +370,30 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     return r && r !== 'busy' ? proofOf(r) : undefined;
   }
 
-  private async runProve(env: E2bEnvironment, sandbox: Sandbox, extra: Record<string, unknown>): Promise<SetupReport | 'busy' | undefined> {
+  private async runProve(
+    env: E2bEnvironment,
+    sandbox: Sandbox,
+    extra: Record<string, unknown>,
+  ): Promise<SetupReport | 'busy' | undefined> {
     const nonce = randomBytes(16).toString('hex');
     const dir = this.layout.callDir(`prove-${nonce}`);
     const user = this.c.E2B_COMMAND_USER;
-    const spec = { ...launcherBase(this.launcher.settings, this.layout), ...extra, nonce, report: `${dir}/report.json`, lanes: env.lanes, env_dir: env.requirementsHash ? this.layout.envDir(env.requirementsHash) : null };
+    const spec = {
+      ...launcherBase(this.launcher.settings, this.layout),
+      ...extra,
+      nonce,
+      report: `${dir}/report.json`,
+      lanes: env.lanes,
+      env_dir: env.requirementsHash ? this.layout.envDir(env.requirementsHash) : null,
+    };
     return step('prove sandbox', { 'toolplane.sandbox.id': sandbox.sandboxId }, async () => {
       await sandbox.files.write(`${dir}/spec.json`, JSON.stringify(spec), { user });
       try {
-        await sandbox.commands.run(this.layout.command(this.c.E2B_PYTHON, 'prove', `${dir}/spec.json`), { user, envs: {}, timeoutMs: 60_000 });
+        await sandbox.commands.run(this.layout.command(this.c.E2B_PYTHON, 'prove', `${dir}/spec.json`), {
+          user,
+          envs: {},
+          timeoutMs: 60_000,
+        });
       } catch (e) {
         if (exitCodeOf(e) === EXIT_BUSY) return 'busy';
         throw e;
@@ -306,7 +413,9 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
 
   python(env: E2bEnvironment): string {
     // Python tools run in a fork of the launcher: the launcher runs on the environment's interpreter.
-    return env.requirementsHash && env.request.pip.length ? `${this.layout.envDir(env.requirementsHash)}/bin/python3` : this.c.E2B_PYTHON;
+    return env.requirementsHash && env.request.pip.length
+      ? `${this.layout.envDir(env.requirementsHash)}/bin/python3`
+      : this.c.E2B_PYTHON;
   }
 
   moduleDir(env: E2bEnvironment): string {
@@ -317,7 +426,12 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
     await box.files.write(files, { user: this.c.E2B_COMMAND_USER });
   }
 
-  async start(_env: E2bEnvironment, box: Sandbox, command: string, o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void }): Promise<RunningCommand> {
+  async start(
+    _env: E2bEnvironment,
+    box: Sandbox,
+    command: string,
+    o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void },
+  ): Promise<RunningCommand> {
     const handle = await box.commands.run(command, {
       background: true,
       user: this.c.E2B_COMMAND_USER,
@@ -365,31 +479,57 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
       return await fn();
     } catch (e) {
       if (e instanceof ToolplaneError) throw e;
-      if (isSandboxGone(e)) throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `the new E2B sandbox went away while ${what}`, { provider: 'e2b' });
+      if (isSandboxGone(e))
+        throw new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `the new E2B sandbox went away while ${what}`, {
+          provider: 'e2b',
+        });
       throw providerError(e, env.request.account, what);
     }
   }
 
   private async readReport(env: E2bEnvironment, sandbox: Sandbox, file: string, nonce: string): Promise<SetupReport> {
-    const text = await this.sandboxCall(env, 'reading the setup report', () => sandbox.files.read(file, { user: this.c.E2B_COMMAND_USER }));
+    const text = await this.sandboxCall(env, 'reading the setup report', () =>
+      sandbox.files.read(file, { user: this.c.E2B_COMMAND_USER }),
+    );
     const report = parseReport(SetupReport, text, nonce);
-    if (!report) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, 'the E2B sandbox setup did not report', { provider: 'e2b' });
+    if (!report)
+      throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, 'the E2B sandbox setup did not report', { provider: 'e2b' });
     return report;
   }
 
   private pipArgs(specifiers: string[]): string[] {
     const c = this.c;
-    const a = ['install', '--no-input', '--disable-pip-version-check', '--no-cache-dir', '--progress-bar', 'off', '--prefer-binary'];
+    const a = [
+      'install',
+      '--no-input',
+      '--disable-pip-version-check',
+      '--no-cache-dir',
+      '--progress-bar',
+      'off',
+      '--prefer-binary',
+    ];
     if (c.E2B_PIP_INDEX_URL) a.push('--index-url', c.E2B_PIP_INDEX_URL);
     if (c.E2B_PIP_EXTRA_INDEX_URL) a.push('--extra-index-url', c.E2B_PIP_EXTRA_INDEX_URL);
     for (const f of c.E2B_PIP_FIND_LINKS) a.push('--find-links', f);
     if (c.E2B_PIP_NO_INDEX) a.push('--no-index');
-    for (const u of [c.E2B_PIP_INDEX_URL, c.E2B_PIP_EXTRA_INDEX_URL].filter((x): x is string => !!x && x.startsWith('http:'))) a.push('--trusted-host', new URL(u).host);
+    for (const u of [c.E2B_PIP_INDEX_URL, c.E2B_PIP_EXTRA_INDEX_URL].filter(
+      (x): x is string => !!x && x.startsWith('http:'),
+    ))
+      a.push('--trusted-host', new URL(u).host);
     return [...a, '--', ...specifiers];
   }
 
   private npmArgs(env: E2bEnvironment): string[] {
-    const a = ['install', '--prefix', this.layout.envDir(env.requirementsHash!), '--no-audit', '--no-fund', '--no-save', '--no-package-lock', '--omit=dev'];
+    const a = [
+      'install',
+      '--prefix',
+      this.layout.envDir(env.requirementsHash!),
+      '--no-audit',
+      '--no-fund',
+      '--no-save',
+      '--no-package-lock',
+      '--omit=dev',
+    ];
     if (!env.request.buildScripts) a.push('--ignore-scripts');
     if (this.c.E2B_NPM_REGISTRY) a.push('--registry', this.c.E2B_NPM_REGISTRY);
     return [...a, '--', ...env.request.npm];
@@ -397,7 +537,12 @@ export class E2bProvider implements RemoteProvider<E2bEnvironmentRequest, Sandbo
 
   /** Hosts a sandbox without internet may still reach: the package indexes of its builds. */
   private indexHosts(): string[] {
-    const urls = [this.c.E2B_PIP_INDEX_URL, this.c.E2B_PIP_EXTRA_INDEX_URL, this.c.E2B_NPM_REGISTRY, ...this.c.E2B_PIP_FIND_LINKS.filter((f) => /^https?:/.test(f))];
+    const urls = [
+      this.c.E2B_PIP_INDEX_URL,
+      this.c.E2B_PIP_EXTRA_INDEX_URL,
+      this.c.E2B_NPM_REGISTRY,
+      ...this.c.E2B_PIP_FIND_LINKS.filter((f) => /^https?:/.test(f)),
+    ];
     return [...new Set(urls.filter((u): u is string => !!u && /^https?:/.test(u)).map((u) => new URL(u).hostname))];
   }
 }

@@ -9,7 +9,9 @@ export class SandboxEnvironmentsController {
   constructor(private readonly environments: SandboxEnvironmentsService) {}
 
   @Handles(LocalRunnerEnvironment)
-  environment(@Payload() req: RequestOf<typeof LocalRunnerEnvironment>): Promise<ReplyOf<typeof LocalRunnerEnvironment>> {
+  environment(
+    @Payload() req: RequestOf<typeof LocalRunnerEnvironment>,
+  ): Promise<ReplyOf<typeof LocalRunnerEnvironment>> {
     return this.environments.environment(req);
   }
 }

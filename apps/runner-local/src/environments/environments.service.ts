@@ -1,5 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { ErrorCode, ToolplaneError, type EnvironmentStatus, type LocalRunnerEnvironment, type RequestOf } from '@toolplane/contracts';
+import {
+  ErrorCode,
+  ToolplaneError,
+  type EnvironmentStatus,
+  type LocalRunnerEnvironment,
+  type RequestOf,
+} from '@toolplane/contracts';
 import type { EnvironmentSpec, EnvironmentState, SandboxDriver, SandboxRunOutcome } from '@toolplane/sandbox';
 import type { RunnerConfig } from '../runner-local.config';
 import type { RunnerMetrics } from '../metrics/runner.metrics';
@@ -11,7 +17,9 @@ export function environmentSpecOf(req: EnvironmentRequest): EnvironmentSpec {
   return {
     sourceType: req.source_type,
     buildScripts: req.sandbox?.build_scripts === true,
-    pipRequirements: req.pip_requirements?.map((r) => (r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name)),
+    pipRequirements: req.pip_requirements?.map((r) =>
+      r.version ? `${r.name}${/^[<>=!~]/.test(r.version) ? '' : '=='}${r.version}` : r.name,
+    ),
     npmRequirements: req.npm_requirements?.map((r) => (r.version ? `${r.name}@${r.version}` : r.name)),
   };
 }
@@ -34,8 +42,11 @@ export class SandboxEnvironmentsService {
   /** The state; with `prepare`, the build is started (or a failed one retried) and the state answered at once. */
   async environment(req: RequestOf<typeof LocalRunnerEnvironment>): Promise<EnvironmentStatus> {
     const spec = environmentSpecOf(req);
-    const state = req.prepare ? await this.driver.prepareEnvironment?.(spec) : await this.driver.environmentStatus?.(spec);
-    if (req.prepare && state?.status === 'building') this.log.log(`building environment ${state.key} for tool ${req.tool_id} of org ${req.org_id}`);
+    const state = req.prepare
+      ? await this.driver.prepareEnvironment?.(spec)
+      : await this.driver.environmentStatus?.(spec);
+    if (req.prepare && state?.status === 'building')
+      this.log.log(`building environment ${state.key} for tool ${req.tool_id} of org ${req.org_id}`);
     return statusOf(state ?? { key: null, status: 'ready' });
   }
 
@@ -44,7 +55,11 @@ export class SandboxEnvironmentsService {
    * failed (DEPENDENCY_INSTALL_FAILED naming the package); ENVIRONMENT_BUILDING thrown when the
    * build (started or joined here) did not end within the wait.
    */
-  async readyFor(spec: EnvironmentSpec, timeoutMs: number, signal: AbortSignal | undefined): Promise<SandboxRunOutcome | undefined> {
+  async readyFor(
+    spec: EnvironmentSpec,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<SandboxRunOutcome | undefined> {
     if (!this.driver.prepareEnvironment) return undefined;
     const started = performance.now();
     const state = await this.driver.prepareEnvironment(spec, {
@@ -63,7 +78,12 @@ export class SandboxEnvironmentsService {
     throw new ToolplaneError(
       ErrorCode.ENVIRONMENT_BUILDING,
       `The tool's environment (its ${spec.sourceType === 'typescript' || spec.sourceType === 'javascript' ? 'npm' : 'pip'} requirements) is still being built: retry in a few seconds${status.progress ? ` (${status.progress})` : ''}`,
-      { provider: 'local', status: 'building', requirements_hash: status.requirements_hash, ...(status.progress ? { progress: status.progress } : {}) },
+      {
+        provider: 'local',
+        status: 'building',
+        requirements_hash: status.requirements_hash,
+        ...(status.progress ? { progress: status.progress } : {}),
+      },
     );
   }
 }
@@ -74,7 +94,15 @@ function statusOf(s: EnvironmentState): EnvironmentStatus {
     status: s.status,
     requirements_hash: s.key,
     ...(s.progress ? { progress: s.progress } : {}),
-    ...(s.error ? { error: { code: ErrorCode.DEPENDENCY_INSTALL_FAILED, message: s.error.message, ...(s.error.package ? { package: s.error.package } : {}) } } : {}),
+    ...(s.error
+      ? {
+          error: {
+            code: ErrorCode.DEPENDENCY_INSTALL_FAILED,
+            message: s.error.message,
+            ...(s.error.package ? { package: s.error.package } : {}),
+          },
+        }
+      : {}),
     ...(s.since ? { updated_at: new Date(s.since).toISOString() } : {}),
   };
 }

@@ -35,20 +35,37 @@ export class RunnerMetrics {
 
   render(): string {
     const out: string[] = [];
-    const help = (name: string, type: string, text: string) => out.push(`# HELP ${name} ${text}`, `# TYPE ${name} ${type}`);
+    const help = (name: string, type: string, text: string) =>
+      out.push(`# HELP ${name} ${text}`, `# TYPE ${name} ${type}`);
     help('toolplane_runner_info', 'gauge', 'Sandbox driver of this runner; isolated="false" is the unsafe mode.');
     out.push(`toolplane_runner_info{driver="${this.driver}",isolated="${this.isolated}"} 1`);
-    help('toolplane_runner_cgroups_info', 'gauge', 'How calls are limited: cgroup v2 or v1 per call, or none (per-process rlimits only).');
+    help(
+      'toolplane_runner_cgroups_info',
+      'gauge',
+      'How calls are limited: cgroup v2 or v1 per call, or none (per-process rlimits only).',
+    );
     out.push(`toolplane_runner_cgroups_info{mode="${this.cgroups}"} 1`);
-    help('toolplane_runner_queued', 'gauge', 'Calls waiting for a place (RUNNER_MAX_CONCURRENCY, RUNNER_MAX_CONCURRENCY_PER_ORG).');
+    help(
+      'toolplane_runner_queued',
+      'gauge',
+      'Calls waiting for a place (RUNNER_MAX_CONCURRENCY, RUNNER_MAX_CONCURRENCY_PER_ORG).',
+    );
     out.push(`toolplane_runner_queued ${this.queued}`);
     help('toolplane_runner_runs_total', 'counter', 'Calls run, by status and error code.');
     for (const [k, v] of this.runs) out.push(`toolplane_runner_runs_total{${k}} ${v}`);
-    help('toolplane_runner_calls_environment_building_total', 'counter', 'Calls answered ENVIRONMENT_BUILDING: their environment was still being built after RUNNER_BUILD_WAIT_MS.');
+    help(
+      'toolplane_runner_calls_environment_building_total',
+      'counter',
+      'Calls answered ENVIRONMENT_BUILDING: their environment was still being built after RUNNER_BUILD_WAIT_MS.',
+    );
     out.push(`toolplane_runner_calls_environment_building_total ${this.environmentBuilding}`);
     help('toolplane_runner_in_flight', 'gauge', 'Calls running or waiting now.');
     out.push(`toolplane_runner_in_flight ${this.inFlight}`);
-    help('toolplane_runner_queue_wait_seconds', 'histogram', 'Time from receiving a call to its sandbox starting it (concurrency slot and warm sandbox).');
+    help(
+      'toolplane_runner_queue_wait_seconds',
+      'histogram',
+      'Time from receiving a call to its sandbox starting it (concurrency slot and warm sandbox).',
+    );
     out.push(...this.queueWait.lines('toolplane_runner_queue_wait_seconds'));
     help('toolplane_runner_run_seconds', 'histogram', 'Time a call spent in its sandbox.');
     out.push(...this.runTime.lines('toolplane_runner_run_seconds'));
@@ -58,23 +75,55 @@ export class RunnerMetrics {
         ['toolplane_runner_pool_slots', 'gauge', 'Warm sandboxes alive (idle + busy + starting).', p.slots],
         ['toolplane_runner_pool_idle_slots', 'gauge', 'Warm sandboxes waiting for a call.', p.idle],
         ['toolplane_runner_pool_busy_slots', 'gauge', 'Sandboxes running a call.', p.busy],
-        ['toolplane_runner_pool_environments', 'gauge', 'Environments (interpreter/virtualenv, network) with a pool.', p.environments],
+        [
+          'toolplane_runner_pool_environments',
+          'gauge',
+          'Environments (interpreter/virtualenv, network) with a pool.',
+          p.environments,
+        ],
         ['toolplane_runner_pool_warm_hits_total', 'counter', 'Calls served by an already warm sandbox.', p.warmHits],
         ['toolplane_runner_pool_warm_misses_total', 'counter', 'Calls that had to start a sandbox.', p.warmMisses],
         ['toolplane_runner_pool_slots_started_total', 'counter', 'Sandboxes started.', p.slotsStarted],
-        ['toolplane_runner_pool_slots_killed_total', 'counter', 'Sandboxes ended (timeouts, output limits, crashes, not provably clean, network-enabled after their one call).', p.slotsKilled],
-        ['toolplane_runner_pool_slots_dirty_total', 'counter', 'Sandboxes destroyed after a call because they could not prove themselves clean.', p.slotsDirty],
+        [
+          'toolplane_runner_pool_slots_killed_total',
+          'counter',
+          'Sandboxes ended (timeouts, output limits, crashes, not provably clean, network-enabled after their one call).',
+          p.slotsKilled,
+        ],
+        [
+          'toolplane_runner_pool_slots_dirty_total',
+          'counter',
+          'Sandboxes destroyed after a call because they could not prove themselves clean.',
+          p.slotsDirty,
+        ],
         ['toolplane_runner_venv_builds_total', 'counter', 'Virtualenvs built.', p.venvBuilds],
         ['toolplane_runner_npm_builds_total', 'counter', 'node_modules trees built.', p.npmBuilds],
-        ['toolplane_runner_environment_builds_in_progress', 'gauge', 'Environment builds (virtualenvs, node_modules trees) running now, or waiting for another runner sharing RUNNER_WORK_ROOT.', p.environmentsBuilding],
-        ['toolplane_runner_environments_evicted_total', 'counter', 'Virtualenvs and node_modules trees evicted under RUNNER_ENV_STORE_MAX_MB.', p.environmentsEvicted],
+        [
+          'toolplane_runner_environment_builds_in_progress',
+          'gauge',
+          'Environment builds (virtualenvs, node_modules trees) running now, or waiting for another runner sharing RUNNER_WORK_ROOT.',
+          p.environmentsBuilding,
+        ],
+        [
+          'toolplane_runner_environments_evicted_total',
+          'counter',
+          'Virtualenvs and node_modules trees evicted under RUNNER_ENV_STORE_MAX_MB.',
+          p.environmentsEvicted,
+        ],
       ];
       for (const [name, type, text, v] of gauges) {
         help(name, type, text);
         out.push(`${name} ${v}`);
       }
-      help('toolplane_runner_environment_builds_total', 'counter', 'Environment builds (virtualenvs, node_modules trees) ended, by result.');
-      out.push(`toolplane_runner_environment_builds_total{result="ok"} ${p.venvBuilds + p.npmBuilds}`, `toolplane_runner_environment_builds_total{result="failed"} ${p.environmentBuildsFailed}`);
+      help(
+        'toolplane_runner_environment_builds_total',
+        'counter',
+        'Environment builds (virtualenvs, node_modules trees) ended, by result.',
+      );
+      out.push(
+        `toolplane_runner_environment_builds_total{result="ok"} ${p.venvBuilds + p.npmBuilds}`,
+        `toolplane_runner_environment_builds_total{result="failed"} ${p.environmentBuildsFailed}`,
+      );
     }
     return `${out.join('\n')}\n`;
   }

@@ -17,8 +17,15 @@ const MB = 1024 * 1024;
 async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
   const log = new Logger('SandboxDriver');
   if (c.RUNNER_ISOLATION === 'unsafe') {
-    log.warn('RUNNER_ISOLATION=unsafe: tools run WITHOUT namespace, seccomp or resource isolation (a plain subprocess). Never use this with untrusted tools.');
-    return new ProcessDriver({ pythonPath: c.RUNNER_PYTHON, workRoot: c.RUNNER_WORK_ROOT, runAsUid: c.RUNNER_RUN_AS_UID, runAsGid: c.RUNNER_RUN_AS_GID });
+    log.warn(
+      'RUNNER_ISOLATION=unsafe: tools run WITHOUT namespace, seccomp or resource isolation (a plain subprocess). Never use this with untrusted tools.',
+    );
+    return new ProcessDriver({
+      pythonPath: c.RUNNER_PYTHON,
+      workRoot: c.RUNNER_WORK_ROOT,
+      runAsUid: c.RUNNER_RUN_AS_UID,
+      runAsGid: c.RUNNER_RUN_AS_GID,
+    });
   }
   const driver = new BwrapDriver({
     bwrapPath: c.RUNNER_BWRAP,
@@ -36,7 +43,11 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
       maxTotal: c.RUNNER_POOL_MAX_SLOTS,
       idleTtlMs: c.RUNNER_POOL_IDLE_TTL_MS,
       preload: c.RUNNER_POOL_PRELOAD,
-      warmEnvironments: c.RUNNER_POOL_WARM_ENVS.map((w) => ({ pipRequirements: w.pip_requirements, warm: w.warm, network: w.network })),
+      warmEnvironments: c.RUNNER_POOL_WARM_ENVS.map((w) => ({
+        pipRequirements: w.pip_requirements,
+        warm: w.warm,
+        network: w.network,
+      })),
     },
     onWarmFailure: (message) => log.error(`a warm environment (RUNNER_POOL_WARM_ENVS) could not be built: ${message}`),
     limits: {
@@ -47,7 +58,13 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
       fileBytes: c.RUNNER_LIMIT_FILE_SIZE_MB * MB,
       workDirBytes: c.RUNNER_LIMIT_WORK_DIR_MB * MB,
     },
-    pip: { indexUrl: c.PIP_INDEX_URL, extraIndexUrl: c.PIP_EXTRA_INDEX_URL, findLinks: c.RUNNER_PIP_FIND_LINKS, noIndex: c.RUNNER_PIP_NO_INDEX, onlyBinary: c.RUNNER_PIP_ONLY_BINARY },
+    pip: {
+      indexUrl: c.PIP_INDEX_URL,
+      extraIndexUrl: c.PIP_EXTRA_INDEX_URL,
+      findLinks: c.RUNNER_PIP_FIND_LINKS,
+      noIndex: c.RUNNER_PIP_NO_INDEX,
+      onlyBinary: c.RUNNER_PIP_ONLY_BINARY,
+    },
     pipTimeoutMs: c.RUNNER_PIP_TIMEOUT_MS,
     nodePath: c.RUNNER_NODE,
     npmDir: c.RUNNER_NPM_DIR,
@@ -59,19 +76,29 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
     await driver.init();
   } catch (e) {
     if (e instanceof IsolationUnavailableError) {
-      throw new Error(`sandbox isolation is not available: ${e.message}. Fix it, or set RUNNER_ISOLATION=unsafe to run tools without isolation.`);
+      throw new Error(
+        `sandbox isolation is not available: ${e.message}. Fix it, or set RUNNER_ISOLATION=unsafe to run tools without isolation.`,
+      );
     }
     throw e;
   }
   const s = driver.stats();
-  log.log(`bubblewrap isolation ready: ${s.idle} warm sandbox(es), up to ${c.RUNNER_POOL_MAX_PER_ENV} per environment and ${c.RUNNER_POOL_MAX_SLOTS} in all`);
+  log.log(
+    `bubblewrap isolation ready: ${s.idle} warm sandbox(es), up to ${c.RUNNER_POOL_MAX_PER_ENV} per environment and ${c.RUNNER_POOL_MAX_SLOTS} in all`,
+  );
   const cg = driver.cgroups;
   if (cg.mode === 'none') {
-    log.warn(`cgroups are not delegated to this runner (${cg.reason}): a call's memory and processes are limited per process (RLIMIT_AS, RLIMIT_NPROC), not per call. Run as root (cgroup v1) or give the runner a delegated cgroup v2 subtree (deploy/README.md).`);
+    log.warn(
+      `cgroups are not delegated to this runner (${cg.reason}): a call's memory and processes are limited per process (RLIMIT_AS, RLIMIT_NPROC), not per call. Run as root (cgroup v1) or give the runner a delegated cgroup v2 subtree (deploy/README.md).`,
+    );
   } else {
     log.log(`per-call limits: ${cg.reason} (memory.max, pids.max, equal CPU weight per call)`);
   }
-  log.log(c.RUNNER_ALLOW_NETWORK ? `network-enabled calls: each in its own network namespace (slirp4netns), egress policy allowlist: ${c.RUNNER_EGRESS_ALLOW.join(', ') || 'none'}` : 'network-enabled calls are off (RUNNER_ALLOW_NETWORK=false): every call runs without network');
+  log.log(
+    c.RUNNER_ALLOW_NETWORK
+      ? `network-enabled calls: each in its own network namespace (slirp4netns), egress policy allowlist: ${c.RUNNER_EGRESS_ALLOW.join(', ') || 'none'}`
+      : 'network-enabled calls are off (RUNNER_ALLOW_NETWORK=false): every call runs without network',
+  );
   return driver;
 }
 
@@ -83,13 +110,19 @@ async function createDriver(c: RunnerConfig): Promise<SandboxDriver> {
     {
       provide: SandboxEnvironmentsService,
       inject: [SANDBOX_DRIVER, APP_CONFIG, RunnerMetrics],
-      useFactory: (driver: SandboxDriver, config: RunnerConfig, metrics: RunnerMetrics) => new SandboxEnvironmentsService(driver, config, metrics),
+      useFactory: (driver: SandboxDriver, config: RunnerConfig, metrics: RunnerMetrics) =>
+        new SandboxEnvironmentsService(driver, config, metrics),
     },
     {
       provide: RunnerMetrics,
       inject: [SANDBOX_DRIVER, HealthRegistry],
       useFactory: (driver: SandboxDriver, health: HealthRegistry) => {
-        const metrics = new RunnerMetrics(driver.name, driver.isolated, () => (driver instanceof BwrapDriver ? driver.stats() : undefined), driver instanceof BwrapDriver ? driver.cgroups.mode : 'none');
+        const metrics = new RunnerMetrics(
+          driver.name,
+          driver.isolated,
+          () => (driver instanceof BwrapDriver ? driver.stats() : undefined),
+          driver instanceof BwrapDriver ? driver.cgroups.mode : 'none',
+        );
         health.metrics = () => metrics.render();
         return metrics;
       },

@@ -3,7 +3,14 @@ import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { ErrorCode, LocalRunAbandoned, type LocalRunnerRun, type ReplyOf, type RequestOf } from '@toolplane/contracts';
 import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, FairQueue } from '@toolplane/platform';
-import { formatToolError, type IsolationLimits, type SandboxDriver, type SandboxErrorKind, type SandboxRunOutcome, type SandboxRunSpec } from '@toolplane/sandbox';
+import {
+  formatToolError,
+  type IsolationLimits,
+  type SandboxDriver,
+  type SandboxErrorKind,
+  type SandboxRunOutcome,
+  type SandboxRunSpec,
+} from '@toolplane/sandbox';
 import { randomUUID } from 'node:crypto';
 import { SandboxEnvironmentsService, environmentSpecOf } from '../environments/environments.service';
 import type { RunnerConfig } from '../runner-local.config';
@@ -22,8 +29,10 @@ const CODE_BY_KIND: Record<SandboxErrorKind, ErrorCode> = {
 };
 
 /** First stderr entry of every result in the unsafe mode. */
-export const UNSAFE_NOTE = '[toolplane] WARNING: this runner has RUNNER_ISOLATION=unsafe: the tool ran without sandbox isolation.\n';
-export const NETWORK_REFUSED_NOTE = '[toolplane] the sandbox config asks for network, but this runner has RUNNER_ALLOW_NETWORK=false: the tool ran without network.\n';
+export const UNSAFE_NOTE =
+  '[toolplane] WARNING: this runner has RUNNER_ISOLATION=unsafe: the tool ran without sandbox isolation.\n';
+export const NETWORK_REFUSED_NOTE =
+  '[toolplane] the sandbox config asks for network, but this runner has RUNNER_ALLOW_NETWORK=false: the tool ran without network.\n';
 const MB = 1024 * 1024;
 
 const tracer = trace.getTracer('runner-local');
@@ -80,11 +89,19 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
         early ??
         (await this.admitted(req.org_id, abort.signal, () =>
           tracer.startActiveSpan('run sandbox', async (span) => {
-            span.setAttributes({ 'toolplane.tool.id': req.tool_id, 'toolplane.sandbox.driver': this.driver.name, 'toolplane.sandbox.isolated': this.driver.isolated });
+            span.setAttributes({
+              'toolplane.tool.id': req.tool_id,
+              'toolplane.sandbox.driver': this.driver.name,
+              'toolplane.sandbox.isolated': this.driver.isolated,
+            });
             try {
               if (abort.signal.aborted) return abandonedOutcome();
               const o = await this.driver.run(spec, abort.signal);
-              span.setAttributes({ 'toolplane.status': o.status, 'toolplane.sandbox.duration_ms': o.durationMs, 'toolplane.sandbox.warm': o.warm ?? false });
+              span.setAttributes({
+                'toolplane.status': o.status,
+                'toolplane.sandbox.duration_ms': o.durationMs,
+                'toolplane.sandbox.warm': o.warm ?? false,
+              });
               if (o.error) span.setStatus({ code: SpanStatusCode.ERROR, message: o.error.kind });
               return o;
             } finally {
@@ -94,7 +111,8 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
         ));
       const reply = this.toReply(req.function_name, outcome);
       if (networkRefused) reply.stderr.unshift(NETWORK_REFUSED_NOTE);
-      const queueSeconds = (outcome.admittedAt !== undefined ? outcome.admittedAt - received : 0) / 1000 + (outcome.queueMs ?? 0) / 1000;
+      const queueSeconds =
+        (outcome.admittedAt !== undefined ? outcome.admittedAt - received : 0) / 1000 + (outcome.queueMs ?? 0) / 1000;
       this.metrics.recordRun(reply.status, reply.error?.code, queueSeconds, outcome.durationMs / 1000);
       return reply;
     } finally {
@@ -105,7 +123,11 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Runs `fn` once the org's call has a place (RUNNER_MAX_CONCURRENCY, per org, orgs in turn). */
-  private async admitted(org: string, signal: AbortSignal, fn: () => Promise<SandboxRunOutcome>): Promise<SandboxRunOutcome & { admittedAt: number }> {
+  private async admitted(
+    org: string,
+    signal: AbortSignal,
+    fn: () => Promise<SandboxRunOutcome>,
+  ): Promise<SandboxRunOutcome & { admittedAt: number }> {
     this.metrics.queued++;
     let release: () => void;
     try {
@@ -153,14 +175,22 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
     await this.driver.close();
   }
 
-  private toReply(functionName: string, o: SandboxRunOutcome & { admittedAt?: number }): ReplyOf<typeof LocalRunnerRun> {
+  private toReply(
+    functionName: string,
+    o: SandboxRunOutcome & { admittedAt?: number },
+  ): ReplyOf<typeof LocalRunnerRun> {
     const stdout = withNote(o.stdout, o.stdoutTruncated, this.config.RUNNER_STDOUT_LIMIT_BYTES);
     const stderr = withNote(o.stderr, o.stderrTruncated, this.config.RUNNER_STDERR_LIMIT_BYTES);
     if (!this.driver.isolated) stderr.unshift(UNSAFE_NOTE);
     const common = { stdout, stderr, duration_ms: o.durationMs, provider: 'local', sandbox_config_fingerprint: null };
     if (o.status === 'success') return { status: 'success', func_return: o.value ?? null, ...common };
-    const err = o.error ?? { kind: 'crashed' as const, type: 'SandboxError', message: 'the sandbox ended without a result' };
-    if (err.kind !== 'exception') this.log.warn(`run of ${functionName} ended with ${err.kind}: ${err.message.slice(0, 500)}`);
+    const err = o.error ?? {
+      kind: 'crashed' as const,
+      type: 'SandboxError',
+      message: 'the sandbox ended without a result',
+    };
+    if (err.kind !== 'exception')
+      this.log.warn(`run of ${functionName} ended with ${err.kind}: ${err.message.slice(0, 500)}`);
     return {
       status: 'error',
       func_return: formatToolError(functionName, err.type, err.message),
@@ -172,7 +202,17 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
 
 /** A call abandoned while it waited for its place: it never ran. */
 function abandonedOutcome(): SandboxRunOutcome {
-  return { status: 'error', stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, exitCode: null, signal: null, durationMs: 0, error: { kind: 'crashed', type: 'Abandoned', message: 'the executor gave this call up before it ran' } };
+  return {
+    status: 'error',
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    exitCode: null,
+    signal: null,
+    durationMs: 0,
+    error: { kind: 'crashed', type: 'Abandoned', message: 'the executor gave this call up before it ran' },
+  };
 }
 
 function isolationOf(s: RunRequest['sandbox'], maxMemoryMb: number): IsolationLimits | undefined {

@@ -7,13 +7,16 @@ import { wholeSecondsMs } from './modal.provider';
 describe('providerError', () => {
   const account = { tokenId: 'ak-org-token', tokenSecret: 'as-org-secret-123' };
   const sut = (e: unknown) => providerError(e, account, 'creating a sandbox');
-  const grpc = (code: Status, details = 'nope') => new ClientError('/modal.client.ModalClient/SandboxCreateV2', code, details);
+  const grpc = (code: Status, details = 'nope') =>
+    new ClientError('/modal.client.ModalClient/SandboxCreateV2', code, details);
 
   it('maps Modal failures to typed codes: auth, exhausted capacity, a gone sandbox, the rest unavailable', () => {
     expect(sut(grpc(Status.UNAUTHENTICATED)).code).toBe(ErrorCode.PROVIDER_AUTH_FAILED);
     expect(sut(grpc(Status.PERMISSION_DENIED)).code).toBe(ErrorCode.PROVIDER_AUTH_FAILED);
     expect(sut(grpc(Status.RESOURCE_EXHAUSTED)).code).toBe(ErrorCode.PROVIDER_RATE_LIMITED);
-    expect(sut(new ResourceExhaustedError('Insufficient capacity to create sandbox.')).code).toBe(ErrorCode.PROVIDER_RATE_LIMITED);
+    expect(sut(new ResourceExhaustedError('Insufficient capacity to create sandbox.')).code).toBe(
+      ErrorCode.PROVIDER_RATE_LIMITED,
+    );
     expect(sut(new NotFoundError('gone')).code).toBe(ErrorCode.SANDBOX_LOST);
     expect(sut(grpc(Status.UNAVAILABLE)).code).toBe(ErrorCode.PROVIDER_UNAVAILABLE);
     expect(sut(new Error('connect ECONNREFUSED')).code).toBe(ErrorCode.PROVIDER_UNAVAILABLE);

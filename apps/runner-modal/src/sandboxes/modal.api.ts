@@ -1,7 +1,18 @@
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
 import { ClientError, Status } from 'nice-grpc';
 import { createHash } from 'node:crypto';
-import { AlreadyExistsError, ClientClosedError, ConflictError, ModalClient, NotFoundError, ResourceExhaustedError, TimeoutError, type App, type Image, type Sandbox } from 'modal';
+import {
+  AlreadyExistsError,
+  ClientClosedError,
+  ConflictError,
+  ModalClient,
+  NotFoundError,
+  ResourceExhaustedError,
+  TimeoutError,
+  type App,
+  type Image,
+  type Sandbox,
+} from 'modal';
 import type { ModalRunnerConfig } from '../runner-modal.config';
 
 /** One org's Modal credentials (its provider-scoped secrets, or the runner's own). */
@@ -30,7 +41,10 @@ export class ModalApi {
 
   app(account: ModalAccount): Promise<App> {
     const e = this.entry(account);
-    e.app ??= e.client.apps.fromName(this.c.MODAL_APP, { createIfMissing: true, ...(this.c.MODAL_ENVIRONMENT ? { environment: this.c.MODAL_ENVIRONMENT } : {}) });
+    e.app ??= e.client.apps.fromName(this.c.MODAL_APP, {
+      createIfMissing: true,
+      ...(this.c.MODAL_ENVIRONMENT ? { environment: this.c.MODAL_ENVIRONMENT } : {}),
+    });
     e.app.catch(() => (e.app = undefined));
     return e.app;
   }
@@ -46,7 +60,10 @@ export class ModalApi {
     if (!image) {
       image = (async () => {
         const base = this.client(account).images.fromRegistry(this.c.MODAL_IMAGE);
-        const runs = [...(node ? [`RUN ${this.c.MODAL_NODE_INSTALL}`] : []), ...(pip.length ? [`RUN ${this.pipCommand(pip)}`] : [])];
+        const runs = [
+          ...(node ? [`RUN ${this.c.MODAL_NODE_INSTALL}`] : []),
+          ...(pip.length ? [`RUN ${this.pipCommand(pip)}`] : []),
+        ];
         const built = runs.length ? base.dockerfileCommands(runs) : base;
         return built.build(await this.app(account));
       })();
@@ -56,7 +73,11 @@ export class ModalApi {
     return image;
   }
 
-  async create(account: ModalAccount, image: Image, o: { tags: Record<string, string>; network: boolean; cpu: number; memoryMiB: number }): Promise<Sandbox> {
+  async create(
+    account: ModalAccount,
+    image: Image,
+    o: { tags: Record<string, string>; network: boolean; cpu: number; memoryMiB: number },
+  ): Promise<Sandbox> {
     return this.client(account).sandboxes.create(await this.app(account), image, {
       tags: o.tags,
       blockNetwork: !o.network,
@@ -91,7 +112,14 @@ export class ModalApi {
     const key = accountKey(account);
     let e = this.clients.get(key);
     if (!e) {
-      e = { client: new ModalClient({ tokenId: account.tokenId, tokenSecret: account.tokenSecret, logLevel: this.c.MODAL_SDK_LOG_LEVEL, ...(this.c.MODAL_ENVIRONMENT ? { environment: this.c.MODAL_ENVIRONMENT } : {}) }) };
+      e = {
+        client: new ModalClient({
+          tokenId: account.tokenId,
+          tokenSecret: account.tokenSecret,
+          logLevel: this.c.MODAL_SDK_LOG_LEVEL,
+          ...(this.c.MODAL_ENVIRONMENT ? { environment: this.c.MODAL_ENVIRONMENT } : {}),
+        }),
+      };
       this.clients.set(key, e);
     }
     return e;
@@ -113,7 +141,11 @@ export function isSandboxGone(e: unknown): boolean {
  * (or while polling / streaming its stdio), or its TimeoutError.
  */
 export function isDeadline(e: unknown): boolean {
-  return e instanceof TimeoutError || (e instanceof Error && /^Deadline exceeded/.test(e.message)) || (e instanceof ClientError && e.code === Status.DEADLINE_EXCEEDED);
+  return (
+    e instanceof TimeoutError ||
+    (e instanceof Error && /^Deadline exceeded/.test(e.message)) ||
+    (e instanceof ClientError && e.code === Status.DEADLINE_EXCEEDED)
+  );
 }
 
 /** A Modal failure as its typed code (never carrying a token). */
@@ -123,13 +155,25 @@ export function providerError(e: unknown, account: ModalAccount | undefined, wha
   const message = scrub(`${what}: ${raw}`, account);
   const code = e instanceof ClientError ? e.code : undefined;
   if (code === Status.UNAUTHENTICATED || code === Status.PERMISSION_DENIED || /missing credentials/i.test(raw)) {
-    return new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, `Modal refused the token (${message}): set the org's sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (provider modal)`, { provider: 'modal' });
+    return new ToolplaneError(
+      ErrorCode.PROVIDER_AUTH_FAILED,
+      `Modal refused the token (${message}): set the org's sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (provider modal)`,
+      { provider: 'modal' },
+    );
   }
   if (e instanceof ResourceExhaustedError || code === Status.RESOURCE_EXHAUSTED) {
-    return new ToolplaneError(ErrorCode.PROVIDER_RATE_LIMITED, `Modal has no capacity for this workspace now (${message})`, { provider: 'modal' });
+    return new ToolplaneError(
+      ErrorCode.PROVIDER_RATE_LIMITED,
+      `Modal has no capacity for this workspace now (${message})`,
+      { provider: 'modal' },
+    );
   }
-  if (isSandboxGone(e)) return new ToolplaneError(ErrorCode.SANDBOX_LOST, `the Modal sandbox went away (${message})`, { provider: 'modal' });
-  if (e instanceof AlreadyExistsError) return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, message, { provider: 'modal' });
+  if (isSandboxGone(e))
+    return new ToolplaneError(ErrorCode.SANDBOX_LOST, `the Modal sandbox went away (${message})`, {
+      provider: 'modal',
+    });
+  if (e instanceof AlreadyExistsError)
+    return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, message, { provider: 'modal' });
   return new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, `Modal is unavailable (${message})`, { provider: 'modal' });
 }
 

@@ -1,11 +1,38 @@
 import { Logger } from '@nestjs/common';
 import { ErrorCode, ToolplaneError } from '@toolplane/contracts';
-import { remoteStep, type ReadySandbox, type RemoteEnvironment, type RemoteEnvironmentAsk, type RemoteProvider, type RunningCommand } from '@toolplane/remote-runner';
-import { launcherBase, parseReport, pipSpecifiers, proofJson, proofOf, RemoteSandboxLayout, SetupReport, SUPPORT_DIGEST, SUPPORT_FILES, type LauncherSettings, type Proof } from '@toolplane/sandbox';
+import {
+  remoteStep,
+  type ReadySandbox,
+  type RemoteEnvironment,
+  type RemoteEnvironmentAsk,
+  type RemoteProvider,
+  type RunningCommand,
+} from '@toolplane/remote-runner';
+import {
+  launcherBase,
+  parseReport,
+  pipSpecifiers,
+  proofJson,
+  proofOf,
+  RemoteSandboxLayout,
+  SetupReport,
+  SUPPORT_DIGEST,
+  SUPPORT_FILES,
+  type LauncherSettings,
+  type Proof,
+} from '@toolplane/sandbox';
 import type { Image, Sandbox } from 'modal';
 import { createHash, randomBytes } from 'node:crypto';
 import type { ModalRunnerConfig } from '../runner-modal.config';
-import { isDeadline, isSandboxGone, providerError, scrub, VENV_DIR, type ModalAccount, type ModalApi } from './modal.api';
+import {
+  isDeadline,
+  isSandboxGone,
+  providerError,
+  scrub,
+  VENV_DIR,
+  type ModalAccount,
+  type ModalApi,
+} from './modal.api';
 
 /** Tags of every sandbox runner-modal makes: the deployment, and the environment key (org, token, config, image, launcher). */
 export const TAGS = { deployment: 'toolplane-deployment', key: 'toolplane-key', org: 'toolplane-org' } as const;
@@ -30,7 +57,11 @@ export interface ModalEnvironmentRequest {
 
 type ModalEnvironment = RemoteEnvironment<ModalEnvironmentRequest, Sandbox>;
 
-function step<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+function step<T>(
+  name: string,
+  attributes: Record<string, string | number | boolean>,
+  fn: () => Promise<T>,
+): Promise<T> {
   return remoteStep('modal', name, attributes, fn);
 }
 
@@ -39,11 +70,28 @@ export function wholeSecondsMs(ms: number): number {
   return Math.ceil(ms / 1000) * 1000;
 }
 
-export function environmentKeys(c: ModalRunnerConfig, req: ModalEnvironmentRequest): { key: string; family: string; requirementsHash: null } {
-  const hash = (...parts: Array<string | number | boolean | null>) => createHash('sha256').update(parts.map(String).join('\0')).digest('hex').slice(0, 32);
+export function environmentKeys(
+  c: ModalRunnerConfig,
+  req: ModalEnvironmentRequest,
+): { key: string; family: string; requirementsHash: null } {
+  const hash = (...parts: Array<string | number | boolean | null>) =>
+    createHash('sha256').update(parts.map(String).join('\0')).digest('hex').slice(0, 32);
   const token = hash(req.account.tokenId, req.account.tokenSecret);
   return {
-    key: hash(c.MODAL_DEPLOYMENT, req.org, token, req.fingerprint, req.network, req.cpu, req.memoryMiB, req.lanes, c.MODAL_IMAGE, JSON.stringify(req.pip), req.node, SUPPORT_DIGEST),
+    key: hash(
+      c.MODAL_DEPLOYMENT,
+      req.org,
+      token,
+      req.fingerprint,
+      req.network,
+      req.cpu,
+      req.memoryMiB,
+      req.lanes,
+      c.MODAL_IMAGE,
+      JSON.stringify(req.pip),
+      req.node,
+      SUPPORT_DIGEST,
+    ),
     family: hash(c.MODAL_DEPLOYMENT, req.org, token, JSON.stringify(req.pip), req.node),
     // The requirements live in the image, not in a keyed environment of the sandbox.
     requirementsHash: null,
@@ -68,7 +116,12 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
     private readonly api: ModalApi,
     private readonly c: ModalRunnerConfig,
   ) {
-    const settings = { python: c.MODAL_PYTHON, node: c.MODAL_NODE, toolUid: c.MODAL_TOOL_UID, watch: c.MODAL_WATCH_PATHS };
+    const settings = {
+      python: c.MODAL_PYTHON,
+      node: c.MODAL_NODE,
+      toolUid: c.MODAL_TOOL_UID,
+      watch: c.MODAL_WATCH_PATHS,
+    };
     this.launcher = { settings, layout: new RemoteSandboxLayout(c.MODAL_STATE_DIR) };
   }
 
@@ -76,16 +129,31 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
 
   request(req: RemoteEnvironmentAsk): ModalEnvironmentRequest {
     // The org's own token pair (its provider-scoped secrets), else the runner's: never another org's, never half of each.
-    const own = req.provider_credentials?.MODAL_TOKEN_ID !== undefined || req.provider_credentials?.MODAL_TOKEN_SECRET !== undefined;
+    const own =
+      req.provider_credentials?.MODAL_TOKEN_ID !== undefined ||
+      req.provider_credentials?.MODAL_TOKEN_SECRET !== undefined;
     const tokenId = own ? req.provider_credentials?.MODAL_TOKEN_ID : this.c.MODAL_TOKEN_ID;
     const tokenSecret = own ? req.provider_credentials?.MODAL_TOKEN_SECRET : this.c.MODAL_TOKEN_SECRET;
     if (!tokenId || !tokenSecret) {
-      throw new ToolplaneError(ErrorCode.PROVIDER_AUTH_FAILED, 'No Modal token for this org: set the sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (scope sandbox, provider modal), or those of runner-modal', { provider: 'modal' });
+      throw new ToolplaneError(
+        ErrorCode.PROVIDER_AUTH_FAILED,
+        'No Modal token for this org: set the sandbox secrets MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (scope sandbox, provider modal), or those of runner-modal',
+        { provider: 'modal' },
+      );
     }
     const node = NODE_TYPES.has(req.source_type);
-    if (req.source_type !== 'python' && !node) throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, `runner-modal runs python, typescript and javascript tools, not ${req.source_type}`, { provider: 'modal' });
+    if (req.source_type !== 'python' && !node)
+      throw new ToolplaneError(
+        ErrorCode.UNSUPPORTED_TOOL,
+        `runner-modal runs python, typescript and javascript tools, not ${req.source_type}`,
+        { provider: 'modal' },
+      );
     if (node && (req.npm_requirements ?? []).length > 0) {
-      throw new ToolplaneError(ErrorCode.UNSUPPORTED_TOOL, 'runner-modal does not install npm requirements yet (its images carry pip requirements only): run this tool on local or e2b', { provider: 'modal', source_type: req.source_type });
+      throw new ToolplaneError(
+        ErrorCode.UNSUPPORTED_TOOL,
+        'runner-modal does not install npm requirements yet (its images carry pip requirements only): run this tool on local or e2b',
+        { provider: 'modal', source_type: req.source_type },
+      );
     }
     let pip: string[];
     try {
@@ -124,9 +192,17 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
   }
 
   image(req: ModalEnvironmentRequest): Promise<Image> {
-    return step('build image', { 'toolplane.requirements.count': req.pip.length, 'toolplane.image.node': req.node }, () => this.api.image(req.account, req.pip, req.node)).catch((e: unknown) => {
+    return step(
+      'build image',
+      { 'toolplane.requirements.count': req.pip.length, 'toolplane.image.node': req.node },
+      () => this.api.image(req.account, req.pip, req.node),
+    ).catch((e: unknown) => {
       if (e instanceof Error && /^Image build for .* failed/.test(e.message)) {
-        throw new ToolplaneError(ErrorCode.DEPENDENCY_INSTALL_FAILED, `the requirements did not install in the Modal image: ${e.message.split('\n').slice(-12).join('\n').slice(0, 3000)}`, { provider: 'modal' });
+        throw new ToolplaneError(
+          ErrorCode.DEPENDENCY_INSTALL_FAILED,
+          `the requirements did not install in the Modal image: ${e.message.split('\n').slice(-12).join('\n').slice(0, 3000)}`,
+          { provider: 'modal' },
+        );
       }
       throw providerError(e, req.account, 'building the image');
     });
@@ -150,7 +226,13 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
       return await this.setUp(env, sandbox);
     } catch (e) {
       await sandbox.terminate().catch(() => undefined);
-      throw e instanceof ToolplaneError ? e : isSandboxGone(e) ? new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'the new Modal sandbox went away while it was set up', { provider: 'modal' }) : providerError(e, req.account, 'setting up a sandbox');
+      throw e instanceof ToolplaneError
+        ? e
+        : isSandboxGone(e)
+          ? new ToolplaneError(ErrorCode.PROVIDER_UNAVAILABLE, 'the new Modal sandbox went away while it was set up', {
+              provider: 'modal',
+            })
+          : providerError(e, req.account, 'setting up a sandbox');
     }
   }
 
@@ -159,22 +241,50 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
     const req = env.request;
     const nonce = randomBytes(16).toString('hex');
     const dir = this.launcher.layout.callDir(`setup-${nonce}`);
-    const spec = { ...launcherBase(this.launcher.settings, this.launcher.layout), python: this.python(env), nonce, report: `${dir}/report.json`, lanes: req.lanes, env_dir: null, requirements_hash: null, pip_args: null, npm_args: null };
+    const spec = {
+      ...launcherBase(this.launcher.settings, this.launcher.layout),
+      python: this.python(env),
+      nonce,
+      report: `${dir}/report.json`,
+      lanes: req.lanes,
+      env_dir: null,
+      requirements_hash: null,
+      pip_args: null,
+      npm_args: null,
+    };
     const attrs = { 'toolplane.sandbox.id': sandbox.sandboxId };
     await step('upload harness', attrs, async () => {
       for (const f of SUPPORT_FILES) await sandbox.filesystem.writeBytes(f.data, this.launcher.layout.file(f.name));
       await sandbox.filesystem.writeText(JSON.stringify(spec), `${dir}/spec.json`);
     });
     const exit = await step('probe sandbox', attrs, async () => {
-      const p = await sandbox.exec(['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'setup', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 120_000 });
+      const p = await sandbox.exec(
+        ['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'setup', `${dir}/spec.json`)],
+        { stdout: 'ignore', timeoutMs: 120_000 },
+      );
       return p.wait();
     });
-    if (exit !== 0) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal sandbox could not be set up (the launcher exited with ${exit})`, { provider: 'modal' });
+    if (exit !== 0)
+      throw new ToolplaneError(
+        ErrorCode.SANDBOX_FAILURE,
+        `the Modal sandbox could not be set up (the launcher exited with ${exit})`,
+        { provider: 'modal' },
+      );
     const report = parseReport(SetupReport, await sandbox.filesystem.readText(`${dir}/report.json`), nonce);
     const proof = report ? proofOf(report) : undefined;
-    if (!report || !proof) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal sandbox could not be set up: ${report?.dirty.join('; ') || 'no report'}`, { provider: 'modal' });
-    if (report.python === false) throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal image has no ${this.python(env)} (MODAL_PYTHON)`, { provider: 'modal' });
-    this.log.log(`sandbox ${sandbox.sandboxId} ready for org ${req.org}${req.pip.length ? ` (${req.pip.length} requirement(s) in its image)` : ''}`);
+    if (!report || !proof)
+      throw new ToolplaneError(
+        ErrorCode.SANDBOX_FAILURE,
+        `the Modal sandbox could not be set up: ${report?.dirty.join('; ') || 'no report'}`,
+        { provider: 'modal' },
+      );
+    if (report.python === false)
+      throw new ToolplaneError(ErrorCode.SANDBOX_FAILURE, `the Modal image has no ${this.python(env)} (MODAL_PYTHON)`, {
+        provider: 'modal',
+      });
+    this.log.log(
+      `sandbox ${sandbox.sandboxId} ready for org ${req.org}${req.pip.length ? ` (${req.pip.length} requirement(s) in its image)` : ''}`,
+    );
     return { box: sandbox, proof, node: report.node === true };
   }
 
@@ -185,7 +295,9 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
     if (req.lanes > 1) return [];
     let found: Sandbox[];
     try {
-      found = await step('find sandboxes', { 'toolplane.org.id': req.org }, () => this.api.list(req.account, { [TAGS.deployment]: this.c.MODAL_DEPLOYMENT, [TAGS.key]: env.key }));
+      found = await step('find sandboxes', { 'toolplane.org.id': req.org }, () =>
+        this.api.list(req.account, { [TAGS.deployment]: this.c.MODAL_DEPLOYMENT, [TAGS.key]: env.key }),
+      );
     } catch (e) {
       this.log.warn(`could not look for earlier sandboxes of org ${req.org}: ${(e as Error).message}`);
       return [];
@@ -205,13 +317,28 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
     return (await this.proveWithRuntime(env, box, { proof: proofJson(proof) }))?.proof;
   }
 
-  private async proveWithRuntime(env: ModalEnvironment, sandbox: Sandbox, extra: Record<string, unknown>): Promise<{ proof: Proof; node: boolean } | undefined> {
+  private async proveWithRuntime(
+    env: ModalEnvironment,
+    sandbox: Sandbox,
+    extra: Record<string, unknown>,
+  ): Promise<{ proof: Proof; node: boolean } | undefined> {
     const nonce = randomBytes(16).toString('hex');
     const dir = this.launcher.layout.callDir(`prove-${nonce}`);
-    const spec = { ...launcherBase(this.launcher.settings, this.launcher.layout), python: this.python(env), ...extra, nonce, report: `${dir}/report.json`, lanes: env.lanes, env_dir: null };
+    const spec = {
+      ...launcherBase(this.launcher.settings, this.launcher.layout),
+      python: this.python(env),
+      ...extra,
+      nonce,
+      report: `${dir}/report.json`,
+      lanes: env.lanes,
+      env_dir: null,
+    };
     return step('prove sandbox', { 'toolplane.sandbox.id': sandbox.sandboxId }, async () => {
       await sandbox.filesystem.writeText(JSON.stringify(spec), `${dir}/spec.json`);
-      const p = await sandbox.exec(['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'prove', `${dir}/spec.json`)], { stdout: 'ignore', timeoutMs: 60_000 });
+      const p = await sandbox.exec(
+        ['/bin/sh', '-c', this.launcher.layout.command(this.c.MODAL_PYTHON, 'prove', `${dir}/spec.json`)],
+        { stdout: 'ignore', timeoutMs: 60_000 },
+      );
       if ((await p.wait()) !== 0) return undefined;
       const r = parseReport(SetupReport, await sandbox.filesystem.readText(`${dir}/report.json`), nonce);
       const proof = r ? proofOf(r) : undefined;
@@ -221,7 +348,9 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
 
   async kill(_env: ModalEnvironment, box: Sandbox, reason: string): Promise<void> {
     this.log.log(`terminating sandbox ${box.sandboxId}: ${reason}`);
-    await box.terminate().catch((e: Error) => this.log.warn(`terminating sandbox ${box.sandboxId} failed: ${e.message}`));
+    await box
+      .terminate()
+      .catch((e: Error) => this.log.warn(`terminating sandbox ${box.sandboxId} failed: ${e.message}`));
     box.detach();
   }
 
@@ -229,10 +358,23 @@ export class ModalProvider implements RemoteProvider<ModalEnvironmentRequest, Sa
     for (const f of files) await box.filesystem.writeText(f.data, f.path);
   }
 
-  async start(_env: ModalEnvironment, box: Sandbox, command: string, o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void }): Promise<RunningCommand> {
-    const proc = await box.exec(['/bin/sh', '-c', command], { mode: 'binary', env: o.envs, timeoutMs: wholeSecondsMs(o.timeoutMs) });
+  async start(
+    _env: ModalEnvironment,
+    box: Sandbox,
+    command: string,
+    o: { envs: Record<string, string>; timeoutMs: number; stdout: (b: Buffer) => void; stderr: (b: Buffer) => void },
+  ): Promise<RunningCommand> {
+    const proc = await box.exec(['/bin/sh', '-c', command], {
+      mode: 'binary',
+      env: o.envs,
+      timeoutMs: wholeSecondsMs(o.timeoutMs),
+    });
     return {
-      wait: () => Promise.all([drain(proc.stdout, o.stdout), drain(proc.stderr, o.stderr), proc.wait()]).then(([, , exit]) => ({ exit }), (e: unknown) => ({ lost: e })),
+      wait: () =>
+        Promise.all([drain(proc.stdout, o.stdout), drain(proc.stderr, o.stderr), proc.wait()]).then(
+          ([, , exit]) => ({ exit }),
+          (e: unknown) => ({ lost: e }),
+        ),
       // The sandbox is terminated right after: its exec ends with it.
       stop: () => undefined,
     };

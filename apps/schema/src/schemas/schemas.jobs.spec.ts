@@ -11,9 +11,18 @@ describe('runSchemaJob', () => {
   it('answers a generation error as data, with what the service puts in details', () => {
     const result = sut(engine, { op: 'generate', input: { source_code: 'def f(x):\n    """F."""\n' } });
     expect(result).toEqual({
-      failed: { reason: 'MISSING_ANNOTATION', message: "Parameter 'x' of function 'f' (line 1) has no type annotation", line: 1, column: 7, functionName: 'f', parameter: 'x' },
+      failed: {
+        reason: 'MISSING_ANNOTATION',
+        message: "Parameter 'x' of function 'f' (line 1) has no type annotation",
+        line: 1,
+        column: 7,
+        functionName: 'f',
+        parameter: 'x',
+      },
     });
-    expect(sut(engine, { op: 'validate', json_schema: { type: 'object', properties: {} } })).toEqual({ ok: expect.objectContaining({ health: expect.any(String) }) });
+    expect(sut(engine, { op: 'validate', json_schema: { type: 'object', properties: {} } })).toEqual({
+      ok: expect.objectContaining({ health: expect.any(String) }),
+    });
   });
 
   describe('normalize (issue 12: the reply carried a large input twice, past the 1 MiB bus limit)', () => {
@@ -35,7 +44,9 @@ describe('runSchemaJob', () => {
       const input = schemaOfBytes(MAX_ECHOED_SCHEMA_BYTES + 1);
       const result = sut(engine, { op: 'normalize', json_schema: input }) as { ok: Record<string, unknown> };
       expect(result.ok).not.toHaveProperty('original_json_schema');
-      expect(result.ok.changes).toContain(`original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`);
+      expect(result.ok.changes).toContain(
+        `original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`,
+      );
       expect(SchemasNormalize.reply.safeParse(result.ok).success).toBe(true);
       const big = sut(engine, { op: 'normalize', json_schema: schemaOfBytes(900 * 1024) }) as { ok: unknown };
       expect(Buffer.byteLength(JSON.stringify(big.ok))).toBeLessThan(1024 * 1024);

@@ -4,7 +4,14 @@
  * SchemaGenerationError comes back as `failed` rather than as an exception.
  */
 import { MAX_ECHOED_SCHEMA_BYTES, type ReplyOf, type SchemasNormalize } from '@toolplane/contracts';
-import { jsonByteLength, SchemaGenerationError, type GenerateInput, type SchemaEngine, type SchemaErrorDetails, type SchemaErrorReason } from '@toolplane/schema-engine';
+import {
+  jsonByteLength,
+  SchemaGenerationError,
+  type GenerateInput,
+  type SchemaEngine,
+  type SchemaErrorDetails,
+  type SchemaErrorReason,
+} from '@toolplane/schema-engine';
 
 export type SchemaJob =
   | { op: 'generate'; input: GenerateInput }
@@ -40,9 +47,13 @@ export function runSchemaJob(engine: SchemaEngine, job: SchemaJob): SchemaJobRes
  */
 function normalizeReply(engine: SchemaEngine, input: Record<string, unknown>): ReplyOf<typeof SchemasNormalize> {
   const { original_json_schema: _original, ...normalized } = engine.normalizeMcp(input);
-  if (jsonByteLength(input, MAX_ECHOED_SCHEMA_BYTES) <= MAX_ECHOED_SCHEMA_BYTES) return { ...normalized, original_json_schema: input };
+  if (jsonByteLength(input, MAX_ECHOED_SCHEMA_BYTES) <= MAX_ECHOED_SCHEMA_BYTES)
+    return { ...normalized, original_json_schema: input };
   return {
     ...normalized,
-    changes: [...normalized.changes, `original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`],
+    changes: [
+      ...normalized.changes,
+      `original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`,
+    ],
   };
 }

@@ -57,7 +57,10 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
       log: this.log,
     });
     await this.pool.start();
-    this.fair = new FairQueue(this.config.SCHEMA_WORKERS, this.config.SCHEMA_WORKERS_PER_ORG ?? Math.max(1, this.config.SCHEMA_WORKERS - 1));
+    this.fair = new FairQueue(
+      this.config.SCHEMA_WORKERS,
+      this.config.SCHEMA_WORKERS_PER_ORG ?? Math.max(1, this.config.SCHEMA_WORKERS - 1),
+    );
     this.health.metrics = () => renderSchemaMetrics(this.pool.stats, this.fair.queued);
   }
 
@@ -67,7 +70,12 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async generate(org: string, req: RequestOf<typeof SchemasGenerate>): Promise<ReplyOf<typeof SchemasGenerate>> {
-    const input = { source_code: req.source_code, source_type: req.source_type, name: req.name, ...(req.args_json_schema ? { args_json_schema: req.args_json_schema } : {}) };
+    const input = {
+      source_code: req.source_code,
+      source_type: req.source_type,
+      name: req.name,
+      ...(req.args_json_schema ? { args_json_schema: req.args_json_schema } : {}),
+    };
     return (await this.run(org, { op: 'generate', input })) as ReplyOf<typeof SchemasGenerate>;
   }
 
@@ -91,7 +99,8 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
     let result: SchemaJobResult;
     let release: (() => void) | undefined;
     try {
-      if (this.fair.queued >= this.config.SCHEMA_QUEUE_MAX) throw new WorkerPoolError('busy', `${this.fair.queued} requests are waiting for a worker`);
+      if (this.fair.queued >= this.config.SCHEMA_QUEUE_MAX)
+        throw new WorkerPoolError('busy', `${this.fair.queued} requests are waiting for a worker`);
       release = await this.fair.acquire(org, AbortSignal.timeout(this.config.SCHEMA_TIME_LIMIT_MS)).catch(() => {
         throw new WorkerPoolError('busy', `No worker was free within ${this.config.SCHEMA_TIME_LIMIT_MS} ms`);
       });
@@ -110,15 +119,26 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
     switch (e.kind) {
       case 'timeout':
         return op === 'generate'
-          ? generationFailed({ reason: 'TIME_LIMIT_EXCEEDED', message: `Schema generation exceeded its time limit of ${limitMs} ms` })
-          : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `schemas.${op} exceeded its time limit of ${limitMs} ms`, { limit_ms: limitMs });
+          ? generationFailed({
+              reason: 'TIME_LIMIT_EXCEEDED',
+              message: `Schema generation exceeded its time limit of ${limitMs} ms`,
+            })
+          : new ToolplaneError(ErrorCode.REQUEST_TIMEOUT, `schemas.${op} exceeded its time limit of ${limitMs} ms`, {
+              limit_ms: limitMs,
+            });
       case 'out_of_memory':
         return op === 'generate'
-          ? generationFailed({ reason: 'SCHEMA_TOO_LARGE', message: `Schema generation ${e.message.replace(/^The job /, '')}` })
+          ? generationFailed({
+              reason: 'SCHEMA_TOO_LARGE',
+              message: `Schema generation ${e.message.replace(/^The job /, '')}`,
+            })
           : new ToolplaneError(ErrorCode.PAYLOAD_TOO_LARGE, `schemas.${op} ${e.message.replace(/^The job /, '')}`);
       case 'busy':
       case 'closed':
-        return new ToolplaneError(ErrorCode.SERVICE_UNAVAILABLE, `The schema service cannot take the request now: ${e.message}`);
+        return new ToolplaneError(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          `The schema service cannot take the request now: ${e.message}`,
+        );
       case 'crashed':
         return new Error(e.message); // a bug: INTERNAL
     }

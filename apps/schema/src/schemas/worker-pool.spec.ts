@@ -24,7 +24,15 @@ const HOUR = 3_600_000;
 describe('WorkerPool', () => {
   let sut: WorkerPool | undefined;
   const start = async (opts: Partial<WorkerPoolOptions> = {}): Promise<WorkerPool> => {
-    sut = new WorkerPool({ script: FAKE_WORKER, eval: true, size: 2, timeLimitMs: HOUR, maxQueue: 100, maxQueueWaitMs: HOUR, ...opts });
+    sut = new WorkerPool({
+      script: FAKE_WORKER,
+      eval: true,
+      size: 2,
+      timeLimitMs: HOUR,
+      maxQueue: 100,
+      maxQueueWaitMs: HOUR,
+      ...opts,
+    });
     await sut.start();
     return sut;
   };
@@ -48,7 +56,10 @@ describe('WorkerPool', () => {
 
   it('runs jobs on its workers and answers each with its result', async () => {
     const pool = await start();
-    const results = (await Promise.all(Array.from({ length: 20 }, (_, i) => pool.run({ echo: i })))) as Array<{ echo: number; threadId: number }>;
+    const results = (await Promise.all(Array.from({ length: 20 }, (_, i) => pool.run({ echo: i })))) as Array<{
+      echo: number;
+      threadId: number;
+    }>;
     expect(results.map((r) => r.echo)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(new Set(results.map((r) => r.threadId)).size).toBe(2);
   });
@@ -88,7 +99,10 @@ describe('WorkerPool', () => {
 
   it('answers the job of a worker that dies, and of one that runs out of memory, and replaces them', async () => {
     const pool = await start({ size: 1, resourceLimits: { maxOldGenerationSizeMb: 32 } });
-    expect(await failure(pool.run({ exit: true }))).toMatchObject({ kind: 'crashed', message: 'The worker running the job died: exited with code 3' });
+    expect(await failure(pool.run({ exit: true }))).toMatchObject({
+      kind: 'crashed',
+      message: 'The worker running the job died: exited with code 3',
+    });
     expect(await pool.run({ echo: 1 })).toMatchObject({ echo: 1 });
     expect(await failure(pool.run({ hog: true }))).toMatchObject({ kind: 'out_of_memory' });
     expect(await pool.run({ echo: 2 })).toMatchObject({ echo: 2 });
@@ -104,24 +118,43 @@ describe('WorkerPool', () => {
     const full = await start({ size: 1, maxQueue: 1 });
     void full.run({ hang: true }).catch(() => undefined);
     const queued = full.run({ echo: 'queued' });
-    expect(await failure(full.run({ echo: 'one too many' }))).toMatchObject({ kind: 'busy', message: 'All 1 workers are busy and 1 job is waiting' });
+    expect(await failure(full.run({ echo: 'one too many' }))).toMatchObject({
+      kind: 'busy',
+      message: 'All 1 workers are busy and 1 job is waiting',
+    });
     await full.close();
     expect((await failure(queued)).kind).toBe('closed');
 
     const slow = await start({ size: 1, maxQueueWaitMs: 100 });
     void slow.run({ hang: true }).catch(() => undefined);
-    expect(await failure(slow.run({ echo: 'waits' }))).toMatchObject({ kind: 'busy', message: 'No worker was free within 100 ms' });
+    expect(await failure(slow.run({ echo: 'waits' }))).toMatchObject({
+      kind: 'busy',
+      message: 'No worker was free within 100 ms',
+    });
   });
 
   it('keeps its size: a replaced worker is ready again', async () => {
     const pool = await start({ size: 2, timeLimitMs: 1000 });
     await Promise.all([failure(pool.run({ hang: true })), failure(pool.run({ exit: true }))]);
     await untilReady(pool, 2);
-    expect(pool.stats).toEqual({ ready: 2, busy: 0, queued: 0, replaced: { timeout: 1, crashed: 1, out_of_memory: 0 } });
+    expect(pool.stats).toEqual({
+      ready: 2,
+      busy: 0,
+      queued: 0,
+      replaced: { timeout: 1, crashed: 1, out_of_memory: 0 },
+    });
   });
 
   it('fails to start when a worker cannot load, and refuses jobs once closed', async () => {
-    const broken = new WorkerPool({ script: FAKE_WORKER, eval: true, workerData: { failToStart: true }, size: 2, timeLimitMs: HOUR, maxQueue: 1, maxQueueWaitMs: HOUR });
+    const broken = new WorkerPool({
+      script: FAKE_WORKER,
+      eval: true,
+      workerData: { failToStart: true },
+      size: 2,
+      timeLimitMs: HOUR,
+      maxQueue: 1,
+      maxQueueWaitMs: HOUR,
+    });
     await expect(broken.start()).rejects.toThrow(/^A worker failed to start: cannot load/);
     expect((await failure(broken.run({ echo: 1 }))).kind).toBe('closed');
   });

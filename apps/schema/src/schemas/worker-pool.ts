@@ -70,7 +70,11 @@ export class WorkerPool {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
-  private readonly replaced: Record<'timeout' | 'crashed' | 'out_of_memory', number> = { timeout: 0, crashed: 0, out_of_memory: 0 };
+  private readonly replaced: Record<'timeout' | 'crashed' | 'out_of_memory', number> = {
+    timeout: 0,
+    crashed: 0,
+    out_of_memory: 0,
+  };
   private readonly startWaiters = new Map<PoolWorker, { resolve(): void; reject(e: Error): void }>();
 
   constructor(private readonly opts: WorkerPoolOptions) {}
@@ -96,7 +100,12 @@ export class WorkerPool {
       if (this.closed) return reject(new WorkerPoolError('closed', 'The worker pool is closed'));
       if (!this.idleSlot() && this.queue.length >= this.opts.maxQueue) {
         const n = this.queue.length;
-        return reject(new WorkerPoolError('busy', `All ${this.opts.size} workers are busy and ${n} job${n === 1 ? ' is' : 's are'} waiting`));
+        return reject(
+          new WorkerPoolError(
+            'busy',
+            `All ${this.opts.size} workers are busy and ${n} job${n === 1 ? ' is' : 's are'} waiting`,
+          ),
+        );
       }
       const job: Job = { id: this.nextId++, message, resolve, reject };
       job.timer = setTimeout(() => {
@@ -113,7 +122,12 @@ export class WorkerPool {
   /** Workers that are ready, and how many of them run a job; jobs waiting; workers replaced so far, by cause. */
   get stats(): WorkerPoolStats {
     const ready = [...this.slots].filter((s) => s.ready);
-    return { ready: ready.length, busy: ready.filter((s) => s.job).length, queued: this.queue.length, replaced: { ...this.replaced } };
+    return {
+      ready: ready.length,
+      busy: ready.filter((s) => s.job).length,
+      queued: this.queue.length,
+      replaced: { ...this.replaced },
+    };
   }
 
   /** Refuses new jobs, fails waiting and running ones ('closed') and terminates every worker. */
@@ -199,12 +213,17 @@ export class WorkerPool {
     }
     const outOfMemory = error.code === 'ERR_WORKER_OUT_OF_MEMORY';
     this.replaced[outOfMemory ? 'out_of_memory' : 'crashed'] += 1;
-    this.opts.log?.error(`A worker ${outOfMemory ? 'ran out of memory' : `died (${error.message})`}${slot.job ? ' running a job' : ''}; starting another`);
+    this.opts.log?.error(
+      `A worker ${outOfMemory ? 'ran out of memory' : `died (${error.message})`}${slot.job ? ' running a job' : ''}; starting another`,
+    );
     if (slot.job) {
       clearTimeout(slot.job.timer);
       slot.job.reject(
         outOfMemory
-          ? new WorkerPoolError('out_of_memory', `The job needed more memory than a worker may use (${this.opts.resourceLimits?.maxOldGenerationSizeMb ?? '?'} MiB)`)
+          ? new WorkerPoolError(
+              'out_of_memory',
+              `The job needed more memory than a worker may use (${this.opts.resourceLimits?.maxOldGenerationSizeMb ?? '?'} MiB)`,
+            )
           : new WorkerPoolError('crashed', `The worker running the job died: ${error.message}`),
       );
     }

@@ -23,7 +23,9 @@ export class ExaClient {
   }
 
   async search(key: string, query: string, options: ExaSearchOptions): Promise<ExaResult[]> {
-    const res = await this.bounded(key, this.config.WEB_SEARCH_TIMEOUT_MS, () => this.client(key).search(query, options as never));
+    const res = await this.bounded(key, this.config.WEB_SEARCH_TIMEOUT_MS, () =>
+      this.client(key).search(query, options as never),
+    );
     return resultsOf(res);
   }
 

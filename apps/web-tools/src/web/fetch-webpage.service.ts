@@ -36,8 +36,15 @@ export class FetchWebpageService implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: WebToolsConfig,
     private readonly exa: ExaClient,
   ) {
-    const guard = new UrlGuard({ profile: config.TOOLPLANE_PROFILE, allowed: config.WEB_FETCH_ALLOWED_HOSTS, allowlistSetting: 'WEB_FETCH_ALLOWED_HOSTS' });
-    this.http = new PinnedHttp(guard, { ttlMs: PIN_TTL_MS, connectTimeoutMs: Math.min(10_000, config.WEB_FETCH_TIMEOUT_MS) });
+    const guard = new UrlGuard({
+      profile: config.TOOLPLANE_PROFILE,
+      allowed: config.WEB_FETCH_ALLOWED_HOSTS,
+      allowlistSetting: 'WEB_FETCH_ALLOWED_HOSTS',
+    });
+    this.http = new PinnedHttp(guard, {
+      ttlMs: PIN_TTL_MS,
+      connectTimeoutMs: Math.min(10_000, config.WEB_FETCH_TIMEOUT_MS),
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -59,7 +66,11 @@ export class FetchWebpageService implements OnModuleDestroy {
     try {
       const [r] = await this.exa.contents(key, url, this.config.WEB_FETCH_TIMEOUT_MS);
       if (!r?.text) return undefined;
-      return JSON.stringify({ title: r.title ?? null, published_date: r.publishedDate ?? null, author: r.author ?? null, text: r.text }, null, 2);
+      return JSON.stringify(
+        { title: r.title ?? null, published_date: r.publishedDate ?? null, author: r.author ?? null, text: r.text },
+        null,
+        2,
+      );
     } catch (e) {
       this.log.log(`Exa contents failed, fetching directly: ${(e as Error).message}`);
       return undefined;
@@ -72,11 +83,24 @@ export class FetchWebpageService implements OnModuleDestroy {
     let url = start;
     try {
       for (let hop = 0; ; hop++) {
-        const res = await this.http.fetch(url, { redirect: 'manual', signal, headers: { accept: 'text/html, text/plain, application/json, application/xml;q=0.9, */*;q=0.1', 'user-agent': 'toolplane-web-tools/1' } });
+        const res = await this.http.fetch(url, {
+          redirect: 'manual',
+          signal,
+          headers: {
+            accept: 'text/html, text/plain, application/json, application/xml;q=0.9, */*;q=0.1',
+            'user-agent': 'toolplane-web-tools/1',
+          },
+        });
         const location = res.headers.get('location');
         if (REDIRECTS.has(res.status) && location) {
           await res.body?.cancel().catch(() => undefined);
-          if (hop >= this.config.WEB_FETCH_MAX_REDIRECTS) throw new ToolplaneError(ErrorCode.FETCH_FAILED, `Too many redirects (more than ${this.config.WEB_FETCH_MAX_REDIRECTS})`, { url: start.href }, false);
+          if (hop >= this.config.WEB_FETCH_MAX_REDIRECTS)
+            throw new ToolplaneError(
+              ErrorCode.FETCH_FAILED,
+              `Too many redirects (more than ${this.config.WEB_FETCH_MAX_REDIRECTS})`,
+              { url: start.href },
+              false,
+            );
           // The next hop is vetted like the first (scheme here, addresses by PinnedHttp before any socket).
           url = httpUrl(new URL(location, url).href);
           continue;
@@ -85,23 +109,43 @@ export class FetchWebpageService implements OnModuleDestroy {
       }
     } catch (e) {
       if (e instanceof ToolplaneError) throw e;
-      if (signal.aborted) throw new ToolplaneError(ErrorCode.FETCH_TIMEOUT, `The page did not load within ${timeoutMs} ms`, { timeout_ms: timeoutMs }, { cause: e });
+      if (signal.aborted)
+        throw new ToolplaneError(
+          ErrorCode.FETCH_TIMEOUT,
+          `The page did not load within ${timeoutMs} ms`,
+          { timeout_ms: timeoutMs },
+          { cause: e },
+        );
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new ToolplaneError(ErrorCode.FETCH_FAILED, `Could not fetch ${url.origin}: ${cause?.code ?? cause?.message ?? (e as Error).message}`, { url: url.origin }, { cause: e });
+      throw new ToolplaneError(
+        ErrorCode.FETCH_FAILED,
+        `Could not fetch ${url.origin}: ${cause?.code ?? cause?.message ?? (e as Error).message}`,
+        { url: url.origin },
+        { cause: e },
+      );
     }
   }
 
   private async read(res: Response, url: URL, signal: AbortSignal): Promise<string> {
     if (res.status < 200 || res.status > 299) {
       await res.body?.cancel().catch(() => undefined);
-      throw new ToolplaneError(ErrorCode.FETCH_FAILED, `${url.origin} answered HTTP ${res.status}`, { status: res.status, url: url.origin }, res.status >= 500 || res.status === 429);
+      throw new ToolplaneError(
+        ErrorCode.FETCH_FAILED,
+        `${url.origin} answered HTTP ${res.status}`,
+        { status: res.status, url: url.origin },
+        res.status >= 500 || res.status === 429,
+      );
     }
     const header = res.headers.get('content-type') ?? '';
     const type = header.split(';')[0]!.trim().toLowerCase();
     const reader = READERS[type];
     if (!reader) {
       await res.body?.cancel().catch(() => undefined);
-      throw new ToolplaneError(ErrorCode.CONTENT_TYPE_UNSUPPORTED, `Cannot read ${url.origin}${url.pathname}: content type ${type || '(none)'} is not read`, { content_type: type || null, supported: SUPPORTED_CONTENT_TYPES });
+      throw new ToolplaneError(
+        ErrorCode.CONTENT_TYPE_UNSUPPORTED,
+        `Cannot read ${url.origin}${url.pathname}: content type ${type || '(none)'} is not read`,
+        { content_type: type || null, supported: SUPPORTED_CONTENT_TYPES },
+      );
     }
     const body = await this.capped(res, signal);
     if (reader === 'pdf') {
@@ -116,7 +160,8 @@ export class FetchWebpageService implements OnModuleDestroy {
   /** The body, read up to the cap: one byte more and the stream is cancelled (the rest is never read). */
   private async capped(res: Response, signal: AbortSignal): Promise<Uint8Array> {
     const max = this.config.WEB_FETCH_MAX_BYTES;
-    const tooLarge = () => new ToolplaneError(ErrorCode.CONTENT_TOO_LARGE, `The page is larger than ${max} bytes`, { limit_bytes: max });
+    const tooLarge = () =>
+      new ToolplaneError(ErrorCode.CONTENT_TOO_LARGE, `The page is larger than ${max} bytes`, { limit_bytes: max });
     const declared = Number(res.headers.get('content-length') ?? NaN);
     if (declared > max) {
       await res.body?.cancel().catch(() => undefined);
@@ -129,7 +174,11 @@ export class FetchWebpageService implements OnModuleDestroy {
     for (;;) {
       if (signal.aborted) {
         await reader.cancel().catch(() => undefined);
-        throw new ToolplaneError(ErrorCode.FETCH_TIMEOUT, `The page did not load within ${this.config.WEB_FETCH_TIMEOUT_MS} ms`, { timeout_ms: this.config.WEB_FETCH_TIMEOUT_MS });
+        throw new ToolplaneError(
+          ErrorCode.FETCH_TIMEOUT,
+          `The page did not load within ${this.config.WEB_FETCH_TIMEOUT_MS} ms`,
+          { timeout_ms: this.config.WEB_FETCH_TIMEOUT_MS },
+        );
       }
       const { done, value } = await reader.read();
       if (done) break;
@@ -150,11 +199,19 @@ export function httpUrl(raw: string): URL {
   try {
     url = new URL(raw.trim());
   } catch {
-    throw new ToolplaneError(ErrorCode.INVALID_ARGUMENTS, 'Invalid URL: fetch_webpage takes an absolute http:// or https:// URL', { url: raw.slice(0, 200) });
+    throw new ToolplaneError(
+      ErrorCode.INVALID_ARGUMENTS,
+      'Invalid URL: fetch_webpage takes an absolute http:// or https:// URL',
+      { url: raw.slice(0, 200) },
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     const scheme = url.protocol.replace(/:$/, '');
-    throw new ToolplaneError(ErrorCode.URL_SCHEME_UNSUPPORTED, `Unsupported URL scheme: ${scheme} (only http and https)`, { scheme });
+    throw new ToolplaneError(
+      ErrorCode.URL_SCHEME_UNSUPPORTED,
+      `Unsupported URL scheme: ${scheme} (only http and https)`,
+      { scheme },
+    );
   }
   return url;
 }
@@ -172,7 +229,9 @@ function charsetOf(contentType: string): string {
 export function cut(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text) <= maxBytes) return text;
   const note = `\n\n[cut at ${maxBytes} bytes]`;
-  let s = Buffer.from(text).subarray(0, maxBytes - Buffer.byteLength(note)).toString('utf8');
+  let s = Buffer.from(text)
+    .subarray(0, maxBytes - Buffer.byteLength(note))
+    .toString('utf8');
   if (s.endsWith('\uFFFD')) s = s.slice(0, -1);
   return s + note;
 }

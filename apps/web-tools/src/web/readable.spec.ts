@@ -1,6 +1,11 @@
 import { htmlToReadable, renderPage } from './readable';
 
-const filler = (n: number) => Array.from({ length: n }, (_, i) => `<p>Paragraph ${i}: the quick brown fox jumps over the lazy dog, again and again, for the reader's sake.</p>`).join('');
+const filler = (n: number) =>
+  Array.from(
+    { length: n },
+    (_, i) =>
+      `<p>Paragraph ${i}: the quick brown fox jumps over the lazy dog, again and again, for the reader's sake.</p>`,
+  ).join('');
 
 describe('htmlToReadable', () => {
   const article = `<!doctype html><html><head><title>Site | A fox story</title>
@@ -25,7 +30,9 @@ describe('htmlToReadable', () => {
 
   it('renders a heading, author, date and source before the text; omits what the page does not say', () => {
     const text = renderPage(htmlToReadable(article), 'https://news.test/fox');
-    expect(text).toMatch(/^# .*A fox story\n\nAuthor: Ada Lovelace\nPublished: 2026-01-02T03:04:05Z\nSource: https:\/\/news.test\/fox\n/);
+    expect(text).toMatch(
+      /^# .*A fox story\n\nAuthor: Ada Lovelace\nPublished: 2026-01-02T03:04:05Z\nSource: https:\/\/news.test\/fox\n/,
+    );
     const bare = renderPage(htmlToReadable('<html><body><p>just text</p></body></html>'), 'http://x.test/');
     expect(bare).toBe('Source: http://x.test/\n\njust text\n');
   });

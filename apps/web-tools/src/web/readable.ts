@@ -15,7 +15,15 @@ type ReadabilityDocument = ConstructorParameters<typeof Readability>[0];
 
 const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
 // Nothing executable or invisible reaches the model.
-turndown.remove(['script', 'style', 'noscript', 'iframe', 'object', 'embed', 'template'] as unknown as TurndownService.Filter);
+turndown.remove([
+  'script',
+  'style',
+  'noscript',
+  'iframe',
+  'object',
+  'embed',
+  'template',
+] as unknown as TurndownService.Filter);
 
 /**
  * HTML → readable markdown: Mozilla's Readability (Firefox Reader View) on a linkedom DOM picks the
@@ -63,7 +71,10 @@ function pageMeta(doc: DomDocument): { title?: string; author?: string; publishe
   return {
     title: content('meta[property="og:title"]') ?? clean(doc.querySelector('title')?.textContent),
     author: content('meta[name="author"]') ?? content('meta[property="article:author"]'),
-    published: content('meta[property="article:published_time"]') ?? content('meta[name="date"]') ?? clean(doc.querySelector('time[datetime]')?.getAttribute('datetime')),
+    published:
+      content('meta[property="article:published_time"]') ??
+      content('meta[name="date"]') ??
+      clean(doc.querySelector('time[datetime]')?.getAttribute('datetime')),
   };
 }
 

@@ -13,7 +13,11 @@ export class WebSearchService {
   async search(args: WebSearchArgs, exaApiKey?: string): Promise<string> {
     if (!args.query.trim()) return emptyQuery(args.query);
     const key = this.exa.keyFor(exaApiKey);
-    if (!key) throw new ToolplaneError(ErrorCode.SEARCH_NOT_CONFIGURED, 'web_search needs an Exa API key: set the agent secret EXA_API_KEY, or EXA_API_KEY in the web-tools service config');
+    if (!key)
+      throw new ToolplaneError(
+        ErrorCode.SEARCH_NOT_CONFIGURED,
+        'web_search needs an Exa API key: set the agent secret EXA_API_KEY, or EXA_API_KEY in the web-tools service config',
+      );
     try {
       return formatResults(args, await this.exa.search(key, args.query, toExaOptions(args)));
     } catch (e) {

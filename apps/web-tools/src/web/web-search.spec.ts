@@ -36,7 +36,11 @@ describe('web_search mapping (the reference: letta builtin_tool_executor.web_sea
       startPublishedDate: '2026-01-01',
       endPublishedDate: '2026-02-01',
       userLocation: 'FR',
-      contents: { text: true, highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'fox news' }, summary: { query: 'fox news' } },
+      contents: {
+        text: true,
+        highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'fox news' },
+        summary: { query: 'fox news' },
+      },
     });
   });
 
@@ -44,15 +48,38 @@ describe('web_search mapping (the reference: letta builtin_tool_executor.web_sea
     expect(toExaOptions({ query: 'q', include_domains: [], exclude_domains: [] })).toEqual({
       numResults: 10,
       type: 'auto',
-      contents: { text: false, highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'q' }, summary: { query: 'q' } },
+      contents: {
+        text: false,
+        highlights: { numSentences: 2, highlightsPerUrl: 3, query: 'q' },
+        summary: { query: 'q' },
+      },
     });
   });
 
   it('answers {query, results:[{title, url, published_date, author, text?, highlights?, summary?}]}, text only when asked', () => {
-    const r = { title: 'T', url: 'https://x.test/1', publishedDate: '2026-01-01', author: null, text: 'body', highlights: ['h1'], summary: 'S', score: 0.9 };
+    const r = {
+      title: 'T',
+      url: 'https://x.test/1',
+      publishedDate: '2026-01-01',
+      author: null,
+      text: 'body',
+      highlights: ['h1'],
+      summary: 'S',
+      score: 0.9,
+    };
     expect(JSON.parse(formatResults({ query: 'q', include_text: true }, [r as never]))).toEqual({
       query: 'q',
-      results: [{ title: 'T', url: 'https://x.test/1', published_date: '2026-01-01', author: null, text: 'body', highlights: ['h1'], summary: 'S' }],
+      results: [
+        {
+          title: 'T',
+          url: 'https://x.test/1',
+          published_date: '2026-01-01',
+          author: null,
+          text: 'body',
+          highlights: ['h1'],
+          summary: 'S',
+        },
+      ],
     });
     expect(JSON.parse(formatResults({ query: 'q' }, [{ ...r, highlights: [], summary: '' }]))).toEqual({
       query: 'q',

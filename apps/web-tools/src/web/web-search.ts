@@ -59,7 +59,12 @@ export function toExaOptions(args: WebSearchArgs): ExaSearchOptions {
 /** The tool's text: `{"query", "results": [{title, url, published_date, author, text?, highlights?, summary?}]}`. */
 export function formatResults(args: WebSearchArgs, results: readonly ExaResult[]): string {
   const out = results.map((r) => {
-    const f: Record<string, unknown> = { title: r.title ?? null, url: r.url ?? null, published_date: r.publishedDate ?? null, author: r.author ?? null };
+    const f: Record<string, unknown> = {
+      title: r.title ?? null,
+      url: r.url ?? null,
+      published_date: r.publishedDate ?? null,
+      author: r.author ?? null,
+    };
     if (args.include_text && r.text) f.text = r.text;
     if (r.highlights?.length) f.highlights = r.highlights;
     if (r.summary) f.summary = r.summary;

@@ -9,7 +9,10 @@ type Tool = 'fetch_webpage' | 'web_search';
 @Injectable()
 export class WebMetrics {
   private readonly calls = new Map<string, number>();
-  private readonly durations: Record<Tool, Histogram> = { fetch_webpage: new Histogram(BOUNDS), web_search: new Histogram(BOUNDS) };
+  private readonly durations: Record<Tool, Histogram> = {
+    fetch_webpage: new Histogram(BOUNDS),
+    web_search: new Histogram(BOUNDS),
+  };
 
   constructor(health: HealthRegistry) {
     health.metrics = () => this.render();
@@ -32,10 +35,17 @@ export class WebMetrics {
   }
 
   render(): string {
-    const out = ['# HELP toolplane_web_tool_calls_total Web built-in calls, by tool and outcome (ok or the error code).', '# TYPE toolplane_web_tool_calls_total counter'];
+    const out = [
+      '# HELP toolplane_web_tool_calls_total Web built-in calls, by tool and outcome (ok or the error code).',
+      '# TYPE toolplane_web_tool_calls_total counter',
+    ];
     for (const [k, n] of this.calls) out.push(`toolplane_web_tool_calls_total{${k}} ${n}`);
-    out.push('# HELP toolplane_web_tool_duration_seconds Web built-in call durations.', '# TYPE toolplane_web_tool_duration_seconds histogram');
-    for (const [tool, h] of Object.entries(this.durations)) out.push(...h.lines('toolplane_web_tool_duration_seconds', `tool="${tool}"`));
+    out.push(
+      '# HELP toolplane_web_tool_duration_seconds Web built-in call durations.',
+      '# TYPE toolplane_web_tool_duration_seconds histogram',
+    );
+    for (const [tool, h] of Object.entries(this.durations))
+      out.push(...h.lines('toolplane_web_tool_duration_seconds', `tool="${tool}"`));
     return `${out.join('\n')}\n`;
   }
 }

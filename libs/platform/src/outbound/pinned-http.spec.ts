@@ -10,7 +10,11 @@ interface Recorder {
   hits: Array<{ path: string; host: string | undefined; remote: string | undefined }>;
 }
 
-async function listen(address: string, port: number, handler?: (path: string, res: import('node:http').ServerResponse) => boolean): Promise<Recorder> {
+async function listen(
+  address: string,
+  port: number,
+  handler?: (path: string, res: import('node:http').ServerResponse) => boolean,
+): Promise<Recorder> {
   const rec: Recorder = { server: undefined as unknown as Server, hits: [] };
   rec.server = createServer((req, res) => {
     rec.hits.push({ path: req.url ?? '', host: req.headers.host, remote: req.socket.remoteAddress });
@@ -23,7 +27,11 @@ async function listen(address: string, port: number, handler?: (path: string, re
 }
 
 const close = (r: Recorder) => new Promise<void>((resolve) => r.server.close(() => resolve()));
-const codeOf = (p: Promise<unknown>) => p.then(() => 'allowed', (e: { code?: string }) => e.code ?? String(e));
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'allowed',
+    (e: { code?: string }) => e.code ?? String(e),
+  );
 
 describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
   // "public" stands in for a public address: 127.0.0.1 is allowlisted as a CIDR in production;
@@ -106,7 +114,10 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
   });
 
   it('refuses a name with any internal address among its answers, before connecting', async () => {
-    const dns = rebinding({ 'mixed.rebind.test': [['127.0.0.1', '169.254.169.254']], 'meta.rebind.test': [['169.254.169.254']] });
+    const dns = rebinding({
+      'mixed.rebind.test': [['127.0.0.1', '169.254.169.254']],
+      'meta.rebind.test': [['169.254.169.254']],
+    });
     const http = pinned(dns.resolve);
     expect(await codeOf(http.fetch(`http://mixed.rebind.test:${port}/`))).toBe(ErrorCode.EGRESS_REFUSED);
     expect(await codeOf(http.vet(`http://meta.rebind.test:${port}/`))).toBe(ErrorCode.EGRESS_REFUSED);
@@ -127,18 +138,29 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
   });
 
   it('a followed redirect cannot escape the pinning: a new host is vetted (once), a refused one is never connected', async () => {
-    const dns = rebinding({ 'mcp.rebind.test': [['127.0.0.1']], 'other.rebind.test': [['127.0.0.1'], ['127.0.0.2']], 'evil.rebind.test': [['127.0.0.2']] });
+    const dns = rebinding({
+      'mcp.rebind.test': [['127.0.0.1']],
+      'other.rebind.test': [['127.0.0.1'], ['127.0.0.2']],
+      'evil.rebind.test': [['127.0.0.2']],
+    });
     const http = pinned(dns.resolve);
     redirectTo.set('/to-literal', `http://127.0.0.2:${port}/leak`);
     redirectTo.set('/to-evil', `http://evil.rebind.test:${port}/leak`);
     redirectTo.set('/to-other', `http://other.rebind.test:${port}/ok`);
     redirectTo.set('/to-metadata', 'http://169.254.169.254/latest/meta-data/');
     for (const path of ['/to-literal', '/to-evil', '/to-metadata']) {
-      expect([path, await codeOf(http.fetch(`http://mcp.rebind.test:${port}${path}`))]).toEqual([path, ErrorCode.EGRESS_REFUSED]);
+      expect([path, await codeOf(http.fetch(`http://mcp.rebind.test:${port}${path}`))]).toEqual([
+        path,
+        ErrorCode.EGRESS_REFUSED,
+      ]);
     }
-    for (let i = 0; i < 2; i++) expect(await (await http.fetch(`http://mcp.rebind.test:${port}/to-other`)).text()).toBe('from 127.0.0.1');
+    for (let i = 0; i < 2; i++)
+      expect(await (await http.fetch(`http://mcp.rebind.test:${port}/to-other`)).text()).toBe('from 127.0.0.1');
     expect(dns.calls.sort()).toEqual(['evil.rebind.test', 'mcp.rebind.test', 'other.rebind.test']);
-    expect(pub.hits.filter((h) => h.path === '/ok').map((h) => h.host)).toEqual([`other.rebind.test:${port}`, `other.rebind.test:${port}`]);
+    expect(pub.hits.filter((h) => h.path === '/ok').map((h) => h.host)).toEqual([
+      `other.rebind.test:${port}`,
+      `other.rebind.test:${port}`,
+    ]);
     expect(internal.hits).toEqual([]);
     // A manual redirect (what the SDK transports ask for) comes back unfollowed.
     const manual = await http.fetch(`http://mcp.rebind.test:${port}/to-evil`, { redirect: 'manual' });
@@ -149,10 +171,15 @@ describe('PinnedHttp (SSRF pinning: no DNS rebinding)', () => {
     const dns = rebinding({ 'mcp.rebind.test': [['127.0.0.2']], 'intranet.test': [['127.0.0.2']] });
     const dev = new PinnedHttp(new UrlGuard({ profile: 'development', allowed: [], resolve: dns.resolve }));
     opened.push(dev);
-    const bodies = await Promise.all(Array.from({ length: 8 }, (_, i) => dev.fetch(`http://mcp.rebind.test:${port}/c/${i}`).then((r) => r.text())));
+    const bodies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => dev.fetch(`http://mcp.rebind.test:${port}/c/${i}`).then((r) => r.text())),
+    );
     expect(new Set(bodies)).toEqual(new Set(['from 127.0.0.2']));
     expect(dns.calls).toEqual(['mcp.rebind.test']);
-    const prod = new PinnedHttp(new UrlGuard({ profile: 'production', allowed: ['intranet.test'], resolve: dns.resolve }), { ttlMs: 0 });
+    const prod = new PinnedHttp(
+      new UrlGuard({ profile: 'production', allowed: ['intranet.test'], resolve: dns.resolve }),
+      { ttlMs: 0 },
+    );
     opened.push(prod);
     expect(await (await prod.fetch(`http://intranet.test:${port}/a`)).text()).toBe('from 127.0.0.2');
     // Allowlisted names skip the policy, not the pinning: the connection goes where the answer said.

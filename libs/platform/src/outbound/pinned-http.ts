@@ -48,7 +48,8 @@ export class PinnedHttp {
     const connect = buildConnector({
       allowH2: false,
       ...(opts.connectTimeoutMs !== undefined ? { timeout: opts.connectTimeoutMs } : {}),
-      lookup: (hostname: string, options: unknown, callback: LookupCallback) => this.lookup(hostname, options, callback),
+      lookup: (hostname: string, options: unknown, callback: LookupCallback) =>
+        this.lookup(hostname, options, callback),
     } as buildConnector.BuildOptions);
     this.agent = new Agent({
       allowH2: false,
@@ -80,11 +81,20 @@ export class PinnedHttp {
     if (typeof input === 'string' || input instanceof URL) target = input;
     else {
       target = input.url;
-      request = { method: input.method, headers: input.headers, body: input.body, signal: input.signal, duplex: 'half', ...init } as RequestInit;
+      request = {
+        method: input.method,
+        headers: input.headers,
+        body: input.body,
+        signal: input.signal,
+        duplex: 'half',
+        ...init,
+      } as RequestInit;
     }
     await this.vet(target);
     try {
-      return (await undiciFetch(target, { ...request, dispatcher: this.agent } as Parameters<typeof undiciFetch>[1])) as unknown as Response;
+      return (await undiciFetch(target, { ...request, dispatcher: this.agent } as Parameters<
+        typeof undiciFetch
+      >[1])) as unknown as Response;
     } catch (e) {
       // A refusal at connect time (a redirect to a refused host) comes back as fetch's cause.
       const cause = (e as { cause?: unknown }).cause;
@@ -117,8 +127,12 @@ export class PinnedHttp {
       p = this.guard
         .vetHost(host, where)
         .then((addresses) => {
-          if (this.pins.size >= SWEEP_AT) for (const [k, v] of this.pins) if (v.expiresAt <= Date.now()) this.pins.delete(k);
-          const pin: Pin = { addresses: addresses.map((address) => ({ address, family: isIP(address) })), expiresAt: Date.now() + this.ttlMs };
+          if (this.pins.size >= SWEEP_AT)
+            for (const [k, v] of this.pins) if (v.expiresAt <= Date.now()) this.pins.delete(k);
+          const pin: Pin = {
+            addresses: addresses.map((address) => ({ address, family: isIP(address) })),
+            expiresAt: Date.now() + this.ttlMs,
+          };
           this.pins.set(host, pin);
           return pin;
         })
@@ -133,16 +147,29 @@ export class PinnedHttp {
    * connector pins a host before its first socket), never DNS. An unpinned name fails with ENOTFOUND.
    */
   private lookup(hostname: string, options: unknown, callback: LookupCallback): void {
-    const o = (typeof options === 'number' ? { family: options } : (options ?? {})) as { family?: number | string; all?: boolean };
+    const o = (typeof options === 'number' ? { family: options } : (options ?? {})) as {
+      family?: number | string;
+      all?: boolean;
+    };
     const family = o.family === 'IPv4' ? 4 : o.family === 'IPv6' ? 6 : Number(o.family ?? 0);
     let addresses = this.pins.get(bare(hostname))?.addresses ?? [];
     if (family === 4 || family === 6) addresses = addresses.filter((a) => a.family === family);
     if (addresses.length === 0) {
-      const err: NodeJS.ErrnoException = Object.assign(new Error(`${hostname} has no vetted address`), { code: 'ENOTFOUND', hostname });
+      const err: NodeJS.ErrnoException = Object.assign(new Error(`${hostname} has no vetted address`), {
+        code: 'ENOTFOUND',
+        hostname,
+      });
       process.nextTick(() => callback(err, o.all ? [] : '', 0));
       return;
     }
     const first = addresses[0]!;
-    process.nextTick(() => (o.all ? callback(null, addresses.map((a) => ({ ...a }))) : callback(null, first.address, first.family)));
+    process.nextTick(() =>
+      o.all
+        ? callback(
+            null,
+            addresses.map((a) => ({ ...a })),
+          )
+        : callback(null, first.address, first.family),
+    );
   }
 }

@@ -4,9 +4,17 @@ import { classifyAddress as classify } from '../egress-policy';
 import { EgressRefused, UrlGuard } from './url-guard';
 
 describe('UrlGuard', () => {
-  const dns: Record<string, string[]> = { 'mcp.example.com': ['93.184.216.34'], 'sneaky.example.com': ['93.184.216.34', '10.0.0.7'], 'internal.corp': ['10.1.2.3'] };
+  const dns: Record<string, string[]> = {
+    'mcp.example.com': ['93.184.216.34'],
+    'sneaky.example.com': ['93.184.216.34', '10.0.0.7'],
+    'internal.corp': ['10.1.2.3'],
+  };
   const resolve = async (host: string) => dns[host] ?? [];
-  const refusedCode = async (p: Promise<void>) => p.then(() => 'allowed', (e: { code: string }) => e.code);
+  const refusedCode = async (p: Promise<void>) =>
+    p.then(
+      () => 'allowed',
+      (e: { code: string }) => e.code,
+    );
   const production = new UrlGuard({ profile: 'production', allowed: [], resolve });
   const development = new UrlGuard({ profile: 'development', allowed: [], resolve });
 
@@ -49,7 +57,13 @@ describe('UrlGuard', () => {
   });
 
   it('in production refuses loopback, private, link-local (metadata) and any name resolving to one', async () => {
-    for (const url of ['http://127.0.0.1:3000/mcp', 'http://[::1]/mcp', 'http://169.254.169.254/latest', 'http://internal.corp/mcp', 'https://sneaky.example.com/mcp']) {
+    for (const url of [
+      'http://127.0.0.1:3000/mcp',
+      'http://[::1]/mcp',
+      'http://169.254.169.254/latest',
+      'http://internal.corp/mcp',
+      'https://sneaky.example.com/mcp',
+    ]) {
       expect([url, await refusedCode(production.check(url))]).toEqual([url, ErrorCode.EGRESS_REFUSED]);
     }
     expect(await refusedCode(production.check('https://mcp.example.com/mcp'))).toBe('allowed');
@@ -59,8 +73,17 @@ describe('UrlGuard', () => {
   });
 
   it('carries the codes and the allowlist setting its user gives it', async () => {
-    const sut = new UrlGuard({ profile: 'production', allowed: [], resolve, allowlistSetting: 'MCP_ALLOWED_HOSTS', codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED } });
-    await expect(sut.check('http://internal.corp/')).rejects.toMatchObject({ code: ErrorCode.MCP_URL_REFUSED, message: expect.stringContaining('allow it with MCP_ALLOWED_HOSTS') });
+    const sut = new UrlGuard({
+      profile: 'production',
+      allowed: [],
+      resolve,
+      allowlistSetting: 'MCP_ALLOWED_HOSTS',
+      codes: { refused: ErrorCode.MCP_URL_REFUSED, unresolved: ErrorCode.MCP_CONNECTION_FAILED },
+    });
+    await expect(sut.check('http://internal.corp/')).rejects.toMatchObject({
+      code: ErrorCode.MCP_URL_REFUSED,
+      message: expect.stringContaining('allow it with MCP_ALLOWED_HOSTS'),
+    });
     expect(await refusedCode(sut.check('https://unknown.example.com/mcp'))).toBe(ErrorCode.MCP_CONNECTION_FAILED);
   });
 
@@ -83,9 +106,17 @@ describe('UrlGuard', () => {
   });
 
   it('refuses http in production and credentials in the URL when told to; literal private hosts by URL', () => {
-    const strict = new UrlGuard({ profile: 'production', allowed: [], allowHttp: false, allowUserinfo: false, httpSetting: 'CREDENTIALS_WEBHOOK_ALLOW_HTTP' });
+    const strict = new UrlGuard({
+      profile: 'production',
+      allowed: [],
+      allowHttp: false,
+      allowUserinfo: false,
+      httpSetting: 'CREDENTIALS_WEBHOOK_ALLOW_HTTP',
+    });
     const strictDev = new UrlGuard({ profile: 'development', allowed: [], allowHttp: false });
-    expect(() => strict.parse(new URL('http://example.com/hook'))).toThrow(/http:\/\/ is refused in production .*CREDENTIALS_WEBHOOK_ALLOW_HTTP/);
+    expect(() => strict.parse(new URL('http://example.com/hook'))).toThrow(
+      /http:\/\/ is refused in production .*CREDENTIALS_WEBHOOK_ALLOW_HTTP/,
+    );
     expect(() => strictDev.parse(new URL('http://127.0.0.1:9/hook'))).not.toThrow();
     expect(() => strict.parse(new URL('https://user:pw@example.com/'))).toThrow(/credentials in the URL/);
     expect(() => production.parse(new URL('https://user:pw@example.com/'))).not.toThrow();

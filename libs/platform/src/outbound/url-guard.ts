@@ -64,7 +64,8 @@ export class UrlGuard {
       else this.allowedHosts.add(a.toLowerCase());
     }
     this.policy = new EgressPolicy({ allow: nets });
-    this.resolve = opts.resolve ?? (async (host) => (await lookup(host, { all: true, verbatim: true })).map((r) => r.address));
+    this.resolve =
+      opts.resolve ?? (async (host) => (await lookup(host, { all: true, verbatim: true })).map((r) => r.address));
     this.codes = opts.codes ?? { refused: ErrorCode.EGRESS_REFUSED, unresolved: ErrorCode.FETCH_FAILED };
   }
 
@@ -85,11 +86,16 @@ export class UrlGuard {
     } catch {
       throw this.refused(String(rawUrl), 'not a URL');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw this.refused(url.origin === 'null' ? url.protocol : url.origin, `scheme ${url.protocol} is not allowed`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw this.refused(url.origin === 'null' ? url.protocol : url.origin, `scheme ${url.protocol} is not allowed`);
     if (url.protocol === 'http:' && this.opts.profile === 'production' && this.opts.allowHttp === false) {
-      throw this.refused(url.origin, `http:// is refused in production (use https${this.opts.httpSetting ? `, or set ${this.opts.httpSetting}` : ''})`);
+      throw this.refused(
+        url.origin,
+        `http:// is refused in production (use https${this.opts.httpSetting ? `, or set ${this.opts.httpSetting}` : ''})`,
+      );
     }
-    if ((url.username || url.password) && this.opts.allowUserinfo === false) throw this.refused(url.origin, 'credentials in the URL are not allowed');
+    if ((url.username || url.password) && this.opts.allowUserinfo === false)
+      throw this.refused(url.origin, 'credentials in the URL are not allowed');
     const host = bare(url.hostname);
     if (isIP(host)) this.checkAddress(host, url.origin);
     return url;
@@ -109,15 +115,22 @@ export class UrlGuard {
       try {
         addresses = await this.resolve(host);
       } catch (e) {
-        throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: ${(e as Error).message}`, { host }, { cause: e });
+        throw new ToolplaneError(
+          this.codes.unresolved,
+          `Cannot resolve ${host}: ${(e as Error).message}`,
+          { host },
+          { cause: e },
+        );
       }
-      if (addresses.length === 0) throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: no address`, { host });
+      if (addresses.length === 0)
+        throw new ToolplaneError(this.codes.unresolved, `Cannot resolve ${host}: no address`, { host });
     }
     if (this.allowedHosts.has(host)) return addresses;
     for (const address of addresses) {
       if (!isIP(address)) throw this.refused(where, `${host} resolved to ${address}, not an IP address`);
       const why = this.refusal(address);
-      if (why) throw this.refused(where, `${host === address ? 'it' : host} resolves to ${why} (${address})${this.hint()}`);
+      if (why)
+        throw this.refused(where, `${host === address ? 'it' : host} resolves to ${why} (${address})${this.hint()}`);
     }
     return addresses;
   }
@@ -151,7 +164,8 @@ export class UrlGuard {
   };
 
   private refusal(address: string): string | undefined {
-    if (this.opts.profile === 'development' && isIP(address) && classifyAddress(address) === 'loopback') return undefined;
+    if (this.opts.profile === 'development' && isIP(address) && classifyAddress(address) === 'loopback')
+      return undefined;
     return this.policy.refusal(address) ?? undefined;
   }
 

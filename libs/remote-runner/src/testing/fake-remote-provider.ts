@@ -8,7 +8,13 @@ export interface FakeBox {
 }
 
 /** An environment request of the fake provider (the core's fields only). */
-export const fakeRequest = (org: string, o: Partial<RemoteEnvironmentRequest> = {}): RemoteEnvironmentRequest => ({ org, fingerprint: 'f1', lanes: 1, pip: [], ...o });
+export const fakeRequest = (org: string, o: Partial<RemoteEnvironmentRequest> = {}): RemoteEnvironmentRequest => ({
+  org,
+  fingerprint: 'f1',
+  lanes: 1,
+  pip: [],
+  ...o,
+});
 
 /**
  * The remote-runner core's provider, faked in process for the pool's unit specs: creates finish
@@ -36,7 +42,9 @@ export class FakeRemoteProvider implements RemoteProvider<RemoteEnvironmentReque
     const ready = { box: { sandboxId: `sbx-${++this.n}` }, proof: { provedAt: 1, state: {} }, node: this.node };
     if (this.failWith) return Promise.reject(this.failWith);
     if (this.auto) return Promise.resolve(ready);
-    return new Promise((resolve, reject) => this.pending.push({ org: env.org, finish: () => resolve(ready), fail: reject }));
+    return new Promise((resolve, reject) =>
+      this.pending.push({ org: env.org, finish: () => resolve(ready), fail: reject }),
+    );
   }
   async discover(env: RemoteEnvironment<RemoteEnvironmentRequest, FakeBox>): Promise<Array<ReadySandbox<FakeBox>>> {
     const found = this.earlier.get(env.key) ?? [];

@@ -19,7 +19,10 @@ describe('args_json_schema', () => {
   const pydantic = {
     $defs: {
       Address: {
-        properties: { city: { description: 'City.', title: 'City', type: 'string' }, zip: { description: 'ZIP.', pattern: '^\\d{5}$', title: 'Zip', type: 'string' } },
+        properties: {
+          city: { description: 'City.', title: 'City', type: 'string' },
+          zip: { description: 'ZIP.', pattern: '^\\d{5}$', title: 'Zip', type: 'string' },
+        },
         required: ['city', 'zip'],
         title: 'Address',
         type: 'object',
@@ -30,7 +33,12 @@ describe('args_json_schema', () => {
       location: { $ref: '#/$defs/Address', description: 'Where.' },
       unit: { $ref: '#/$defs/Unit', default: 'c', description: 'Unit.' },
       days: { default: 3, description: 'Days.', maximum: 14, minimum: 1, title: 'Days', type: 'integer' },
-      email: { anyOf: [{ format: 'email', type: 'string' }, { type: 'null' }], default: null, description: 'Notify.', title: 'Email' },
+      email: {
+        anyOf: [{ format: 'email', type: 'string' }, { type: 'null' }],
+        default: null,
+        description: 'Notify.',
+        title: 'Email',
+      },
     },
     required: ['location'],
     title: 'Args',
@@ -48,13 +56,20 @@ describe('args_json_schema', () => {
         properties: {
           location: {
             type: 'object',
-            properties: { city: { description: 'City.', type: 'string' }, zip: { description: 'ZIP.', pattern: '^\\d{5}$', type: 'string' } },
+            properties: {
+              city: { description: 'City.', type: 'string' },
+              zip: { description: 'ZIP.', pattern: '^\\d{5}$', type: 'string' },
+            },
             required: ['city', 'zip'],
             description: 'Where.',
           },
           unit: { enum: ['c', 'f'], type: 'string', default: 'c', description: 'Unit.' },
           days: { default: 3, description: 'Days.', maximum: 14, minimum: 1, type: 'integer' },
-          email: { anyOf: [{ format: 'email', type: 'string' }, { type: 'null' }], default: null, description: 'Notify.' },
+          email: {
+            anyOf: [{ format: 'email', type: 'string' }, { type: 'null' }],
+            default: null,
+            description: 'Notify.',
+          },
         },
         required: ['location'],
       },
@@ -71,9 +86,17 @@ describe('args_json_schema', () => {
   it('orders required by property order and keeps a field named "title"', () => {
     const out = sut.generate({
       source_code: source,
-      args_json_schema: { type: 'object', properties: { title: { type: 'string', title: 'Title' }, b: { type: 'integer' } }, required: ['b', 'title'] },
+      args_json_schema: {
+        type: 'object',
+        properties: { title: { type: 'string', title: 'Title' }, b: { type: 'integer' } },
+        required: ['b', 'title'],
+      },
     });
-    expect(out.json_schema.parameters).toEqual({ type: 'object', properties: { title: { type: 'string' }, b: { type: 'integer' } }, required: ['title', 'b'] });
+    expect(out.json_schema.parameters).toEqual({
+      type: 'object',
+      properties: { title: { type: 'string' }, b: { type: 'integer' } },
+      required: ['title', 'b'],
+    });
   });
 
   it('works with a TypeScript source (JSDoc description, parameters unchecked)', () => {
@@ -82,19 +105,32 @@ describe('args_json_schema', () => {
       source_type: 'typescript',
       args_json_schema: { type: 'object', properties: { q: { type: 'string', description: 'Q.' } }, required: ['q'] },
     });
-    expect(out.json_schema).toEqual({ name: 'forecast', description: 'Forecast.', parameters: { type: 'object', properties: { q: { type: 'string', description: 'Q.' } }, required: ['q'] } });
+    expect(out.json_schema).toEqual({
+      name: 'forecast',
+      description: 'Forecast.',
+      parameters: { type: 'object', properties: { q: { type: 'string', description: 'Q.' } }, required: ['q'] },
+    });
   });
 
   it('still requires a docstring, and rejects args schemas that are not object schemas', () => {
-    expect(() => sut.generate({ source_code: 'def f(a):\n    return a\n', args_json_schema: pydantic })).toThrow(expect.objectContaining({ reason: 'MISSING_DOCSTRING' }));
-    expect(() => sut.generate({ source_code: source, args_json_schema: { type: 'array', items: {} } })).toThrow(expect.objectContaining({ reason: 'INVALID_ARGS_SCHEMA' }));
+    expect(() => sut.generate({ source_code: 'def f(a):\n    return a\n', args_json_schema: pydantic })).toThrow(
+      expect.objectContaining({ reason: 'MISSING_DOCSTRING' }),
+    );
+    expect(() => sut.generate({ source_code: source, args_json_schema: { type: 'array', items: {} } })).toThrow(
+      expect.objectContaining({ reason: 'INVALID_ARGS_SCHEMA' }),
+    );
     let deep: Record<string, unknown> = { type: 'string' };
     for (let i = 0; i < 1000; i += 1) deep = { type: 'object', properties: { x: deep } };
-    expect(() => sut.generate({ source_code: source, args_json_schema: deep })).toThrow(expect.objectContaining({ reason: 'INVALID_ARGS_SCHEMA' }));
+    expect(() => sut.generate({ source_code: source, args_json_schema: deep })).toThrow(
+      expect.objectContaining({ reason: 'INVALID_ARGS_SCHEMA' }),
+    );
   });
 
   it('keeps a local ref with a malformed %-escape as it is (it threw URIError)', () => {
-    const out = sut.generate({ source_code: source, args_json_schema: { type: 'object', properties: { q: { $ref: '#/$defs/%E0' } } } });
+    const out = sut.generate({
+      source_code: source,
+      args_json_schema: { type: 'object', properties: { q: { $ref: '#/$defs/%E0' } } },
+    });
     expect(out.json_schema.parameters.properties.q).toEqual({ $ref: '#/$defs/%E0' });
     expect(out.health).toBe('INVALID');
   });

@@ -10,11 +10,20 @@ import { inlineLocalRefs } from './ref-inliner';
 
 export function parametersFromArgsSchema(args: unknown): FunctionSchema['parameters'] {
   if (!isObject(args) || tooDeepOrCyclic(args)) {
-    throw new SchemaGenerationError('INVALID_ARGS_SCHEMA', 'args_json_schema must be a JSON object schema nested at most 100 levels deep');
+    throw new SchemaGenerationError(
+      'INVALID_ARGS_SCHEMA',
+      'args_json_schema must be a JSON object schema nested at most 100 levels deep',
+    );
   }
   const { schema } = inlineLocalRefs(args, { maxDepth: 16, maxNodes: 10_000 });
-  if ((schema.type !== undefined && schema.type !== 'object') || (schema.properties !== undefined && !isObject(schema.properties))) {
-    throw new SchemaGenerationError('INVALID_ARGS_SCHEMA', "args_json_schema must describe an object: {type: 'object', properties: {...}}");
+  if (
+    (schema.type !== undefined && schema.type !== 'object') ||
+    (schema.properties !== undefined && !isObject(schema.properties))
+  ) {
+    throw new SchemaGenerationError(
+      'INVALID_ARGS_SCHEMA',
+      "args_json_schema must describe an object: {type: 'object', properties: {...}}",
+    );
   }
   stripTitles(schema);
   const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
@@ -24,7 +33,8 @@ export function parametersFromArgsSchema(args: unknown): FunctionSchema['paramet
     properties,
     required: Object.keys(properties).filter((k) => listed.has(k)),
   };
-  for (const key of ['additionalProperties', '$defs', 'definitions']) if (key in schema) put(parameters, key, schema[key]);
+  for (const key of ['additionalProperties', '$defs', 'definitions'])
+    if (key in schema) put(parameters, key, schema[key]);
   return parameters;
 }
 

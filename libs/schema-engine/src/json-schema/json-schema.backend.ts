@@ -41,7 +41,17 @@ function fieldSchema(field: FieldIR, budget: Budget): JsonSchema {
 }
 
 /** The fewest bytes writeType writes for a type of each kind, its members aside (`{"type":"array","items":`…). */
-const LEAST_BYTES: Record<TypeIR['kind'], number> = { primitive: 15, any: 2, array: 24, tuple: 60, map: 17, object: 47, enum: 25, union: 0, annotated: 0 };
+const LEAST_BYTES: Record<TypeIR['kind'], number> = {
+  primitive: 15,
+  any: 2,
+  array: 24,
+  tuple: 60,
+  map: 17,
+  object: 47,
+  enum: 25,
+  union: 0,
+  annotated: 0,
+};
 
 function typeSchema(t: TypeIR, budget: Budget): JsonSchema {
   budget.charge(LEAST_BYTES[t.kind]);
@@ -57,7 +67,11 @@ function writeType(t: TypeIR, budget: Budget): JsonSchema {
       return {};
     case 'array':
       // An untyped list is a list of strings, as in Letta.
-      return { type: 'array', items: t.items ? inner(t.items) : { type: 'string' }, ...(t.uniqueItems ? { uniqueItems: true } : {}) };
+      return {
+        type: 'array',
+        items: t.items ? inner(t.items) : { type: 'string' },
+        ...(t.uniqueItems ? { uniqueItems: true } : {}),
+      };
     case 'tuple':
       return {
         type: 'array',
@@ -86,7 +100,11 @@ function writeType(t: TypeIR, budget: Budget): JsonSchema {
       return unionSchema(t.members, budget);
     case 'annotated':
       budget.charge(textBytes(t.description));
-      return { ...inner(t.inner), ...(t.constraints ?? {}), ...(t.description !== undefined ? { description: t.description } : {}) };
+      return {
+        ...inner(t.inner),
+        ...(t.constraints ?? {}),
+        ...(t.description !== undefined ? { description: t.description } : {}),
+      };
   }
 }
 
@@ -158,7 +176,11 @@ function makeNullable(schema: JsonSchema): JsonSchema {
   const keys = Object.keys(schema);
   if (keys.length === 0) return schema;
   if (typeof schema.type === 'string' && (SCALARS.has(schema.type) || keys.length === 1)) {
-    return { ...schema, type: [schema.type, 'null'], ...(Array.isArray(schema.enum) ? { enum: [...schema.enum, null] } : {}) };
+    return {
+      ...schema,
+      type: [schema.type, 'null'],
+      ...(Array.isArray(schema.enum) ? { enum: [...schema.enum, null] } : {}),
+    };
   }
   if (Array.isArray(schema.type) && Array.isArray(schema.enum) && !schema.enum.includes(null)) {
     return { ...schema, type: [...schema.type, 'null'], enum: [...schema.enum, null] };

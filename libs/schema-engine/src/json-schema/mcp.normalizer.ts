@@ -21,7 +21,10 @@ export function normalizeMcpSchema(input: unknown): NormalizeResult {
       original_json_schema: input,
       changes: [],
       health: 'INVALID',
-      reasons: ['not normalized: the schema must be a JSON object nested at most 100 levels deep, without cycles', ...report.reasons],
+      reasons: [
+        'not normalized: the schema must be a JSON object nested at most 100 levels deep, without cycles',
+        ...report.reasons,
+      ],
     };
   }
   const changes: string[] = [];
@@ -151,6 +154,7 @@ function disjoint(a: Facts, b: Facts): boolean {
 function pairwiseDisjoint(list: unknown[]): boolean {
   if (list.length > 64 || !list.every(isObject)) return false;
   const all = list.map((s) => facts(s as Obj));
-  for (let i = 0; i < all.length; i += 1) for (let j = i + 1; j < all.length; j += 1) if (!disjoint(all[i]!, all[j]!)) return false;
+  for (let i = 0; i < all.length; i += 1)
+    for (let j = i + 1; j < all.length; j += 1) if (!disjoint(all[i]!, all[j]!)) return false;
   return true;
 }

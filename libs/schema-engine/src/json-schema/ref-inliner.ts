@@ -50,7 +50,11 @@ class Inliner {
     if (!isObject(value)) return value;
     this.nodes += 1;
     const ref = value.$ref;
-    const single = Array.isArray(value.allOf) && value.allOf.length === 1 && isObject(value.allOf[0]) && typeof value.allOf[0].$ref === 'string';
+    const single =
+      Array.isArray(value.allOf) &&
+      value.allOf.length === 1 &&
+      isObject(value.allOf[0]) &&
+      typeof value.allOf[0].$ref === 'string';
     if (typeof ref === 'string' || single) {
       // pydantic v1 wraps a described ref as {allOf: [{$ref}], description}
       const target = typeof ref === 'string' ? ref : ((value.allOf as Obj[])[0]!.$ref as string);
@@ -84,9 +88,16 @@ class Inliner {
       this.note(`$ref ${JSON.stringify(ref).slice(0, 80)} does not resolve to a definition`);
       return null;
     }
-    if (this.stack.includes(ref)) return this.keep(`$ref ${JSON.stringify(ref).slice(0, 80)} is recursive and was kept`);
-    if (this.stack.length >= this.maxDepth) return this.keep(`$ref ${JSON.stringify(ref).slice(0, 80)} is nested more than ${this.maxDepth} refs deep and was kept`);
-    if (this.nodes > this.maxNodes) return this.keep(`inlining stopped after ${this.maxNodes} schema nodes; $ref ${JSON.stringify(ref).slice(0, 80)} was kept`);
+    if (this.stack.includes(ref))
+      return this.keep(`$ref ${JSON.stringify(ref).slice(0, 80)} is recursive and was kept`);
+    if (this.stack.length >= this.maxDepth)
+      return this.keep(
+        `$ref ${JSON.stringify(ref).slice(0, 80)} is nested more than ${this.maxDepth} refs deep and was kept`,
+      );
+    if (this.nodes > this.maxNodes)
+      return this.keep(
+        `inlining stopped after ${this.maxNodes} schema nodes; $ref ${JSON.stringify(ref).slice(0, 80)} was kept`,
+      );
     this.stack.push(ref);
     try {
       return this.node(def) as Obj;

@@ -8,7 +8,12 @@ const strictParameters = {
     units: { type: 'string', enum: ['c', 'f'] },
     stops: {
       type: 'array',
-      items: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false },
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string' } },
+        required: ['name'],
+        additionalProperties: false,
+      },
     },
     when: { anyOf: [{ type: 'string' }, { type: 'null' }] },
   },
@@ -19,8 +24,13 @@ const strictParameters = {
 describe('validateSchema', () => {
   it('classifies a strict-mode schema as STRICT_COMPLIANT, bare or as a function', () => {
     expect(sut(strictParameters)).toEqual({ health: 'STRICT_COMPLIANT', reasons: [] });
-    expect(sut({ name: 'get_weather', description: 'Weather.', parameters: strictParameters })).toEqual({ health: 'STRICT_COMPLIANT', reasons: [] });
-    expect(sut({ type: 'function', function: { name: 'get-weather', parameters: strictParameters } }).health).toBe('STRICT_COMPLIANT');
+    expect(sut({ name: 'get_weather', description: 'Weather.', parameters: strictParameters })).toEqual({
+      health: 'STRICT_COMPLIANT',
+      reasons: [],
+    });
+    expect(sut({ type: 'function', function: { name: 'get-weather', parameters: strictParameters } }).health).toBe(
+      'STRICT_COMPLIANT',
+    );
   });
 
   it('classifies a typical generated schema as NON_STRICT_ONLY, as Letta does', () => {
@@ -37,17 +47,81 @@ describe('validateSchema', () => {
   });
 
   it.each<[string, unknown, string]>([
-    ['a free-form nested object', { type: 'object', properties: { m: { type: 'object' } }, required: ['m'], additionalProperties: false }, "root.properties.m: 'additionalProperties' not explicitly set"],
-    ['additionalProperties true', { type: 'object', properties: {}, required: [], additionalProperties: true }, "root: 'additionalProperties' is not false (free-form object)"],
-    ['a nested object without required', { type: 'object', properties: { m: { type: 'object', properties: {}, additionalProperties: false } }, required: [], additionalProperties: false }, "root.properties.m: 'required' not specified for object"],
-    ['allOf', { type: 'object', properties: { a: { allOf: [{ type: 'string' }] } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'allOf' is not supported in strict mode"],
-    ['not', { type: 'object', properties: { a: { type: 'string', not: { enum: ['x'] } } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'not' is not supported in strict mode"],
-    ['if/then/else', { type: 'object', properties: { a: { type: 'string', if: {}, then: {}, else: {} } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'if' is not supported in strict mode"],
-    ['dependentRequired', { type: 'object', properties: {}, required: [], additionalProperties: false, dependentRequired: {} }, "root: 'dependentRequired' is not supported in strict mode"],
-    ['dependentSchemas', { type: 'object', properties: {}, required: [], additionalProperties: false, dependentSchemas: {} }, "root: 'dependentSchemas' is not supported in strict mode"],
-    ['patternProperties', { type: 'object', properties: {}, required: [], additionalProperties: false, patternProperties: {} }, "root: 'patternProperties' is not supported in strict mode"],
-    ['a root anyOf', { type: 'object', anyOf: [], properties: {}, required: [], additionalProperties: false }, "root: strict mode does not allow 'anyOf' at the root"],
-    ['an enum without type', { type: 'object', properties: { a: { enum: ['x'] } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'type' is missing (implied by enum/const)"],
+    [
+      'a free-form nested object',
+      { type: 'object', properties: { m: { type: 'object' } }, required: ['m'], additionalProperties: false },
+      "root.properties.m: 'additionalProperties' not explicitly set",
+    ],
+    [
+      'additionalProperties true',
+      { type: 'object', properties: {}, required: [], additionalProperties: true },
+      "root: 'additionalProperties' is not false (free-form object)",
+    ],
+    [
+      'a nested object without required',
+      {
+        type: 'object',
+        properties: { m: { type: 'object', properties: {}, additionalProperties: false } },
+        required: [],
+        additionalProperties: false,
+      },
+      "root.properties.m: 'required' not specified for object",
+    ],
+    [
+      'allOf',
+      {
+        type: 'object',
+        properties: { a: { allOf: [{ type: 'string' }] } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+      "root.properties.a: 'allOf' is not supported in strict mode",
+    ],
+    [
+      'not',
+      {
+        type: 'object',
+        properties: { a: { type: 'string', not: { enum: ['x'] } } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+      "root.properties.a: 'not' is not supported in strict mode",
+    ],
+    [
+      'if/then/else',
+      {
+        type: 'object',
+        properties: { a: { type: 'string', if: {}, then: {}, else: {} } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+      "root.properties.a: 'if' is not supported in strict mode",
+    ],
+    [
+      'dependentRequired',
+      { type: 'object', properties: {}, required: [], additionalProperties: false, dependentRequired: {} },
+      "root: 'dependentRequired' is not supported in strict mode",
+    ],
+    [
+      'dependentSchemas',
+      { type: 'object', properties: {}, required: [], additionalProperties: false, dependentSchemas: {} },
+      "root: 'dependentSchemas' is not supported in strict mode",
+    ],
+    [
+      'patternProperties',
+      { type: 'object', properties: {}, required: [], additionalProperties: false, patternProperties: {} },
+      "root: 'patternProperties' is not supported in strict mode",
+    ],
+    [
+      'a root anyOf',
+      { type: 'object', anyOf: [], properties: {}, required: [], additionalProperties: false },
+      "root: strict mode does not allow 'anyOf' at the root",
+    ],
+    [
+      'an enum without type',
+      { type: 'object', properties: { a: { enum: ['x'] } }, required: ['a'], additionalProperties: false },
+      "root.properties.a: 'type' is missing (implied by enum/const)",
+    ],
   ])('classifies %s as NON_STRICT_ONLY', (_, schema, reason) => {
     const report = sut(schema);
     expect(report.health).toBe('NON_STRICT_ONLY');
@@ -56,25 +130,128 @@ describe('validateSchema', () => {
 
   it.each<[string, unknown, string]>([
     ['a non-object', [], 'Top-level schema must be a JSON object (a function schema or its parameters)'],
-    ['a non-object root type', { type: 'array', items: { type: 'string' } }, "Top-level schema 'type' must be 'object' for OpenAI tools"],
-    ['a property without type', { type: 'object', properties: { a: { description: 'A.' } }, required: ['a'], additionalProperties: false }, "root.properties.a: Missing 'type'"],
-    ['an unknown type', { type: 'object', properties: { a: { type: 'date' } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'type' must be one of"],
-    ['an array without items', { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'array' } }, required: [], additionalProperties: false } }, required: [], additionalProperties: false }, "root.properties.a.properties.b: 'items' must be defined for arrays in strict mode"],
-    ['items that are not a schema', { type: 'object', properties: { a: { type: 'array', items: [{ type: 'string' }] } }, required: [], additionalProperties: false }, "root.properties.a: 'items' must be a schema object for arrays"],
-    ['an untyped nested item', { type: 'object', properties: { a: { type: 'array', items: { type: 'array', items: {} } } }, required: [], additionalProperties: false }, "root.properties.a.items.items: Missing 'type'"],
-    ['a required key absent from properties', { type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'b'], additionalProperties: false }, "root: required contains 'b' not found in properties"],
-    ['a required key with no properties at all', { type: 'object', required: ['b'], additionalProperties: false }, "root: required contains 'b' not found in properties"],
-    ['required that is not a list', { type: 'object', properties: {}, required: 'a', additionalProperties: false }, "root: 'required' must be a list of property names"],
-    ['properties that are not an object', { type: 'object', properties: [], additionalProperties: false }, "root: 'properties' must be an object"],
-    ['a property that is not a schema', { type: 'object', properties: { a: 'string' }, required: [], additionalProperties: false }, 'root.properties.a: Not a valid schema object'],
-    ['a required property allowing an empty object', { type: 'object', properties: { o: { type: 'object', properties: {}, additionalProperties: false } }, required: ['o'], additionalProperties: false }, "root: required property 'o' allows empty object (OpenAI will reject)"],
-    ['anyOf that is not a list', { type: 'object', properties: { a: { anyOf: { type: 'string' } } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'anyOf' must be a list"],
-    ['an empty enum', { type: 'object', properties: { a: { type: 'string', enum: [] } }, required: ['a'], additionalProperties: false }, "root.properties.a: 'enum' must be a non-empty list"],
-    ['a dangling $ref', { type: 'object', properties: { a: { $ref: '#/$defs/Missing' } }, required: ['a'], additionalProperties: false }, "root.properties.a: '$ref' \"#/$defs/Missing\" does not resolve to a local definition"],
-    ['a bad function name', { name: 'get weather!', parameters: strictParameters }, 'function.name: must match ^[a-zA-Z0-9_-]{1,64}$ (got "get weather!")'],
-    ['a function name over 64 characters', { name: 'x'.repeat(65), parameters: strictParameters }, 'function.name: must match'],
-    ['a function without parameters', { name: 'f', description: 'F.' }, "function.parameters: missing (an object schema is required, even with no properties)"],
-    ['a non-string description', { name: 'f', description: 42, parameters: strictParameters }, 'function.description: must be a string'],
+    [
+      'a non-object root type',
+      { type: 'array', items: { type: 'string' } },
+      "Top-level schema 'type' must be 'object' for OpenAI tools",
+    ],
+    [
+      'a property without type',
+      { type: 'object', properties: { a: { description: 'A.' } }, required: ['a'], additionalProperties: false },
+      "root.properties.a: Missing 'type'",
+    ],
+    [
+      'an unknown type',
+      { type: 'object', properties: { a: { type: 'date' } }, required: ['a'], additionalProperties: false },
+      "root.properties.a: 'type' must be one of",
+    ],
+    [
+      'an array without items',
+      {
+        type: 'object',
+        properties: {
+          a: { type: 'object', properties: { b: { type: 'array' } }, required: [], additionalProperties: false },
+        },
+        required: [],
+        additionalProperties: false,
+      },
+      "root.properties.a.properties.b: 'items' must be defined for arrays in strict mode",
+    ],
+    [
+      'items that are not a schema',
+      {
+        type: 'object',
+        properties: { a: { type: 'array', items: [{ type: 'string' }] } },
+        required: [],
+        additionalProperties: false,
+      },
+      "root.properties.a: 'items' must be a schema object for arrays",
+    ],
+    [
+      'an untyped nested item',
+      {
+        type: 'object',
+        properties: { a: { type: 'array', items: { type: 'array', items: {} } } },
+        required: [],
+        additionalProperties: false,
+      },
+      "root.properties.a.items.items: Missing 'type'",
+    ],
+    [
+      'a required key absent from properties',
+      { type: 'object', properties: { a: { type: 'string' } }, required: ['a', 'b'], additionalProperties: false },
+      "root: required contains 'b' not found in properties",
+    ],
+    [
+      'a required key with no properties at all',
+      { type: 'object', required: ['b'], additionalProperties: false },
+      "root: required contains 'b' not found in properties",
+    ],
+    [
+      'required that is not a list',
+      { type: 'object', properties: {}, required: 'a', additionalProperties: false },
+      "root: 'required' must be a list of property names",
+    ],
+    [
+      'properties that are not an object',
+      { type: 'object', properties: [], additionalProperties: false },
+      "root: 'properties' must be an object",
+    ],
+    [
+      'a property that is not a schema',
+      { type: 'object', properties: { a: 'string' }, required: [], additionalProperties: false },
+      'root.properties.a: Not a valid schema object',
+    ],
+    [
+      'a required property allowing an empty object',
+      {
+        type: 'object',
+        properties: { o: { type: 'object', properties: {}, additionalProperties: false } },
+        required: ['o'],
+        additionalProperties: false,
+      },
+      "root: required property 'o' allows empty object (OpenAI will reject)",
+    ],
+    [
+      'anyOf that is not a list',
+      {
+        type: 'object',
+        properties: { a: { anyOf: { type: 'string' } } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+      "root.properties.a: 'anyOf' must be a list",
+    ],
+    [
+      'an empty enum',
+      { type: 'object', properties: { a: { type: 'string', enum: [] } }, required: ['a'], additionalProperties: false },
+      "root.properties.a: 'enum' must be a non-empty list",
+    ],
+    [
+      'a dangling $ref',
+      { type: 'object', properties: { a: { $ref: '#/$defs/Missing' } }, required: ['a'], additionalProperties: false },
+      'root.properties.a: \'$ref\' "#/$defs/Missing" does not resolve to a local definition',
+    ],
+    [
+      'a bad function name',
+      { name: 'get weather!', parameters: strictParameters },
+      'function.name: must match ^[a-zA-Z0-9_-]{1,64}$ (got "get weather!")',
+    ],
+    [
+      'a function name over 64 characters',
+      { name: 'x'.repeat(65), parameters: strictParameters },
+      'function.name: must match',
+    ],
+    [
+      'a function without parameters',
+      { name: 'f', description: 'F.' },
+      'function.parameters: missing (an object schema is required, even with no properties)',
+    ],
+    [
+      'a non-string description',
+      { name: 'f', description: 42, parameters: strictParameters },
+      'function.description: must be a string',
+    ],
   ])('classifies %s as INVALID', (_, schema, reason) => {
     const report = sut(schema);
     expect(report.health).toBe('INVALID');
@@ -103,21 +280,39 @@ describe('validateSchema', () => {
       properties: { a: { $ref: '#/$defs/A' } },
       required: ['a'],
       additionalProperties: false,
-      $defs: { A: { type: 'object', properties: { x: { type: 'array' } }, required: ['x'], additionalProperties: false } },
+      $defs: {
+        A: { type: 'object', properties: { x: { type: 'array' } }, required: ['x'], additionalProperties: false },
+      },
     };
-    expect(sut(schema).reasons).toEqual(["root.$defs.A.properties.x: 'items' must be defined for arrays in strict mode", "root.$defs.A: required property 'x' allows empty array (OpenAI will reject)"].reverse());
+    expect(sut(schema).reasons).toEqual(
+      [
+        "root.$defs.A.properties.x: 'items' must be defined for arrays in strict mode",
+        "root.$defs.A: required property 'x' allows empty array (OpenAI will reject)",
+      ].reverse(),
+    );
   });
 
   it('flags schemas over the strict-mode size limits', () => {
     const wide = Object.fromEntries(Array.from({ length: 5001 }, (_, i) => [`p${i}`, { type: 'string' }]));
-    const wideReport = sut({ type: 'object', properties: wide, required: Object.keys(wide), additionalProperties: false });
-    expect(wideReport).toEqual({ health: 'NON_STRICT_ONLY', reasons: ['root: 5001 properties in total; strict mode allows at most 5000'] });
+    const wideReport = sut({
+      type: 'object',
+      properties: wide,
+      required: Object.keys(wide),
+      additionalProperties: false,
+    });
+    expect(wideReport).toEqual({
+      health: 'NON_STRICT_ONLY',
+      reasons: ['root: 5001 properties in total; strict mode allows at most 5000'],
+    });
 
     let deep: Record<string, unknown> = { type: 'string' };
-    for (let i = 0; i < 11; i += 1) deep = { type: 'object', properties: { n: deep }, required: ['n'], additionalProperties: false };
+    for (let i = 0; i < 11; i += 1)
+      deep = { type: 'object', properties: { n: deep }, required: ['n'], additionalProperties: false };
     const deepReport = sut(deep);
     expect(deepReport.health).toBe('NON_STRICT_ONLY');
-    expect(deepReport.reasons).toEqual([`root${'.properties.n'.repeat(11)}: nested 11 levels deep; strict mode allows at most 10`]);
+    expect(deepReport.reasons).toEqual([
+      `root${'.properties.n'.repeat(11)}: nested 11 levels deep; strict mode allows at most 10`,
+    ]);
   });
 
   it('survives hostile input: very deep nesting and cycles', () => {

@@ -68,11 +68,14 @@ export function validateSchema(input: unknown): ValidationReport {
   if (schema.type === 'function' && isObject(schema.function)) schema = schema.function;
   if (isFunctionSchema(schema)) {
     if (typeof schema.name !== 'string' || !FUNCTION_NAME.test(schema.name)) {
-      report.invalid(`function.name: must match ^[a-zA-Z0-9_-]{1,64}$ (got ${JSON.stringify(schema.name)?.slice(0, 80)})`);
+      report.invalid(
+        `function.name: must match ^[a-zA-Z0-9_-]{1,64}$ (got ${JSON.stringify(schema.name)?.slice(0, 80)})`,
+      );
     }
-    if ('description' in schema && typeof schema.description !== 'string') report.invalid('function.description: must be a string');
+    if ('description' in schema && typeof schema.description !== 'string')
+      report.invalid('function.description: must be a string');
     if (!('parameters' in schema)) {
-      report.invalid("function.parameters: missing (an object schema is required, even with no properties)");
+      report.invalid('function.parameters: missing (an object schema is required, even with no properties)');
       return { health: report.health, reasons: report.reasons };
     }
     new ParametersValidator(report).validate(schema.parameters);
@@ -120,10 +123,14 @@ class ParametersValidator {
       }
     }
     if (this.properties > MAX_STRICT_PROPERTIES) {
-      this.report.nonStrict(`root: ${this.properties} properties in total; strict mode allows at most ${MAX_STRICT_PROPERTIES}`);
+      this.report.nonStrict(
+        `root: ${this.properties} properties in total; strict mode allows at most ${MAX_STRICT_PROPERTIES}`,
+      );
     }
     if (this.enumValues > MAX_STRICT_ENUM_VALUES) {
-      this.report.nonStrict(`root: ${this.enumValues} enum values in total; strict mode allows at most ${MAX_STRICT_ENUM_VALUES}`);
+      this.report.nonStrict(
+        `root: ${this.enumValues} enum values in total; strict mode allows at most ${MAX_STRICT_ENUM_VALUES}`,
+      );
     }
     if (this.stringBudget > MAX_STRICT_STRING_BUDGET) {
       this.report.nonStrict(
@@ -160,7 +167,8 @@ class ParametersValidator {
   }
 
   private visitNode(node: Obj, path: string, depth: number, isRoot: boolean): void {
-    for (const kw of NOT_IN_STRICT_MODE) if (kw in node) this.report.nonStrict(`${path}: '${kw}' is not supported in strict mode`);
+    for (const kw of NOT_IN_STRICT_MODE)
+      if (kw in node) this.report.nonStrict(`${path}: '${kw}' is not supported in strict mode`);
     if ('enum' in node) this.checkEnum(node.enum, path);
     if ('const' in node && typeof node.const === 'string') this.stringBudget += node.const.length;
     if ('$ref' in node) this.checkRef(node.$ref, path);
@@ -198,7 +206,9 @@ class ParametersValidator {
     const list = Array.isArray(declared) ? declared : [declared];
     const bad = list.filter((t) => typeof t !== 'string' || !JSON_TYPES.has(t));
     if (list.length === 0 || bad.length > 0) {
-      this.report.invalid(`${path}: 'type' must be one of ${[...JSON_TYPES].join(', ')} or a list of them (got ${JSON.stringify(declared)?.slice(0, 80)})`);
+      this.report.invalid(
+        `${path}: 'type' must be one of ${[...JSON_TYPES].join(', ')} or a list of them (got ${JSON.stringify(declared)?.slice(0, 80)})`,
+      );
       return null;
     }
     return new Set(list as string[]);
@@ -218,8 +228,10 @@ class ParametersValidator {
       this.report.nonStrict(`${path}: 'additionalProperties' not explicitly set`);
     } else if (node.additionalProperties !== false) {
       this.report.nonStrict(`${path}: 'additionalProperties' is not false (free-form object)`);
-      if (isObject(node.additionalProperties)) this.visit(node.additionalProperties, `${path}.additionalProperties`, depth + 1, false);
-      else if (node.additionalProperties !== true) this.report.invalid(`${path}: 'additionalProperties' must be a boolean or a schema`);
+      if (isObject(node.additionalProperties))
+        this.visit(node.additionalProperties, `${path}.additionalProperties`, depth + 1, false);
+      else if (node.additionalProperties !== true)
+        this.report.invalid(`${path}: 'additionalProperties' must be a boolean or a schema`);
     }
 
     let required: string[] = [];
@@ -238,14 +250,19 @@ class ParametersValidator {
       }
       const sub = props[key];
       if (!isObject(sub)) continue;
-      if (allowsEmptyObject(sub)) this.report.invalid(`${path}: required property '${key}' allows empty object (OpenAI will reject)`);
-      if (allowsEmptyArray(sub)) this.report.invalid(`${path}: required property '${key}' allows empty array (OpenAI will reject)`);
+      if (allowsEmptyObject(sub))
+        this.report.invalid(`${path}: required property '${key}' allows empty object (OpenAI will reject)`);
+      if (allowsEmptyArray(sub))
+        this.report.invalid(`${path}: required property '${key}' allows empty array (OpenAI will reject)`);
     }
     const requiredSet = new Set(required);
     const optional = names.filter((n) => !requiredSet.has(n));
     if (optional.length > 0) {
-      const listed = optional.length > 10 ? `${optional.slice(0, 10).join(', ')}, ... (${optional.length})` : optional.join(', ');
-      this.report.nonStrict(`${path}: strict mode requires every property in 'required' (make optional ones nullable instead): ${listed}`);
+      const listed =
+        optional.length > 10 ? `${optional.slice(0, 10).join(', ')}, ... (${optional.length})` : optional.join(', ');
+      this.report.nonStrict(
+        `${path}: strict mode requires every property in 'required' (make optional ones nullable instead): ${listed}`,
+      );
     }
     if (props) for (const name of names) this.child(props[name], `${path}.properties.${name}`, depth + 1);
   }

@@ -12,7 +12,10 @@ describe('strict-mode conversion', () => {
         mode: { type: 'string', enum: ['a', 'b'], description: 'Mode.' },
         where: {
           type: 'object',
-          properties: { lat: { type: 'number', description: 'Lat.' }, label: { type: 'string', description: 'Label.' } },
+          properties: {
+            lat: { type: 'number', description: 'Lat.' },
+            label: { type: 'string', description: 'Label.' },
+          },
           required: ['lat'],
           description: 'Where.',
         },
@@ -21,7 +24,10 @@ describe('strict-mode conversion', () => {
           items: { type: 'object', properties: { k: { type: 'string' } }, required: [] },
           description: 'Tags.',
         },
-        either: { anyOf: [{ type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] }, { type: 'string' }], description: 'Either.' },
+        either: {
+          anyOf: [{ type: 'object', properties: { x: { type: 'integer' } }, required: ['x'] }, { type: 'string' }],
+          description: 'Either.',
+        },
       },
       required: ['query', 'where', 'tags', 'either'],
     },
@@ -42,18 +48,29 @@ describe('strict-mode conversion', () => {
           mode: { type: ['string', 'null'], enum: ['a', 'b', null], description: 'Mode.' },
           where: {
             type: 'object',
-            properties: { lat: { type: 'number', description: 'Lat.' }, label: { type: ['string', 'null'], description: 'Label.' } },
+            properties: {
+              lat: { type: 'number', description: 'Lat.' },
+              label: { type: ['string', 'null'], description: 'Label.' },
+            },
             required: ['lat', 'label'],
             additionalProperties: false,
             description: 'Where.',
           },
           tags: {
             type: 'array',
-            items: { type: 'object', properties: { k: { type: ['string', 'null'] } }, required: ['k'], additionalProperties: false },
+            items: {
+              type: 'object',
+              properties: { k: { type: ['string', 'null'] } },
+              required: ['k'],
+              additionalProperties: false,
+            },
             description: 'Tags.',
           },
           either: {
-            anyOf: [{ type: 'object', properties: { x: { type: 'integer' } }, required: ['x'], additionalProperties: false }, { type: 'string' }],
+            anyOf: [
+              { type: 'object', properties: { x: { type: 'integer' } }, required: ['x'], additionalProperties: false },
+              { type: 'string' },
+            ],
             description: 'Either.',
           },
         },
@@ -76,7 +93,10 @@ describe('strict-mode conversion', () => {
         n: { type: 'integer', description: 'N.', default: 2 },
         o: {
           type: 'object',
-          properties: { k: { type: 'string', default: 'x' }, l: { type: 'array', items: { type: 'integer' }, default: [1] } },
+          properties: {
+            k: { type: 'string', default: 'x' },
+            l: { type: 'array', items: { type: 'integer' }, default: [1] },
+          },
           required: ['k'],
           description: 'O.',
           default: null,
@@ -97,7 +117,10 @@ describe('strict-mode conversion', () => {
           anyOf: [
             {
               type: 'object',
-              properties: { k: { type: 'string' }, l: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] } },
+              properties: {
+                k: { type: 'string' },
+                l: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] },
+              },
               required: ['k', 'l'],
               additionalProperties: false,
             },
@@ -114,11 +137,21 @@ describe('strict-mode conversion', () => {
   });
 
   it('wraps an optional object property in anyOf with null, keeping its description outside', () => {
-    const out = sut({ type: 'object', properties: { o: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], description: 'O.' } }, required: [] });
+    const out = sut({
+      type: 'object',
+      properties: { o: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], description: 'O.' } },
+      required: [],
+    });
     expect(out.json_schema).toEqual({
       type: 'object',
       properties: {
-        o: { anyOf: [{ type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }, { type: 'null' }], description: 'O.' },
+        o: {
+          anyOf: [
+            { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false },
+            { type: 'null' },
+          ],
+          description: 'O.',
+        },
       },
       required: ['o'],
       additionalProperties: false,
@@ -131,18 +164,50 @@ describe('strict-mode conversion', () => {
       type: 'function',
       function: {
         name: 'f',
-        parameters: { type: 'object', properties: { p: { $ref: '#/$defs/P' } }, required: ['p'], $defs: { P: { type: 'object', properties: { v: { type: 'string' } } } } },
+        parameters: {
+          type: 'object',
+          properties: { p: { $ref: '#/$defs/P' } },
+          required: ['p'],
+          $defs: { P: { type: 'object', properties: { v: { type: 'string' } } } },
+        },
       },
     });
     expect(out.strict).toBe(true);
-    expect(out.json_schema).toMatchObject({ type: 'function', function: { strict: true, parameters: { $defs: { P: { required: ['v'], additionalProperties: false } } } } });
+    expect(out.json_schema).toMatchObject({
+      type: 'function',
+      function: { strict: true, parameters: { $defs: { P: { required: ['v'], additionalProperties: false } } } },
+    });
   });
 
   it.each([
-    ['a free-form dict', { type: 'object', properties: { d: { type: 'object', additionalProperties: { type: 'integer' }, description: 'D.' } }, required: ['d'] }, "root.properties.d: 'additionalProperties' is not false"],
-    ['an untyped dict', { type: 'object', properties: { d: { type: 'object', description: 'D.' } }, required: ['d'] }, "root.properties.d: 'additionalProperties' not explicitly set"],
-    ['a tuple', { type: 'object', properties: { t: { type: 'array', prefixItems: [{ type: 'string' }], items: { type: 'string' } } }, required: ['t'] }, "'prefixItems' is not supported"],
-    ['allOf', { type: 'object', properties: { a: { allOf: [{ type: 'string' }] } }, required: ['a'] }, "'allOf' is not supported"],
+    [
+      'a free-form dict',
+      {
+        type: 'object',
+        properties: { d: { type: 'object', additionalProperties: { type: 'integer' }, description: 'D.' } },
+        required: ['d'],
+      },
+      "root.properties.d: 'additionalProperties' is not false",
+    ],
+    [
+      'an untyped dict',
+      { type: 'object', properties: { d: { type: 'object', description: 'D.' } }, required: ['d'] },
+      "root.properties.d: 'additionalProperties' not explicitly set",
+    ],
+    [
+      'a tuple',
+      {
+        type: 'object',
+        properties: { t: { type: 'array', prefixItems: [{ type: 'string' }], items: { type: 'string' } } },
+        required: ['t'],
+      },
+      "'prefixItems' is not supported",
+    ],
+    [
+      'allOf',
+      { type: 'object', properties: { a: { allOf: [{ type: 'string' }] } }, required: ['a'] },
+      "'allOf' is not supported",
+    ],
     ['Any', { type: 'object', properties: { a: { description: 'A.' } }, required: ['a'] }, "Missing 'type'"],
   ])('leaves %s non-strict, unchanged, with the reason', (_what, schema, reason) => {
     const out = sut(schema);
@@ -166,7 +231,21 @@ describe('strict-mode conversion', () => {
   });
 
   it('leaves an already strict schema as it is, adding only strict: true', () => {
-    const strict = { name: 'f', description: 'F.', parameters: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false } };
-    expect(sut(strict)).toEqual({ json_schema: { ...strict, strict: true }, strict: true, health: 'STRICT_COMPLIANT', reasons: [] });
+    const strict = {
+      name: 'f',
+      description: 'F.',
+      parameters: {
+        type: 'object',
+        properties: { a: { type: 'string' } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+    };
+    expect(sut(strict)).toEqual({
+      json_schema: { ...strict, strict: true },
+      strict: true,
+      health: 'STRICT_COMPLIANT',
+      reasons: [],
+    });
   });
 });

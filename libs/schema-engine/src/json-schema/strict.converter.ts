@@ -17,10 +17,21 @@ const ANNOTATIONS = new Set(['description', 'title', 'default', 'examples', 'dep
 export function toStrictSchema(input: unknown): StrictResult {
   if (!isObject(input) || tooDeepOrCyclic(input)) {
     const report = validateSchema(input);
-    return { json_schema: isObject(input) ? input : {}, strict: false, ...report, reasons: ['not converted: the schema is not a valid object schema', ...report.reasons] };
+    return {
+      json_schema: isObject(input) ? input : {},
+      strict: false,
+      ...report,
+      reasons: ['not converted: the schema is not a valid object schema', ...report.reasons],
+    };
   }
   const before = validateSchema(input);
-  if (before.health === 'INVALID') return { json_schema: cloneJson(input), strict: false, ...before, reasons: ['not converted: the schema is INVALID', ...before.reasons] };
+  if (before.health === 'INVALID')
+    return {
+      json_schema: cloneJson(input),
+      strict: false,
+      ...before,
+      reasons: ['not converted: the schema is INVALID', ...before.reasons],
+    };
 
   const copy = cloneJson(input);
   const wrapped = copy.type === 'function' && isObject(copy.function);
@@ -33,7 +44,8 @@ export function toStrictSchema(input: unknown): StrictResult {
     convert(fn);
   }
   const after = validateSchema(copy);
-  if (after.health === 'STRICT_COMPLIANT') return { json_schema: copy, strict: true, health: after.health, reasons: [] };
+  if (after.health === 'STRICT_COMPLIANT')
+    return { json_schema: copy, strict: true, health: after.health, reasons: [] };
   return {
     json_schema: cloneJson(input),
     strict: false,
@@ -53,8 +65,11 @@ function convert(node: Obj): void {
   delete node.default;
   if (isObjectSchema(node) && isObject(node.properties)) {
     const props = node.properties;
-    const required = new Set(Array.isArray(node.required) ? node.required.filter((r): r is string => typeof r === 'string') : []);
-    for (const [name, sub] of Object.entries(props)) if (isObject(sub) && !required.has(name)) props[name] = nullable(sub);
+    const required = new Set(
+      Array.isArray(node.required) ? node.required.filter((r): r is string => typeof r === 'string') : [],
+    );
+    for (const [name, sub] of Object.entries(props))
+      if (isObject(sub) && !required.has(name)) props[name] = nullable(sub);
     node.required = Object.keys(props);
     if (!('additionalProperties' in node)) node.additionalProperties = false;
   }

@@ -1,9 +1,17 @@
-import { cleandoc, describe as describeDoc, parseDocstring as sut, scanTypedArgName, typedArgName } from './python.docstring';
+import {
+  cleandoc,
+  describe as describeDoc,
+  parseDocstring as sut,
+  scanTypedArgName,
+  typedArgName,
+} from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
 
 describe('parseDocstring', () => {
   it('splits the summary from the long description and reads Args entries', () => {
-    const doc = sut('Summary line.\n    More text\n    here.\n\n    Args:\n        a (int): First.\n        b: Second\n            continued.\n\n    Returns:\n        int: x\n    ');
+    const doc = sut(
+      'Summary line.\n    More text\n    here.\n\n    Args:\n        a (int): First.\n        b: Second\n            continued.\n\n    Returns:\n        int: x\n    ',
+    );
     expect(doc.shortDescription).toBe('Summary line.');
     expect(doc.longDescription).toBe('More text\nhere.');
     expect([...doc.params]).toEqual([
@@ -75,11 +83,14 @@ describe('typedArgName (the pattern up to 64 characters, scanTypedArgName beyond
 
   it('scans exactly what the pattern captures, on 50 000 generated entries', () => {
     let seed = 12;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const alphabet = ['a', 'b', ' ', ' ', '(', ')', '(', ')', '\n', '\t', '\r', '\u2028', '\u00a0', ':'];
     let matched = 0;
     for (let i = 0; i < 50_000; i += 1) {
-      const entry = Array.from({ length: Math.floor(rand() * 14) }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('');
+      const entry = Array.from(
+        { length: Math.floor(rand() * 14) },
+        () => alphabet[Math.floor(rand() * alphabet.length)],
+      ).join('');
       const m = PATTERN.exec(entry);
       if (m) matched += 1;
       expect([entry, scanTypedArgName(entry)]).toEqual([entry, m ? m[1] : null]);

@@ -71,7 +71,12 @@ function stripNewlines(s: string): string {
 }
 
 export function parseDocstring(raw: string): ParsedDocstring {
-  const result: ParsedDocstring = { shortDescription: null, longDescription: null, params: new Map(), attributes: new Map() };
+  const result: ParsedDocstring = {
+    shortDescription: null,
+    longDescription: null,
+    params: new Map(),
+    attributes: new Map(),
+  };
   if (!raw) return result;
   const text = cleandoc(raw);
 
@@ -133,7 +138,17 @@ function parseEntries(chunk: string): Array<[string, string]> {
 function isSpaceCode(c: number): boolean {
   if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
   if (c < 0xa0) return false;
-  return c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 /** Characters `.` does not match in a JavaScript (and Python) regular expression. */
 const isLineTerminator = (ch: string): boolean => ch === '\n' || ch === '\r' || ch === '\u2028' || ch === '\u2029';

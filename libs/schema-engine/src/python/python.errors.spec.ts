@@ -48,7 +48,9 @@ describe('python front-end: errors', () => {
   });
 
   it('reports a missing docstring with the function and its line', () => {
-    const e = fail({ source_code: '\n\n@decorator\nasync def tool(a: int):\n    # a comment, not a docstring\n    return f"{a}"\n' });
+    const e = fail({
+      source_code: '\n\n@decorator\nasync def tool(a: int):\n    # a comment, not a docstring\n    return f"{a}"\n',
+    });
     expect(e).toMatchObject({ reason: 'MISSING_DOCSTRING', functionName: 'tool', line: 4 });
     expect(e.message).toContain("Function 'tool' (line 4) has no docstring");
   });
@@ -58,7 +60,10 @@ describe('python front-end: errors', () => {
   });
 
   it('reports a missing annotation naming the function, the parameter and its line', () => {
-    const e = fail({ source_code: 'def add(a: int,\n        b,\n        c: int):\n    """Add.\n\n    Args:\n        a: A.\n        b: B.\n        c: C.\n    """\n' });
+    const e = fail({
+      source_code:
+        'def add(a: int,\n        b,\n        c: int):\n    """Add.\n\n    Args:\n        a: A.\n        b: B.\n        c: C.\n    """\n',
+    });
     expect(e).toMatchObject({ reason: 'MISSING_ANNOTATION', functionName: 'add', parameter: 'b', line: 2 });
     expect(e.message).toBe("Parameter 'b' of function 'add' (line 2) has no type annotation");
   });
@@ -70,7 +75,9 @@ describe('python front-end: errors', () => {
   });
 
   it('reports an empty parameter description as undocumented', () => {
-    expect(fail({ source_code: 'def f(a: int):\n    """F.\n\n    Args:\n        a:\n    """\n' }).reason).toBe('UNDOCUMENTED_PARAMETER');
+    expect(fail({ source_code: 'def f(a: int):\n    """F.\n\n    Args:\n        a:\n    """\n' }).reason).toBe(
+      'UNDOCUMENTED_PARAMETER',
+    );
   });
 
   it.each([
@@ -93,14 +100,16 @@ describe('python front-end: errors', () => {
   });
 
   it('reports a recursive model instead of recursing forever', () => {
-    const source = 'class Node(BaseModel):\n    children: list["Node"] = Field(description="Kids.")\n\ndef f(x: Node):\n    """F.\n\n    Args:\n        x: X.\n    """\n';
+    const source =
+      'class Node(BaseModel):\n    children: list["Node"] = Field(description="Kids.")\n\ndef f(x: Node):\n    """F.\n\n    Args:\n        x: X.\n    """\n';
     const e = fail({ source_code: source });
     expect(e.reason).toBe('UNSUPPORTED_ANNOTATION');
     expect(e.message).toContain('refers to itself');
   });
 
   it('reports an undocumented model field with the model and the field', () => {
-    const source = 'class M(BaseModel):\n    a: int = Field(description="A.")\n    b: str\n\ndef f(x: M):\n    """F.\n\n    Args:\n        x: X.\n    """\n';
+    const source =
+      'class M(BaseModel):\n    a: int = Field(description="A.")\n    b: str\n\ndef f(x: M):\n    """F.\n\n    Args:\n        x: X.\n    """\n';
     const e = fail({ source_code: source });
     expect(e).toMatchObject({ reason: 'UNDOCUMENTED_PARAMETER', parameter: 'x', line: 3 });
     expect(e.message).toContain("field 'b' of model 'M' (line 3) has no description");
@@ -138,11 +147,18 @@ describe('python front-end: errors', () => {
     expect(e.reason).toBe('TIME_LIMIT_EXCEEDED');
     expect(e.message).toBe('Schema generation exceeded its time limit of 1 ms');
     // The cancelled parse is not resumed: the next source parses on its own (given all the time it needs).
-    expect(hurried.generate({ source_code: 'def g():\n    """G."""\n' }, { timeLimitMs: 600_000 }).json_schema.name).toBe('g');
+    expect(
+      hurried.generate({ source_code: 'def g():\n    """G."""\n' }, { timeLimitMs: 600_000 }).json_schema.name,
+    ).toBe('g');
   });
 
   it('never puts a stack trace in a message', () => {
-    const sources = ['def (', 'x = 1', 'def f(a):\n    """F."""\n', 'def f(a: Foo):\n    """F.\n\n    Args:\n        a: A.\n    """\n'];
+    const sources = [
+      'def (',
+      'x = 1',
+      'def f(a):\n    """F."""\n',
+      'def f(a: Foo):\n    """F.\n\n    Args:\n        a: A.\n    """\n',
+    ];
     for (const source_code of sources) expect(fail({ source_code }).message).not.toMatch(/\n\s+at /);
   });
 });

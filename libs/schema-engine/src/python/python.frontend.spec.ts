@@ -127,7 +127,11 @@ def check_order_status(
     expect(json_schema.parameters.properties).toEqual({
       order_number: { type: 'integer', description: 'The order number to check on.' },
       customer_name: { type: 'string', description: 'The name of the customer who placed the order.' },
-      related_tickets: { type: 'array', items: { type: 'string' }, description: 'A list of ticket numbers related to the order.' },
+      related_tickets: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'A list of ticket numbers related to the order.',
+      },
       related_ticket_reasons: { type: 'object', description: 'A dictionary of reasons for the related tickets.' },
       severity: { type: 'number', description: 'The severity of the request (between 0 and 1).' },
       // Letta: {type: 'object'} and not required, which lets the model omit an argument Python requires.
@@ -203,7 +207,11 @@ def send(to: str, body: str, urgent: bool = False) -> str:
     expect(json_schema.description).toBe('Send a message.\n\nThe message is queued and delivered\nwithin a minute.');
     expect(json_schema.parameters.properties).toEqual({
       to: { type: 'string', description: 'The recipient,\nas an e-mail address.' },
-      body: { type: 'string', description: 'The text of the message.\nIt may be long.\nDeeper lines are re-indented as inspect.cleandoc does.' },
+      body: {
+        type: 'string',
+        description:
+          'The text of the message.\nIt may be long.\nDeeper lines are re-indented as inspect.cleandoc does.',
+      },
       urgent: { type: 'boolean', description: 'Deliver first.', default: false },
     });
   });
@@ -341,7 +349,8 @@ def create_task_plan(steps: Steps) -> str:
 
     expect(json_schema).toEqual({
       name: 'create_task_plan',
-      description: 'Creates a task plan for the current task.\n\nIt takes in a list of steps, and updates the task with the new steps provided.',
+      description:
+        'Creates a task plan for the current task.\n\nIt takes in a list of steps, and updates the task with the new steps provided.',
       parameters: {
         type: 'object',
         properties: {
@@ -391,7 +400,9 @@ def b(x: str):
     """
 `;
     expect(sut.generate({ source_code: source, name: 'a' }).json_schema.description).toBe('Tab     here é.');
-    expect(sut.generate({ source_code: source, name: 'a' }).json_schema.parameters.properties.x.description).toBe('Café.');
+    expect(sut.generate({ source_code: source, name: 'a' }).json_schema.parameters.properties.x.description).toBe(
+      'Café.',
+    );
     expect(sut.generate({ source_code: source, name: 'b' }).json_schema.description).toBe('Raw \\d+ pattern.');
   });
 

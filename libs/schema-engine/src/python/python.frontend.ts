@@ -9,12 +9,18 @@ import { checkDocstringSize, DEFAULT_MAX_DOCSTRING_BYTES } from '../limits';
 import { SchemaGenerationError } from '../schema-generation.error';
 import { describe, parseDocstring } from './python.docstring';
 import { decodeStringLiteral } from './python.strings';
-import { AnnotationError, AnnotationResolver, annotatedDescription, collectScope, lineOf, type ParsedTypeExpression } from './python.types';
+import {
+  AnnotationError,
+  AnnotationResolver,
+  annotatedDescription,
+  collectScope,
+  lineOf,
+  type ParsedTypeExpression,
+} from './python.types';
 import type { DescribeOptions } from '../schema-engine.types';
 
 /** Parameters Letta injects itself; they never appear in the schema. */
 const INJECTED = new Set(['self', 'agent_state']);
-
 
 interface RawParameter {
   name: string;
@@ -26,11 +32,20 @@ interface RawParameter {
 export class PythonFrontend {
   constructor(private readonly parser: Parser) {}
 
-  describeFunction(source: string, name: string | undefined, budget: Budget, options: DescribeOptions = {}): FunctionIR {
+  describeFunction(
+    source: string,
+    name: string | undefined,
+    budget: Budget,
+    options: DescribeOptions = {},
+  ): FunctionIR {
     const nul = source.indexOf('\0');
     if (nul !== -1) {
       const line = source.slice(0, nul).split('\n').length;
-      throw new SchemaGenerationError('SYNTAX_ERROR', `Python syntax error at line ${line}: source contains a NUL byte`, { line });
+      throw new SchemaGenerationError(
+        'SYNTAX_ERROR',
+        `Python syntax error at line ${line}: source contains a NUL byte`,
+        { line },
+      );
     }
     const tree = this.parser.parse(source, null, { progressCallback: () => budget.expired() });
     if (!tree) {
@@ -63,13 +78,23 @@ export class PythonFrontend {
     checkDocstringSize(rawDoc, maxDocstringBytes, `function '${fnName}'`, { functionName: fnName, line: fnLine });
     const doc = parseDocstring(rawDoc);
     if (options.headerOnly) return { name: fnName, description: describe(doc), parameters: [] };
-    const resolver = new AnnotationResolver(collectScope(root), (src) => this.parseTypeExpression(src), budget, maxDocstringBytes);
+    const resolver = new AnnotationResolver(
+      collectScope(root),
+      (src) => this.parseTypeExpression(src),
+      budget,
+      maxDocstringBytes,
+    );
 
     const parameters: ParameterIR[] = [];
     for (const param of parametersOf(fn)) {
       if (INJECTED.has(param.name)) continue;
       const where = `Parameter '${param.name}' of function '${fnName}' (line ${lineOf(param.node)})`;
-      const details = { functionName: fnName, parameter: param.name, line: lineOf(param.node), column: param.node.startPosition.column + 1 };
+      const details = {
+        functionName: fnName,
+        parameter: param.name,
+        line: lineOf(param.node),
+        column: param.node.startPosition.column + 1,
+      };
       if (!param.annotation) {
         throw new SchemaGenerationError('MISSING_ANNOTATION', `${where} has no type annotation`, details);
       }
@@ -78,7 +103,10 @@ export class PythonFrontend {
         type = resolver.resolve(param.annotation);
       } catch (e) {
         if (!(e instanceof AnnotationError)) throw e;
-        throw new SchemaGenerationError(e.reason, `${where}: ${e.message}`, { ...details, line: e.line ?? details.line });
+        throw new SchemaGenerationError(e.reason, `${where}: ${e.message}`, {
+          ...details,
+          line: e.line ?? details.line,
+        });
       }
       const description = doc.params.get(param.name) || annotatedDescription(type);
       if (!description) {
@@ -106,9 +134,13 @@ export class PythonFrontend {
     if (!tree) return { node: null, dispose: () => undefined };
     const stmt = tree.rootNode.namedChildren[0];
     const assign = stmt?.type === 'expression_statement' ? stmt.namedChildren[0] : null;
-    const node = !tree.rootNode.hasError && tree.rootNode.namedChildCount === 1 && assign?.type === 'assignment' && !assign.childForFieldName('right')
-      ? assign.childForFieldName('type')
-      : null;
+    const node =
+      !tree.rootNode.hasError &&
+      tree.rootNode.namedChildCount === 1 &&
+      assign?.type === 'assignment' &&
+      !assign.childForFieldName('right')
+        ? assign.childForFieldName('type')
+        : null;
     return { node, dispose: () => tree.delete() };
   }
 }
@@ -132,9 +164,13 @@ function selectFunction(root: Node, name: string | undefined): Node {
   if (matches.length === 0) {
     const names = [...new Set(defs.map((d) => d.childForFieldName('name')?.text ?? ''))];
     const listed = names.length > 10 ? `${names.slice(0, 10).join(', ')}, ...` : names.join(', ');
-    throw new SchemaGenerationError('FUNCTION_NOT_FOUND', `No top-level function named '${name}' in the source (found: ${listed})`, {
-      functionName: name,
-    });
+    throw new SchemaGenerationError(
+      'FUNCTION_NOT_FOUND',
+      `No top-level function named '${name}' in the source (found: ${listed})`,
+      {
+        functionName: name,
+      },
+    );
   }
   return matches[matches.length - 1]; // a later def rebinds the name, as in Python
 }
@@ -166,14 +202,20 @@ function parametersOf(fn: Node): RawParameter[] {
       case 'typed_parameter': {
         const id = p.namedChildren[0];
         // `*args: T` / `**kwargs: T` cannot be passed by name: they are not schema parameters.
-        if (id?.type === 'identifier') out.push({ name: id.text, node: p, annotation: p.childForFieldName('type'), defaultValue: null });
+        if (id?.type === 'identifier')
+          out.push({ name: id.text, node: p, annotation: p.childForFieldName('type'), defaultValue: null });
         break;
       }
       case 'default_parameter':
       case 'typed_default_parameter': {
         const id = p.childForFieldName('name');
         if (id?.type === 'identifier') {
-          out.push({ name: id.text, node: p, annotation: p.childForFieldName('type'), defaultValue: p.childForFieldName('value') });
+          out.push({
+            name: id.text,
+            node: p,
+            annotation: p.childForFieldName('type'),
+            defaultValue: p.childForFieldName('value'),
+          });
         }
         break;
       }
@@ -188,7 +230,9 @@ function parametersOf(fn: Node): RawParameter[] {
 function syntaxError(root: Node): SchemaGenerationError {
   let node: Node = root;
   for (;;) {
-    const next: Node | undefined = node.children.find((c): c is Node => !!c && (c.isError || c.isMissing || c.hasError));
+    const next: Node | undefined = node.children.find(
+      (c): c is Node => !!c && (c.isError || c.isMissing || c.hasError),
+    );
     if (!next) break;
     node = next;
     if (next.isError || next.isMissing) break;
@@ -199,7 +243,12 @@ function syntaxError(root: Node): SchemaGenerationError {
   if (node.isMissing) what = `missing '${node.type}'`;
   else {
     const firstLine = node.text.split('\n')[0].trim();
-    what = firstLine ? `invalid syntax near '${firstLine.length > 40 ? `${firstLine.slice(0, 37)}...` : firstLine}'` : 'invalid syntax';
+    what = firstLine
+      ? `invalid syntax near '${firstLine.length > 40 ? `${firstLine.slice(0, 37)}...` : firstLine}'`
+      : 'invalid syntax';
   }
-  return new SchemaGenerationError('SYNTAX_ERROR', `Python syntax error at line ${line}, column ${column}: ${what}`, { line, column });
+  return new SchemaGenerationError('SYNTAX_ERROR', `Python syntax error at line ${line}, column ${column}: ${what}`, {
+    line,
+    column,
+  });
 }

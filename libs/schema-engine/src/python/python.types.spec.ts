@@ -12,7 +12,8 @@ describe('python front-end: type annotations', () => {
   const tool = (annotation: string, prelude = '', suffix = ''): string =>
     `${prelude}\ndef f(x: ${annotation}${suffix}):\n    """F.\n\n    Args:\n        x: The x.\n    """\n`;
   const schemaOf = (annotation: string, prelude = '', suffix = ''): JsonSchema => {
-    const { description, ...rest } = sut.generate({ source_code: tool(annotation, prelude, suffix) }).json_schema.parameters.properties.x;
+    const { description, ...rest } = sut.generate({ source_code: tool(annotation, prelude, suffix) }).json_schema
+      .parameters.properties.x;
     expect(description).toBe('The x.');
     return rest;
   };
@@ -24,19 +25,40 @@ describe('python front-end: type annotations', () => {
     ['set[int]', { type: 'array', items: { type: 'integer' }, uniqueItems: true }],
     ['FrozenSet[str]', { type: 'array', items: { type: 'string' }, uniqueItems: true }],
     ['tuple[int, ...]', { type: 'array', items: { type: 'integer' } }],
-    ['Tuple[int, int]', { type: 'array', prefixItems: [{ type: 'integer' }, { type: 'integer' }], items: { type: 'integer' }, minItems: 2, maxItems: 2 }],
+    [
+      'Tuple[int, int]',
+      {
+        type: 'array',
+        prefixItems: [{ type: 'integer' }, { type: 'integer' }],
+        items: { type: 'integer' },
+        minItems: 2,
+        maxItems: 2,
+      },
+    ],
     [
       'Tuple[int, str]',
-      { type: 'array', prefixItems: [{ type: 'integer' }, { type: 'string' }], items: { type: ['integer', 'string'] }, minItems: 2, maxItems: 2 },
+      {
+        type: 'array',
+        prefixItems: [{ type: 'integer' }, { type: 'string' }],
+        items: { type: ['integer', 'string'] },
+        minItems: 2,
+        maxItems: 2,
+      },
     ],
     ['Dict[str, int]', { type: 'object', additionalProperties: { type: 'integer' } }],
-    ['Mapping[str, list[float]]', { type: 'object', additionalProperties: { type: 'array', items: { type: 'number' } } }],
+    [
+      'Mapping[str, list[float]]',
+      { type: 'object', additionalProperties: { type: 'array', items: { type: 'number' } } },
+    ],
     ['dict[str, Any]', { type: 'object' }],
     ['Union[int, str]', { type: ['integer', 'string'] }],
     ['int | str', { type: ['integer', 'string'] }],
     ['int | None', { type: ['integer', 'null'] }],
     ['Optional[list[int]]', { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] }],
-    ['Union[int, list[str], None]', { anyOf: [{ type: 'integer' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] }],
+    [
+      'Union[int, list[str], None]',
+      { anyOf: [{ type: 'integer' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }] },
+    ],
     ['list[Optional[int]]', { type: 'array', items: { type: ['integer', 'null'] } }],
     ['Literal["a", "b"]', { type: 'string', enum: ['a', 'b'] }],
     ['Literal[1, 2, -3]', { type: 'integer', enum: [1, 2, -3] }],
@@ -78,7 +100,8 @@ class Level(IntEnum):
   });
 
   it('resolves type aliases defined in the source', () => {
-    const prelude = 'from typing import TypeAlias\nVector = list[float]\nIds: TypeAlias = "set[int]"\ntype Name = str\n';
+    const prelude =
+      'from typing import TypeAlias\nVector = list[float]\nIds: TypeAlias = "set[int]"\ntype Name = str\n';
     expect(schemaOf('Vector', prelude)).toEqual({ type: 'array', items: { type: 'number' } });
     expect(schemaOf('Ids', prelude)).toEqual({ type: 'array', items: { type: 'integer' }, uniqueItems: true });
     expect(schemaOf('Optional[Name]', prelude)).toEqual({ type: ['string', 'null'] });
@@ -120,7 +143,10 @@ class Person(Base):
           name: { type: 'string', description: 'The name.' },
           home: {
             type: 'object',
-            properties: { street: { type: 'string', description: 'The street.' }, city: { type: 'string', description: 'The city.' } },
+            properties: {
+              street: { type: 'string', description: 'The street.' },
+              city: { type: 'string', description: 'The city.' },
+            },
             required: ['street', 'city'],
             description: 'Where they live.',
             default: null,
@@ -129,7 +155,10 @@ class Person(Base):
             anyOf: [
               {
                 type: 'object',
-                properties: { street: { type: 'string', description: 'The street.' }, city: { type: 'string', description: 'The city.' } },
+                properties: {
+                  street: { type: 'string', description: 'The street.' },
+                  city: { type: 'string', description: 'The city.' },
+                },
                 required: ['street', 'city'],
                 description: 'A postal address.\n\nAttributes:\n    city: The city.',
               },
@@ -146,7 +175,8 @@ class Person(Base):
   });
 
   it('takes a parameter description from Annotated when the docstring has none', () => {
-    const source = 'from typing import Annotated\ndef f(x: Annotated[int, "How many."], y: Annotated[str, Field(description="Which.")]):\n    """F."""\n';
+    const source =
+      'from typing import Annotated\ndef f(x: Annotated[int, "How many."], y: Annotated[str, Field(description="Which.")]):\n    """F."""\n';
     expect(sut.generate({ source_code: source }).json_schema.parameters.properties).toEqual({
       x: { type: 'integer', description: 'How many.' },
       y: { type: 'string', description: 'Which.' },

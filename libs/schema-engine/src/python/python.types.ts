@@ -32,7 +32,17 @@ export interface ParsedTypeExpression {
 }
 
 const MAX_DEPTH = 32;
-const TYPING_MODULES = new Set(['typing', 'typing_extensions', 't', 'collections.abc', 'abc', 'builtins', 'pydantic', 'enum', 'types']);
+const TYPING_MODULES = new Set([
+  'typing',
+  'typing_extensions',
+  't',
+  'collections.abc',
+  'abc',
+  'builtins',
+  'pydantic',
+  'enum',
+  'types',
+]);
 const PRIMITIVES: Record<string, 'string' | 'integer' | 'number' | 'boolean' | 'null'> = {
   str: 'string',
   int: 'integer',
@@ -47,7 +57,16 @@ const TUPLE_NAMES = new Set(['tuple', 'Tuple']);
 const DICT_NAMES = new Set(['dict', 'Dict', 'Mapping', 'MutableMapping']);
 const WRAPPER_NAMES = new Set(['Required', 'NotRequired', 'ReadOnly', 'Final']);
 const ENUM_BASES = new Set(['Enum', 'IntEnum', 'StrEnum']);
-const ALIAS_VALUE_TYPES = new Set(['identifier', 'attribute', 'subscript', 'generic_type', 'binary_operator', 'union_type', 'none', 'string']);
+const ALIAS_VALUE_TYPES = new Set([
+  'identifier',
+  'attribute',
+  'subscript',
+  'generic_type',
+  'binary_operator',
+  'union_type',
+  'none',
+  'string',
+]);
 const CONSTRAINTS: Record<string, string> = {
   ge: 'minimum',
   le: 'maximum',
@@ -98,7 +117,8 @@ export function collectScope(root: Node): ModuleScope {
       const right = assign.childForFieldName('right');
       const declared = assign.childForFieldName('type');
       if (left?.type !== 'identifier' || !right) continue;
-      if (declared ? nameOf(declared) === 'TypeAlias' : ALIAS_VALUE_TYPES.has(right.type)) scope.aliases.set(left.text, right);
+      if (declared ? nameOf(declared) === 'TypeAlias' : ALIAS_VALUE_TYPES.has(right.type))
+        scope.aliases.set(left.text, right);
     }
   }
   return scope;
@@ -167,10 +187,18 @@ export class AnnotationResolver {
         return this.resolveName(nameOf(node) ?? node.text, node);
       case 'generic_type': {
         const params = node.namedChildren.find((c) => c?.type === 'type_parameter');
-        return this.resolveGeneric(node.namedChildren[0]!, params ? (params.namedChildren.filter(Boolean) as Node[]) : [], node);
+        return this.resolveGeneric(
+          node.namedChildren[0]!,
+          params ? (params.namedChildren.filter(Boolean) as Node[]) : [],
+          node,
+        );
       }
       case 'subscript':
-        return this.resolveGeneric(node.childForFieldName('value')!, node.childrenForFieldName('subscript').filter(Boolean) as Node[], node);
+        return this.resolveGeneric(
+          node.childForFieldName('value')!,
+          node.childrenForFieldName('subscript').filter(Boolean) as Node[],
+          node,
+        );
       case 'binary_operator': {
         const op = node.childForFieldName('operator')?.text;
         const left = node.childForFieldName('left');
@@ -196,7 +224,8 @@ export class AnnotationResolver {
     if (LIST_NAMES.has(name) || TUPLE_NAMES.has(name)) return { kind: 'array', items: null };
     if (SET_NAMES.has(name)) return { kind: 'array', items: null, uniqueItems: true };
     if (DICT_NAMES.has(name)) return { kind: 'map', values: null };
-    if (['Optional', 'Union', 'Literal', 'Annotated'].includes(name)) throw this.unsupported(node, `'${name}' needs type arguments`);
+    if (['Optional', 'Union', 'Literal', 'Annotated'].includes(name))
+      throw this.unsupported(node, `'${name}' needs type arguments`);
     const cls = this.scope.classes.get(name);
     if (cls) return this.resolveClass(name, cls);
     const alias = this.scope.aliases.get(name);
@@ -236,7 +265,8 @@ export class AnnotationResolver {
       arity(2);
       const key = stripAnnotations(this.resolve(args[0]));
       const stringKeys =
-        (key.kind === 'primitive' && key.type === 'string') || (key.kind === 'enum' && key.values.every((v) => typeof v === 'string'));
+        (key.kind === 'primitive' && key.type === 'string') ||
+        (key.kind === 'enum' && key.values.every((v) => typeof v === 'string'));
       if (!stringKeys) throw this.unsupported(node, 'JSON object keys are strings: use str keys');
       const values = this.resolve(args[1]);
       return { kind: 'map', values: values.kind === 'any' ? null : values };
@@ -279,13 +309,21 @@ export class AnnotationResolver {
 
   private literalValues(arg: Node): LiteralValue[] {
     const node = unwrap(arg);
-    const base = node.type === 'generic_type' ? node.namedChildren[0] : node.type === 'subscript' ? node.childForFieldName('value') : null;
+    const base =
+      node.type === 'generic_type'
+        ? node.namedChildren[0]
+        : node.type === 'subscript'
+          ? node.childForFieldName('value')
+          : null;
     if (base && nameOf(base) === 'Literal') {
       const inner = stripAnnotations(this.resolve(node));
       if (inner.kind === 'enum') return inner.values;
     }
     if (node.type === 'attribute') {
-      const [owner, member] = [node.childForFieldName('object')?.text ?? '', node.childForFieldName('attribute')?.text ?? ''];
+      const [owner, member] = [
+        node.childForFieldName('object')?.text ?? '',
+        node.childForFieldName('attribute')?.text ?? '',
+      ];
       const cls = this.scope.classes.get(owner);
       if (cls) {
         const members = this.enumMembers(owner, cls);
@@ -293,7 +331,11 @@ export class AnnotationResolver {
       }
     }
     const value = this.constant(node);
-    if (value === undefined) throw this.unsupported(node, 'Literal values must be str, int, float, bool, None or members of an Enum in the source');
+    if (value === undefined)
+      throw this.unsupported(
+        node,
+        'Literal values must be str, int, float, bool, None or members of an Enum in the source',
+      );
     return [value];
   }
 
@@ -417,7 +459,8 @@ export class AnnotationResolver {
 
   private resolveForwardReference(node: Node): TypeIR {
     const text = this.stringValue(node);
-    if (text === null || text.includes('\n') || text.trim() === '') throw this.unsupported(node, 'a string annotation must hold one type expression');
+    if (text === null || text.includes('\n') || text.trim() === '')
+      throw this.unsupported(node, 'a string annotation must hold one type expression');
     const parsed = this.parseTypeExpression(text.trim());
     try {
       if (!parsed.node) throw this.unsupported(node, `'${text}' is not a valid type expression`);
@@ -434,7 +477,11 @@ export class AnnotationResolver {
   private guard<T>(key: string, node: Node, fn: () => T): T {
     if (this.expanding.has(key)) {
       const name = key.replace(/^\w+ /, '');
-      throw new AnnotationError('UNSUPPORTED_ANNOTATION', `unsupported type annotation: '${name}' refers to itself (recursive types are not supported)`, lineOf(node));
+      throw new AnnotationError(
+        'UNSUPPORTED_ANNOTATION',
+        `unsupported type annotation: '${name}' refers to itself (recursive types are not supported)`,
+        lineOf(node),
+      );
     }
     this.expanding.add(key);
     try {
@@ -446,7 +493,9 @@ export class AnnotationResolver {
 
   private classBases(cls: Node): string[] {
     const list = cls.childForFieldName('superclasses');
-    return (list?.namedChildren ?? []).filter((c): c is Node => !!c && c.type !== 'keyword_argument').map((c) => nameOf(c) ?? c.text);
+    return (list?.namedChildren ?? [])
+      .filter((c): c is Node => !!c && c.type !== 'keyword_argument')
+      .map((c) => nameOf(c) ?? c.text);
   }
 
   /** A class of the source that reaches BaseModel through its bases (a cycle of bases does not). */
@@ -526,7 +575,8 @@ export class AnnotationResolver {
       } else {
         value = this.constant(right);
       }
-      if (value === undefined) throw this.unsupported(right, `member '${left.text}' of Enum '${name}' does not have a constant value`);
+      if (value === undefined)
+        throw this.unsupported(right, `member '${left.text}' of Enum '${name}' does not have a constant value`);
       if (typeof value === 'number' && Number.isInteger(value)) lastInt = value;
       members.set(left.text, value);
     }
@@ -544,8 +594,12 @@ export class AnnotationResolver {
       }
     }
     const body = cls.childForFieldName('body');
-    const docNode = body?.namedChildren[0]?.type === 'expression_statement' ? body.namedChildren[0].namedChildren[0] : null;
-    const rawDoc = docNode && (docNode.type === 'string' || docNode.type === 'concatenated_string') ? this.stringValue(docNode) : null;
+    const docNode =
+      body?.namedChildren[0]?.type === 'expression_statement' ? body.namedChildren[0].namedChildren[0] : null;
+    const rawDoc =
+      docNode && (docNode.type === 'string' || docNode.type === 'concatenated_string')
+        ? this.stringValue(docNode)
+        : null;
     if (rawDoc) checkDocstringSize(rawDoc, this.maxDocstringBytes, `class '${name}'`, { line: lineOf(cls) });
     const doc = rawDoc ? parseDocstring(rawDoc) : null;
 
@@ -555,7 +609,12 @@ export class AnnotationResolver {
       const typeNode = assign?.childForFieldName('type');
       if (!assign || !typeNode || left?.type !== 'identifier' || left.text.startsWith('_')) continue;
       const typeExpr = unwrap(typeNode);
-      const typeBase = typeExpr.type === 'generic_type' ? typeExpr.namedChildren[0] : typeExpr.type === 'subscript' ? typeExpr.childForFieldName('value') : typeExpr;
+      const typeBase =
+        typeExpr.type === 'generic_type'
+          ? typeExpr.namedChildren[0]
+          : typeExpr.type === 'subscript'
+            ? typeExpr.childForFieldName('value')
+            : typeExpr;
       if (typeBase && nameOf(typeBase) === 'ClassVar') continue;
 
       const right = assign.childForFieldName('right');
@@ -572,7 +631,10 @@ export class AnnotationResolver {
       const aliasNode = field?.keywords.get('alias');
       const alias = aliasNode ? this.stringValue(aliasNode) : null;
       const description =
-        (field ? this.fieldDescription(field) : undefined) ?? annotatedDescription(type) ?? doc?.attributes.get(left.text) ?? doc?.params.get(left.text);
+        (field ? this.fieldDescription(field) : undefined) ??
+        annotatedDescription(type) ??
+        doc?.attributes.get(left.text) ??
+        doc?.params.get(left.text);
       if (!description) {
         throw new AnnotationError(
           'UNDOCUMENTED_PARAMETER',

@@ -4,7 +4,8 @@ import type { SchemaEngine } from '../schema-engine.types';
 
 describe('typescript front-end', () => {
   let sut: SchemaEngine;
-  const gen = (source_code: string, name?: string) => sut.generate({ source_code, source_type: 'typescript', ...(name ? { name } : {}) }).json_schema;
+  const gen = (source_code: string, name?: string) =>
+    sut.generate({ source_code, source_type: 'typescript', ...(name ? { name } : {}) }).json_schema;
   const fail = (source_code: string, name?: string): SchemaGenerationError => {
     try {
       gen(source_code, name);
@@ -210,7 +211,11 @@ export async function plan(stops: Places, unit: Unit, level: Level, scores: Reco
 `;
     const place = {
       type: 'object',
-      properties: { lat: { type: 'number', description: 'Latitude.' }, lon: { type: 'number', description: 'Longitude.' }, label: { type: 'string', description: 'Optional label.' } },
+      properties: {
+        lat: { type: 'number', description: 'Latitude.' },
+        lon: { type: 'number', description: 'Longitude.' },
+        label: { type: 'string', description: 'Optional label.' },
+      },
       required: ['lat', 'lon'],
     };
     expect(gen(source).parameters.properties).toEqual({
@@ -238,8 +243,18 @@ type Named = { name: string };
 export function m(byDay: Record<'mon' | 'tue', boolean>, both: Named & { age: number }, patch: Partial<Named>, unique: Set<string>, kind: Kind.B, dict: { [key: string]: string }) {}
 `;
     expect(gen(source).parameters.properties).toEqual({
-      byDay: { type: 'object', properties: { mon: { type: 'boolean' }, tue: { type: 'boolean' } }, required: ['mon', 'tue'], description: 'by day.' },
-      both: { type: 'object', properties: { name: { type: 'string' }, age: { type: 'number' } }, required: ['name', 'age'], description: 'both.' },
+      byDay: {
+        type: 'object',
+        properties: { mon: { type: 'boolean' }, tue: { type: 'boolean' } },
+        required: ['mon', 'tue'],
+        description: 'by day.',
+      },
+      both: {
+        type: 'object',
+        properties: { name: { type: 'string' }, age: { type: 'number' } },
+        required: ['name', 'age'],
+        description: 'both.',
+      },
       patch: { type: 'object', properties: { name: { type: 'string' } }, required: [], description: 'patch.' },
       unique: { type: 'array', items: { type: 'string' }, uniqueItems: true, description: 'unique.' },
       kind: { type: 'string', enum: ['b'], description: 'kind.' },
@@ -258,7 +273,9 @@ export function s(this: unknown, q: string, agent_state: unknown, ...rest: strin
   });
 
   it('uses "No description available" when the JSDoc has only tags', () => {
-    expect(gen(`/** @param x The x. */\nexport function f(x: string) {}\n`).description).toBe('No description available');
+    expect(gen(`/** @param x The x. */\nexport function f(x: string) {}\n`).description).toBe(
+      'No description available',
+    );
   });
 
   it('reports syntax errors with line and column', () => {
@@ -275,11 +292,27 @@ export function s(this: unknown, q: string, agent_state: unknown, ...rest: strin
   });
 
   it('reports a missing JSDoc, an undocumented parameter and a missing annotation, naming function, parameter and line', () => {
-    expect(fail('\nexport function f(a: string) {}\n')).toMatchObject({ reason: 'MISSING_DOCSTRING', functionName: 'f', line: 2 });
+    expect(fail('\nexport function f(a: string) {}\n')).toMatchObject({
+      reason: 'MISSING_DOCSTRING',
+      functionName: 'f',
+      line: 2,
+    });
     const undocumented = fail('/**\n * F.\n * @param a A.\n */\nexport function f(a: string,\n  b: number) {}\n');
-    expect(undocumented).toMatchObject({ reason: 'UNDOCUMENTED_PARAMETER', functionName: 'f', parameter: 'b', line: 6, column: 3 });
-    expect(undocumented.message).toBe("Parameter 'b' of function 'f' (line 6) is not documented: add '@param b <description>' to the function's JSDoc");
-    expect(fail('/** F.\n @param a A. */\nexport function f(a) {}\n')).toMatchObject({ reason: 'MISSING_ANNOTATION', parameter: 'a', line: 3 });
+    expect(undocumented).toMatchObject({
+      reason: 'UNDOCUMENTED_PARAMETER',
+      functionName: 'f',
+      parameter: 'b',
+      line: 6,
+      column: 3,
+    });
+    expect(undocumented.message).toBe(
+      "Parameter 'b' of function 'f' (line 6) is not documented: add '@param b <description>' to the function's JSDoc",
+    );
+    expect(fail('/** F.\n @param a A. */\nexport function f(a) {}\n')).toMatchObject({
+      reason: 'MISSING_ANNOTATION',
+      parameter: 'a',
+      line: 3,
+    });
   });
 
   it.each([

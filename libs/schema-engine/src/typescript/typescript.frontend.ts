@@ -12,7 +12,15 @@ import type { Budget } from '../budget';
 import type { FunctionIR, ParameterIR, TypeIR } from '../ir';
 import { DEFAULT_MAX_DOCSTRING_BYTES } from '../limits';
 import { SchemaGenerationError } from '../schema-generation.error';
-import { collectScope, containsUndefined, dropUndefined, jsDocText, staticDefault, TsTypeError, TsTypeResolver } from './typescript.types';
+import {
+  collectScope,
+  containsUndefined,
+  dropUndefined,
+  jsDocText,
+  staticDefault,
+  TsTypeError,
+  TsTypeResolver,
+} from './typescript.types';
 import type { DescribeOptions } from '../schema-engine.types';
 
 /** Parameters the runtime injects itself; they never appear in the schema. */
@@ -26,9 +34,13 @@ interface Candidate {
   exported: boolean;
 }
 
-
 export class TypeScriptFrontend {
-  describeFunction(source: string, name: string | undefined, budget: Budget, options: DescribeOptions = {}): FunctionIR {
+  describeFunction(
+    source: string,
+    name: string | undefined,
+    budget: Budget,
+    options: DescribeOptions = {},
+  ): FunctionIR {
     const sf = parse(source);
     budget.check();
     const fn = selectFunction(sf, name);
@@ -41,7 +53,8 @@ function parse(source: string): ts.SourceFile {
   try {
     sf = ts.createSourceFile('tool.ts', source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   } catch (e) {
-    if (e instanceof RangeError) throw new SchemaGenerationError('SYNTAX_ERROR', 'TypeScript source is nested too deeply to parse');
+    if (e instanceof RangeError)
+      throw new SchemaGenerationError('SYNTAX_ERROR', 'TypeScript source is nested too deeply to parse');
     throw e;
   }
   // parseDiagnostics is internal API but stable for years; a Program would load lib files for nothing.
@@ -50,10 +63,14 @@ function parse(source: string): ts.SourceFile {
   if (first) {
     const { line, character } = sf.getLineAndCharacterOfPosition(first.start ?? 0);
     const message = ts.flattenDiagnosticMessageText(first.messageText, ' ');
-    throw new SchemaGenerationError('SYNTAX_ERROR', `TypeScript syntax error at line ${line + 1}, column ${character + 1}: ${message}`, {
-      line: line + 1,
-      column: character + 1,
-    });
+    throw new SchemaGenerationError(
+      'SYNTAX_ERROR',
+      `TypeScript syntax error at line ${line + 1}, column ${character + 1}: ${message}`,
+      {
+        line: line + 1,
+        column: character + 1,
+      },
+    );
   }
   return sf;
 }
@@ -63,7 +80,8 @@ const hasModifier = (node: ts.Node, kind: ts.SyntaxKind): boolean =>
 
 function unwrapInitializer(e: ts.Expression | undefined): FunctionLike | null {
   let x = e;
-  while (x && (ts.isParenthesizedExpression(x) || ts.isSatisfiesExpression(x) || ts.isAsExpression(x))) x = x.expression;
+  while (x && (ts.isParenthesizedExpression(x) || ts.isSatisfiesExpression(x) || ts.isAsExpression(x)))
+    x = x.expression;
   return x && (ts.isArrowFunction(x) || ts.isFunctionExpression(x)) ? x : null;
 }
 
@@ -76,9 +94,15 @@ function candidates(sf: ts.SourceFile): Candidate[] {
     } else if (ts.isVariableStatement(stmt)) {
       for (const decl of stmt.declarationList.declarations) {
         const fn = unwrapInitializer(decl.initializer);
-        if (fn && ts.isIdentifier(decl.name)) out.push({ name: decl.name.text, fn, exported: hasModifier(stmt, ts.SyntaxKind.ExportKeyword) });
+        if (fn && ts.isIdentifier(decl.name))
+          out.push({ name: decl.name.text, fn, exported: hasModifier(stmt, ts.SyntaxKind.ExportKeyword) });
       }
-    } else if (ts.isExportDeclaration(stmt) && !stmt.moduleSpecifier && stmt.exportClause && ts.isNamedExports(stmt.exportClause)) {
+    } else if (
+      ts.isExportDeclaration(stmt) &&
+      !stmt.moduleSpecifier &&
+      stmt.exportClause &&
+      ts.isNamedExports(stmt.exportClause)
+    ) {
       for (const el of stmt.exportClause.elements) exportedNames.add((el.propertyName ?? el.name).text);
     } else if (ts.isExportAssignment(stmt) && ts.isIdentifier(stmt.expression)) {
       exportedNames.add(stmt.expression.text);
@@ -90,7 +114,10 @@ function candidates(sf: ts.SourceFile): Candidate[] {
 function selectFunction(sf: ts.SourceFile, name: string | undefined): Candidate {
   const all = candidates(sf);
   if (all.length === 0) {
-    throw new SchemaGenerationError('NO_FUNCTION', 'No top-level function (function declaration or const arrow function) found in the source');
+    throw new SchemaGenerationError(
+      'NO_FUNCTION',
+      'No top-level function (function declaration or const arrow function) found in the source',
+    );
   }
   if (name === undefined) {
     const exported = all.filter((c) => c.exported);
@@ -100,7 +127,11 @@ function selectFunction(sf: ts.SourceFile, name: string | undefined): Candidate 
   if (matches.length === 0) {
     const names = [...new Set(all.map((c) => c.name))];
     const listed = names.length > 10 ? `${names.slice(0, 10).join(', ')}, ...` : names.join(', ');
-    throw new SchemaGenerationError('FUNCTION_NOT_FOUND', `No top-level function named '${name}' in the source (found: ${listed})`, { functionName: name });
+    throw new SchemaGenerationError(
+      'FUNCTION_NOT_FOUND',
+      `No top-level function named '${name}' in the source (found: ${listed})`,
+      { functionName: name },
+    );
   }
   return matches[matches.length - 1]!;
 }
@@ -146,7 +177,10 @@ function describe(sf: ts.SourceFile, c: Candidate, budget: Budget, options: Desc
       type = param.type ? resolver.resolve(param.type) : inferFromDefault(param.initializer, where, details);
     } catch (e) {
       if (!(e instanceof TsTypeError)) throw e;
-      throw new SchemaGenerationError('UNSUPPORTED_ANNOTATION', `${where}: ${e.message}`, { ...details, ...position(sf, e.node) });
+      throw new SchemaGenerationError('UNSUPPORTED_ANNOTATION', `${where}: ${e.message}`, {
+        ...details,
+        ...position(sf, e.node),
+      });
     }
     const paramDoc = paramDescription(param);
     if (!paramDoc) {
@@ -158,7 +192,9 @@ function describe(sf: ts.SourceFile, c: Candidate, budget: Budget, options: Desc
     }
     const optional = !!param.questionToken || !!param.initializer || containsUndefined(type);
     const init = param.initializer;
-    const defaultIsNull = !init ? optional : init.kind === ts.SyntaxKind.NullKeyword || (ts.isIdentifier(init) && init.text === 'undefined');
+    const defaultIsNull = !init
+      ? optional
+      : init.kind === ts.SyntaxKind.NullKeyword || (ts.isIdentifier(init) && init.text === 'undefined');
     const value = init ? staticDefault(init, scope) : undefined;
     parameters.push({
       name: pname,
@@ -173,11 +209,18 @@ function describe(sf: ts.SourceFile, c: Candidate, budget: Budget, options: Desc
 }
 
 /** `x = 5`, `x = 'a'`, `x = true` without an annotation: TypeScript infers the widened type. */
-function inferFromDefault(init: ts.Expression | undefined, where: string, details: { line: number; column: number }): TypeIR {
+function inferFromDefault(
+  init: ts.Expression | undefined,
+  where: string,
+  details: { line: number; column: number },
+): TypeIR {
   if (init) {
-    if (ts.isStringLiteral(init) || ts.isNoSubstitutionTemplateLiteral(init)) return { kind: 'primitive', type: 'string' };
-    if (ts.isNumericLiteral(init) || (ts.isPrefixUnaryExpression(init) && ts.isNumericLiteral(init.operand))) return { kind: 'primitive', type: 'number' };
-    if (init.kind === ts.SyntaxKind.TrueKeyword || init.kind === ts.SyntaxKind.FalseKeyword) return { kind: 'primitive', type: 'boolean' };
+    if (ts.isStringLiteral(init) || ts.isNoSubstitutionTemplateLiteral(init))
+      return { kind: 'primitive', type: 'string' };
+    if (ts.isNumericLiteral(init) || (ts.isPrefixUnaryExpression(init) && ts.isNumericLiteral(init.operand)))
+      return { kind: 'primitive', type: 'number' };
+    if (init.kind === ts.SyntaxKind.TrueKeyword || init.kind === ts.SyntaxKind.FalseKeyword)
+      return { kind: 'primitive', type: 'boolean' };
   }
   throw new SchemaGenerationError('MISSING_ANNOTATION', `${where} has no type annotation`, details);
 }

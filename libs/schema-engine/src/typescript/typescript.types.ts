@@ -83,7 +83,13 @@ export function jsDocText(node: ts.Node, maxBytes: number): string | null {
 }
 
 function propertyName(name: ts.PropertyName): string | null {
-  if (ts.isIdentifier(name) || ts.isStringLiteral(name) || ts.isNumericLiteral(name) || ts.isNoSubstitutionTemplateLiteral(name)) return name.text;
+  if (
+    ts.isIdentifier(name) ||
+    ts.isStringLiteral(name) ||
+    ts.isNumericLiteral(name) ||
+    ts.isNoSubstitutionTemplateLiteral(name)
+  )
+    return name.text;
   return null;
 }
 
@@ -94,7 +100,8 @@ function literalValue(node: ts.LiteralTypeNode): LiteralValue | undefined {
   if (lit.kind === ts.SyntaxKind.TrueKeyword) return true;
   if (lit.kind === ts.SyntaxKind.FalseKeyword) return false;
   if (lit.kind === ts.SyntaxKind.NullKeyword) return null;
-  if (ts.isPrefixUnaryExpression(lit) && lit.operator === ts.SyntaxKind.MinusToken && ts.isNumericLiteral(lit.operand)) return -Number(lit.operand.text);
+  if (ts.isPrefixUnaryExpression(lit) && lit.operator === ts.SyntaxKind.MinusToken && ts.isNumericLiteral(lit.operand))
+    return -Number(lit.operand.text);
   return undefined;
 }
 
@@ -158,7 +165,8 @@ export class TsTypeResolver {
       return value === null ? { kind: 'primitive', type: 'null' } : { kind: 'enum', values: [value] };
     }
     if (ts.isArrayTypeNode(node)) return { kind: 'array', items: this.resolve(node.elementType, depth + 1) };
-    if (ts.isTypeOperatorNode(node) && node.operator === ts.SyntaxKind.ReadonlyKeyword) return this.resolve(node.type, depth + 1);
+    if (ts.isTypeOperatorNode(node) && node.operator === ts.SyntaxKind.ReadonlyKeyword)
+      return this.resolve(node.type, depth + 1);
     if (ts.isTupleTypeNode(node)) return this.tuple(node, depth);
     if (ts.isUnionTypeNode(node)) return this.union(node.types.map((t) => this.resolve(t, depth + 1)));
     if (ts.isIntersectionTypeNode(node)) return this.intersection(node, depth);
@@ -204,7 +212,8 @@ export class TsTypeResolver {
     const fields = new FieldList(this.budget);
     for (const member of node.types) {
       const t = this.resolve(member, depth + 1);
-      if (t.kind !== 'object') throw new TsTypeError(`only intersections of object types are supported: '${text(node)}'`, node);
+      if (t.kind !== 'object')
+        throw new TsTypeError(`only intersections of object types are supported: '${text(node)}'`, node);
       fields.add(t.fields);
     }
     return { kind: 'object', name: text(node), fields: fields.fields };
@@ -220,15 +229,32 @@ export class TsTypeResolver {
         if (key === null) throw new TsTypeError(`computed property names are not supported: '${text(m)}'`, m);
         const type = this.resolve(m.type, depth + 1);
         const optional = !!m.questionToken || containsUndefined(type);
-        fields.push({ name: key, type: dropUndefined(type), description: jsDocText(m, this.maxDocstringBytes) ?? '', required: !optional, defaultIsNull: optional });
-      } else if (ts.isIndexSignatureDeclaration(m) && m.parameters.length === 1 && m.parameters[0]!.type?.kind === ts.SyntaxKind.StringKeyword) {
+        fields.push({
+          name: key,
+          type: dropUndefined(type),
+          description: jsDocText(m, this.maxDocstringBytes) ?? '',
+          required: !optional,
+          defaultIsNull: optional,
+        });
+      } else if (
+        ts.isIndexSignatureDeclaration(m) &&
+        m.parameters.length === 1 &&
+        m.parameters[0]!.type?.kind === ts.SyntaxKind.StringKeyword
+      ) {
         index = this.resolve(m.type, depth + 1);
       } else {
-        throw new TsTypeError(`only properties with a type and string index signatures are supported in object types: '${text(m)}'`, m);
+        throw new TsTypeError(
+          `only properties with a type and string index signatures are supported in object types: '${text(m)}'`,
+          m,
+        );
       }
     }
     if (index) {
-      if (fields.length > 0) throw new TsTypeError(`an object type with both properties and an index signature is not supported: '${text(owner)}'`, owner);
+      if (fields.length > 0)
+        throw new TsTypeError(
+          `an object type with both properties and an index signature is not supported: '${text(owner)}'`,
+          owner,
+        );
       return { kind: 'map', values: index.kind === 'any' ? null : index };
     }
     const description = ts.isInterfaceDeclaration(owner) ? (jsDocText(owner, this.maxDocstringBytes) ?? '') : '';
@@ -243,12 +269,14 @@ export class TsTypeResolver {
     const local = this.scope.aliases.has(name) || this.scope.interfaces.has(name) || this.scope.enums.has(name);
     if (!local) {
       if ((name === 'Array' || name === 'ReadonlyArray') && args.length === 1) return { kind: 'array', items: arg(0) };
-      if ((name === 'Set' || name === 'ReadonlySet') && args.length === 1) return { kind: 'array', items: arg(0), uniqueItems: true };
+      if ((name === 'Set' || name === 'ReadonlySet') && args.length === 1)
+        return { kind: 'array', items: arg(0), uniqueItems: true };
       if (name === 'Record' && args.length === 2) return this.record(node, depth);
       if (name === 'Readonly' && args.length === 1) return arg(0);
       if ((name === 'Partial' || name === 'Required') && args.length === 1) {
         const inner = arg(0);
-        if (inner.kind !== 'object') throw new TsTypeError(`${name}<...> is supported on object types only: '${text(node)}'`, node);
+        if (inner.kind !== 'object')
+          throw new TsTypeError(`${name}<...> is supported on object types only: '${text(node)}'`, node);
         const required = name === 'Required';
         this.budget.charge(inner.fields.length * LEAST_FIELD_BYTES);
         return { ...inner, fields: inner.fields.map((f) => ({ ...f, required, defaultIsNull: !required })) };
@@ -294,17 +322,26 @@ export class TsTypeResolver {
       if (decl.typeParameters?.length) throw new TsTypeError(`generic interface '${name}' is not supported`, decl);
       for (const clause of decl.heritageClauses ?? []) {
         for (const base of clause.types) {
-          if (!ts.isIdentifier(base.expression) || base.typeArguments?.length) throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not supported`, base);
+          if (!ts.isIdentifier(base.expression) || base.typeArguments?.length)
+            throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not supported`, base);
           if (!this.scope.interfaces.has(base.expression.text) && !this.scope.aliases.has(base.expression.text)) {
-            throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not declared in the source`, base);
+            throw new TsTypeError(
+              `interface '${name}' extends '${text(base)}', which is not declared in the source`,
+              base,
+            );
           }
           const inherited = this.named(base.expression.text, base, depth + 1);
-          if (inherited.kind !== 'object') throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not an object type`, base);
+          if (inherited.kind !== 'object')
+            throw new TsTypeError(`interface '${name}' extends '${text(base)}', which is not an object type`, base);
           fields.add(inherited.fields);
         }
       }
       const own = this.typeLiteral(decl, decl.members, name, depth);
-      if (own.kind !== 'object') throw new TsTypeError(`interface '${name}' with an index signature is not supported; use Record<string, V>`, decl);
+      if (own.kind !== 'object')
+        throw new TsTypeError(
+          `interface '${name}' with an index signature is not supported; use Record<string, V>`,
+          decl,
+        );
       fields.add(own.fields);
       description = own.description ?? description;
     }
@@ -315,10 +352,17 @@ export class TsTypeResolver {
     const [keyNode, valueNode] = node.typeArguments!;
     const key = this.resolve(keyNode!, depth + 1);
     const values = this.resolve(valueNode!, depth + 1);
-    if (key.kind === 'primitive' && key.type === 'string') return { kind: 'map', values: values.kind === 'any' ? null : values };
+    if (key.kind === 'primitive' && key.type === 'string')
+      return { kind: 'map', values: values.kind === 'any' ? null : values };
     if (key.kind === 'enum' && key.values.every((v) => typeof v === 'string')) {
       this.budget.charge(key.values.length * LEAST_FIELD_BYTES);
-      const fields = key.values.map((v) => ({ name: v as string, type: values, description: '', required: true, defaultIsNull: false }));
+      const fields = key.values.map((v) => ({
+        name: v as string,
+        type: values,
+        description: '',
+        required: true,
+        defaultIsNull: false,
+      }));
       return { kind: 'object', name: text(node), fields };
     }
     throw new TsTypeError(`Record keys must be string or a union of string literals: '${text(node)}'`, node);
@@ -329,7 +373,8 @@ export class TsTypeResolver {
     const enums = name === undefined ? undefined : this.scope.enums.get(name);
     const members = enums && enumOf(this.scope, name!, enums);
     const at = members?.index.get(q.right.text);
-    if (!members || at === undefined) throw new TsTypeError(`type '${text(node)}' is not supported or not declared in the source`, node);
+    if (!members || at === undefined)
+      throw new TsTypeError(`type '${text(node)}' is not supported or not declared in the source`, node);
     return { kind: 'enum', values: [valuesOf(members)[at]!] };
   }
 }
@@ -353,7 +398,10 @@ export function staticDefault(node: ts.Expression, scope: TsScope, depth = 0): J
   if (e.kind === ts.SyntaxKind.TrueKeyword) return true;
   if (e.kind === ts.SyntaxKind.FalseKeyword) return false;
   if (e.kind === ts.SyntaxKind.NullKeyword) return null;
-  if (ts.isPrefixUnaryExpression(e) && (e.operator === ts.SyntaxKind.MinusToken || e.operator === ts.SyntaxKind.PlusToken)) {
+  if (
+    ts.isPrefixUnaryExpression(e) &&
+    (e.operator === ts.SyntaxKind.MinusToken || e.operator === ts.SyntaxKind.PlusToken)
+  ) {
     const value = staticDefault(e.operand, scope, depth + 1);
     // `+` and `-` only keep their literal meaning on numbers (`-'1'` is a coercion).
     if (typeof value !== 'number') return undefined;
@@ -402,10 +450,12 @@ function enumOf(scope: TsScope, name: string, decls: ts.EnumDeclaration[]): Enum
   let entry = scope.enumCache.get(name);
   if (!entry) {
     const index = new Map<string, number>();
-    decls.flatMap((d) => [...d.members]).forEach((m, i) => {
-      const key = propertyName(m.name);
-      if (key !== null && !index.has(key)) index.set(key, i);
-    });
+    decls
+      .flatMap((d) => [...d.members])
+      .forEach((m, i) => {
+        const key = propertyName(m.name);
+        if (key !== null && !index.has(key)) index.set(key, i);
+      });
     let values: LiteralValue[] | TsTypeError;
     try {
       values = enumValues(decls);
@@ -431,7 +481,12 @@ function enumValues(decls: ts.EnumDeclaration[]): LiteralValue[] {
       value = next;
     } else if (ts.isStringLiteral(init) || ts.isNoSubstitutionTemplateLiteral(init)) value = init.text;
     else if (ts.isNumericLiteral(init)) value = Number(init.text);
-    else if (ts.isPrefixUnaryExpression(init) && init.operator === ts.SyntaxKind.MinusToken && ts.isNumericLiteral(init.operand)) value = -Number(init.operand.text);
+    else if (
+      ts.isPrefixUnaryExpression(init) &&
+      init.operator === ts.SyntaxKind.MinusToken &&
+      ts.isNumericLiteral(init.operand)
+    )
+      value = -Number(init.operand.text);
     else throw new TsTypeError(`enum member '${text(m)}' has a computed value, which is not supported`, m);
     next = typeof value === 'number' ? value + 1 : null;
     values.push(value);

@@ -21,6 +21,8 @@ export class AddOAuthTokenUsers1764700000000 implements MigrationInterface {
     await q.query(`DROP INDEX credentials.oauth_tokens_org_user_idx`);
     await q.query(`ALTER TABLE credentials.oauth_tokens DROP CONSTRAINT oauth_tokens_pkey`);
     await q.query(`ALTER TABLE credentials.oauth_tokens ADD PRIMARY KEY (org_id, server_id, issuer)`);
-    await q.query(`ALTER TABLE credentials.oauth_tokens DROP COLUMN user_id, DROP COLUMN scope, DROP COLUMN expires_at, DROP COLUMN created_at`);
+    await q.query(
+      `ALTER TABLE credentials.oauth_tokens DROP COLUMN user_id, DROP COLUMN scope, DROP COLUMN expires_at, DROP COLUMN created_at`,
+    );
   }
 }

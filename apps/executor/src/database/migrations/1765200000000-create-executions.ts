@@ -55,15 +55,25 @@ export class CreateExecutions1765200000000 implements MigrationInterface {
         -- queued: when it was last put on the work queue
         queued_at timestamptz
       )`);
-    await q.query(`CREATE INDEX executions_org_created_idx ON executor.executions (org_id, created_at DESC, execution_id DESC)`);
-    await q.query(`CREATE INDEX executions_org_agent_idx ON executor.executions (org_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX executions_org_created_idx ON executor.executions (org_id, created_at DESC, execution_id DESC)`,
+    );
+    await q.query(
+      `CREATE INDEX executions_org_agent_idx ON executor.executions (org_id, agent_id, created_at DESC) WHERE agent_id IS NOT NULL`,
+    );
     await q.query(`CREATE INDEX executions_org_tool_idx ON executor.executions (org_id, tool_id, created_at DESC)`);
-    await q.query(`CREATE INDEX executions_pending_idx ON executor.executions (expires_at) WHERE status = 'pending_approval'`);
+    await q.query(
+      `CREATE INDEX executions_pending_idx ON executor.executions (expires_at) WHERE status = 'pending_approval'`,
+    );
     await q.query(`CREATE INDEX executions_running_idx ON executor.executions (claimed_by) WHERE status = 'running'`);
     await q.query(`CREATE INDEX executions_queued_idx ON executor.executions (queued_at) WHERE status = 'queued'`);
-    await q.query(`CREATE INDEX executions_finished_idx ON executor.executions (finished_at) WHERE finished_at IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX executions_finished_idx ON executor.executions (finished_at) WHERE finished_at IS NOT NULL`,
+    );
     await q.query(`CREATE INDEX executions_call_ref_idx ON executor.executions (call_ref) WHERE call_ref IS NOT NULL`);
-    await q.query(`CREATE INDEX executions_result_ref_idx ON executor.executions (result_ref) WHERE result_ref IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX executions_result_ref_idx ON executor.executions (result_ref) WHERE result_ref IS NOT NULL`,
+    );
     await q.query(`
       CREATE TABLE executor.idempotency_keys (
         org_id text NOT NULL,
