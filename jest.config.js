@@ -9,6 +9,8 @@ delete swcrc.exclude;
 const transform = { '^.+\\.ts$': ['@swc/jest', { ...swcrc, swcrc: false }] };
 const moduleNameMapper = {
   '^@toolplane/([a-z-]+)$': '<rootDir>/libs/$1/src/index.ts',
+  // The event signature check alone (no Nest): what @toolplane/client and the CLI load of libs/messaging.
+  '^@toolplane/messaging/event-signature$': '<rootDir>/libs/messaging/src/event-signature.ts',
 };
 const common = { transform, moduleNameMapper, testEnvironment: 'node', rootDir: __dirname };
 

@@ -25,9 +25,14 @@ const eventSignature = join(root, 'libs', 'messaging', 'src', 'event-signature.t
 const messagingEvents = {
   esbuild: {
     name: 'messaging-events',
-    setup: (b) => b.onResolve({ filter: /^@toolplane\/messaging$/ }, () => ({ path: eventSignature })),
+    setup: (b) =>
+      b.onResolve({ filter: /^@toolplane\/messaging(\/event-signature)?$/ }, () => ({ path: eventSignature })),
   },
-  rollup: { name: 'messaging-events', resolveId: (id) => (id === '@toolplane/messaging' ? eventSignature : null) },
+  rollup: {
+    name: 'messaging-events',
+    resolveId: (id) =>
+      id === '@toolplane/messaging' || id === '@toolplane/messaging/event-signature' ? eventSignature : null,
+  },
 };
 
 rmSync(pkgDir, { recursive: true, force: true });

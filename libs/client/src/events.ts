@@ -9,7 +9,7 @@ import {
   type EventOf,
 } from '@toolplane/contracts';
 import { ed25519PublicKeys } from '@toolplane/crypto';
-import { EventVerifier, StaticPublisherKeys, type EventDropReason } from '@toolplane/messaging';
+import { EventVerifier, StaticPublisherKeys, type EventDropReason } from '@toolplane/messaging/event-signature';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
