@@ -1,5 +1,5 @@
 import { expectEventually } from '@toolplane/testing';
-import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { sharedAppPort, testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 import { ADD } from '../support/tools';
@@ -38,6 +38,24 @@ async function replyOrder(
   return { order, replies };
 }
 
+/**
+ * Waits until the shared stack's schema pool has every worker ready and idle: a worker terminated
+ * at its limit (by the test before, or another file) is replaced in the background, and a request
+ * sent before the replacement is up would wait for it to boot, not for the attacker.
+ */
+async function poolIdle(): Promise<void> {
+  await expectEventually(
+    async () => {
+      const text = await (await fetch(`http://127.0.0.1:${sharedAppPort('schema')}/metrics`)).text();
+      const lines = text.split('\n');
+      const ready = Number(lines.find((l) => l.startsWith('toolplane_schema_workers{state="ready"}'))?.split(' ')[1]);
+      expect(ready).toBeGreaterThanOrEqual(2);
+      expect(lines).toContain('toolplane_schema_workers{state="busy"} 0');
+    },
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
+}
+
 describe('schema service: a pathological request costs only itself', () => {
   let client: RawClient;
   beforeAll(async () => {
@@ -46,6 +64,7 @@ describe('schema service: a pathological request costs only itself', () => {
   afterAll(() => client.close());
 
   it('answers validate, generate and a registry upsert sent after a never-ending generate before it, and that one at its limit', async () => {
+    await poolIdle();
     const org = uniqueOrg();
     const never = client.req(
       'toolplane.v1.schemas.generate',
@@ -72,6 +91,7 @@ describe('schema service: a pathological request costs only itself', () => {
   });
 
   it('keeps a worker for other orgs while one org sends several never-ending sources at once', async () => {
+    await poolIdle();
     const attacker = uniqueOrg('schema-attacker');
     const victim = uniqueOrg('schema-victim');
     const never = (n: number) =>
