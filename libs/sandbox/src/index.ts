@@ -13,7 +13,7 @@ export { DependencyInstallError, type PipIndexOptions } from './venv.builder';
 export { HARNESS_PATH } from './work-dir';
 export { parseResultFrame, type FrameParse, type ResultFrame } from './result-frame';
 export { OutputCapture } from './output-capture';
-export { toolEnv } from './outcome';
+export { failed, toolEnv } from './outcome';
 export { prepareScript } from './typescript';
 // The launcher of reused remote sandboxes (runner-e2b, runner-modal): python/launcher.py and its reports.
 export * from './remote-launcher';

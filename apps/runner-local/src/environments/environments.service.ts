@@ -6,7 +6,13 @@ import {
   type LocalRunnerEnvironment,
   type RequestOf,
 } from '@toolplane/contracts';
-import type { EnvironmentSpec, EnvironmentState, SandboxDriver, SandboxRunOutcome } from '@toolplane/sandbox';
+import {
+  failed,
+  type EnvironmentSpec,
+  type EnvironmentState,
+  type SandboxDriver,
+  type SandboxRunOutcome,
+} from '@toolplane/sandbox';
 import type { RunnerConfig } from '../runner-local.config';
 import type { RunnerMetrics } from '../metrics/runner.metrics';
 
@@ -110,14 +116,7 @@ function statusOf(s: EnvironmentState): EnvironmentStatus {
 /** The outcome of a call whose environment could not be built (the result-level DEPENDENCY_INSTALL_FAILED). */
 function dependencyFailed(message: string, durationMs: number): SandboxRunOutcome {
   return {
-    status: 'error',
-    stdout: '',
-    stderr: '',
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    exitCode: null,
-    signal: null,
+    ...failed('dependency_failed', 'DependencyInstallFailed', message),
     durationMs: Math.round(durationMs * 10) / 10,
-    error: { kind: 'dependency_failed', type: 'DependencyInstallFailed', message },
   };
 }

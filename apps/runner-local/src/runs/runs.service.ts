@@ -4,6 +4,7 @@ import { ErrorCode, LocalRunAbandoned, type LocalRunnerRun, type ReplyOf, type R
 import { currentRequestSignal, MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG, FairQueue } from '@toolplane/platform';
 import {
+  failed,
   formatToolError,
   type IsolationLimits,
   type SandboxDriver,
@@ -202,17 +203,7 @@ export class RunsService implements OnModuleInit, OnModuleDestroy {
 
 /** A call abandoned while it waited for its place: it never ran. */
 function abandonedOutcome(): SandboxRunOutcome {
-  return {
-    status: 'error',
-    stdout: '',
-    stderr: '',
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    exitCode: null,
-    signal: null,
-    durationMs: 0,
-    error: { kind: 'crashed', type: 'Abandoned', message: 'the executor gave this call up before it ran' },
-  };
+  return { ...failed('crashed', 'Abandoned', 'the executor gave this call up before it ran'), durationMs: 0 };
 }
 
 function isolationOf(s: RunRequest['sandbox'], maxMemoryMb: number): IsolationLimits | undefined {
