@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expectEventually } from '@toolplane/testing';
 import { startE2bFake, type E2bFake } from '../../tools/fakes/e2b/e2b-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { executeOnceBuilt } from '../support/executions';
 import { RawClient } from '../support/nats-client';
 import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
@@ -40,13 +41,8 @@ describe('runner-e2b: tools in reused E2B sandboxes', () => {
       { timeoutMs: 120_000 },
     );
   /** Executes, retrying while the environment is being built (ENVIRONMENT_BUILDING is retryable by contract). */
-  const executeReady = async (o: string, name: string, extra: Record<string, unknown> = {}) => {
-    for (let i = 0; ; i++) {
-      const r = await execute(o, name, extra);
-      if (r.error?.code !== 'ENVIRONMENT_BUILDING' || r.status || i >= 1200) return r;
-      await new Promise((res) => setTimeout(res, 100));
-    }
-  };
+  const executeReady = (o: string, name: string, extra: Record<string, unknown> = {}) =>
+    executeOnceBuilt(client, { org_id: o, tool_name: name, args: {}, ...extra });
   const until = (check: () => void | Promise<void>) => expectEventually(check, { timeoutMs: 60_000, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.metadata['toolplane-org'] === o);
   const metrics = async () =>

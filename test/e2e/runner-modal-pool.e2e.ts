@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { expectEventually } from '@toolplane/testing';
 import { startModalFake, type ModalFake } from '../../tools/fakes/modal/modal-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { executeOnceBuilt } from '../support/executions';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
@@ -59,14 +60,8 @@ describe('runner-modal: the warm pool', () => {
       { timeoutMs: 180_000 },
     );
   /** Retries while the answer is ENVIRONMENT_BUILDING (retryable by contract: a sandbox is on its way). */
-  const executeReady = async (o: string, name: string, extra: Record<string, unknown> = {}) => {
-    const deadline = Date.now() + 180_000;
-    for (;;) {
-      const r = await execute(o, name, extra);
-      if (r.error?.code !== 'ENVIRONMENT_BUILDING' || r.status || Date.now() > deadline) return r;
-      await new Promise((res) => setTimeout(res, 100));
-    }
-  };
+  const executeReady = (o: string, name: string, extra: Record<string, unknown> = {}) =>
+    executeOnceBuilt(client, { org_id: o, tool_name: name, args: {}, ...extra });
   const until = (check: () => void | Promise<void>, ms = 120_000) =>
     expectEventually(check, { timeoutMs: ms, intervalMs: 50 });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.tags['toolplane-org'] === o);

@@ -1,6 +1,7 @@
 import { expectEventually } from '@toolplane/testing';
 import { startModalFake, type ModalFake } from '../../tools/fakes/modal/modal-fake';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { executeOnceBuilt } from '../support/executions';
 import { RawClient } from '../support/nats-client';
 import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
@@ -48,12 +49,9 @@ describe('runner-modal: tools in warm Modal sandboxes', () => {
     source_code: string,
     extra: Record<string, unknown> = { metadata_: { sandbox: 'modal' } },
   ) => req('toolplane.v1.tools.upsert', { org_id: o, tool: { source_code, ...extra } });
+  /** tools.execute, asked again while its environment is still being built (retryable by contract). */
   const execute = (o: string, name: string, extra: Record<string, unknown> = {}) =>
-    client.req(
-      'toolplane.v1.tools.execute',
-      { org_id: o, tool_name: name, args: {}, ...extra },
-      { timeoutMs: 120_000 },
-    );
+    executeOnceBuilt(client, { org_id: o, tool_name: name, args: {}, ...extra });
   const sandboxesOf = (o: string) => fake.stats().sandboxes.filter((s) => s.tags['toolplane-org'] === o);
   const metrics = async () =>
     (await fetch(`http://127.0.0.1:${stack.apps.get('runner-modal')!.healthPort}/metrics`)).text();

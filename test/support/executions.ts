@@ -134,3 +134,22 @@ export function eventsFor(
     100,
   );
 }
+
+/**
+ * tools.execute, asked again while the answer is ENVIRONMENT_BUILDING (retryable by contract: the
+ * call did not run, the build goes on) until `timeoutMs`; any other answer is returned as it is.
+ * A test that asserts a call's outcome uses this where its environment may still be building on a
+ * slow box (the runner waits only so long, bounded by the caller's deadline).
+ */
+export async function executeOnceBuilt(
+  client: RawClient,
+  body: Record<string, unknown>,
+  timeoutMs = 180_000,
+): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await client.req('toolplane.v1.tools.execute', body, { timeoutMs: 180_000 });
+    if (r.error?.code !== 'ENVIRONMENT_BUILDING' || r.status || Date.now() > deadline) return r;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
