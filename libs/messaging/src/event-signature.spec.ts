@@ -117,6 +117,25 @@ describe('EventSigner / EventVerifier', () => {
     });
   });
 
+  it('stops accepting a signature it verified before once its key leaves the set (the cache does not outlive the key)', () => {
+    const removed = pub(seed.rotated);
+    let current: KeyObject[] = [pub(seed.registry), removed];
+    const source: PublisherKeys = { signingKeys: () => current };
+    const sut = new EventVerifier(source);
+    // One event, read by two subscriptions (each its own replay window): the second is a cache hit.
+    const h = signed('registry', seed.rotated, { id: 'c-1' });
+    expect(sut.verify(['registry'], subject, h, body, { replay: sut.replayWindow() }).ok).toBe(true);
+    expect(sut.verify(['registry'], subject, h, body, { replay: sut.replayWindow() }).ok).toBe(true);
+    current = current.filter((k) => k !== removed);
+    expect(sut.verify(['registry'], subject, h, body, { replay: sut.replayWindow() })).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
+    // The key back in the set (a new object for the same key): it verifies again.
+    current = [...current, pub(seed.rotated)];
+    expect(sut.verify(['registry'], subject, h, body, { replay: sut.replayWindow() }).ok).toBe(true);
+  });
+
   it('refuses to sign an id with spaces (the header is space-separated)', () => {
     expect(() => signed('registry', seed.registry, { id: 'a b' })).toThrow(/event id/);
   });

@@ -3,7 +3,12 @@ import { signEd25519, verifyEd25519 } from '@toolplane/crypto';
 import { createHash, randomUUID, type KeyObject } from 'node:crypto';
 import { ReplayWindow } from './service-seal';
 
-/** Where a consumer finds each publisher's event verification keys (a rotated set: any of them verifies). */
+/**
+ * Where a consumer finds each publisher's event verification keys (a rotated set: any of them
+ * verifies). A key that stays in the set stays the same KeyObject: EventVerifier's cache holds a
+ * verified signature only while the key that verified it is in the current set (a new object for
+ * the same key costs one more verify, never a wrong answer).
+ */
 export interface PublisherKeys {
   /** `reload`: look again now (a key rotated in since the last look); the source rate-limits it. */
   signingKeys(app: AppName, reload?: boolean): readonly KeyObject[];
@@ -91,11 +96,14 @@ export interface VerifyOptions {
 export class EventVerifier {
   private readonly replay: ReplayWindow;
   /**
-   * Signatures verified lately, by a hash of what they sign and the signature: the other handlers
-   * of one event in this process (the executor reads a tool event in four places) pay a SHA-256
-   * (~5 µs) instead of an Ed25519 verify (~10x more). Bounded; cleared when full.
+   * Signatures verified lately, by a hash of what they sign and the signature, with the key that
+   * verified each: the other handlers of one event in this process (the executor reads a tool
+   * event in four places) pay a SHA-256 (~5 µs) instead of an Ed25519 verify (~10x more). A hit
+   * counts only while its key is still in the publisher's current set: a key removed from a
+   * rotated set (the key directory read again) stops vouching for what it verified before.
+   * Bounded; cleared when full.
    */
-  private readonly verified = new Set<string>();
+  private readonly verified = new Map<string, KeyObject>();
 
   constructor(
     private readonly keys: PublisherKeys,
@@ -139,19 +147,23 @@ export class EventVerifier {
 
   private check(app: AppName, data: Buffer, sig: Buffer): boolean {
     const id = createHash('sha256').update(data).update(sig).digest('base64url');
-    if (this.verified.has(id)) return true;
     const known = this.keys.signingKeys(app);
-    let ok = known.some((k) => verifyEd25519(k, data, sig));
-    if (!ok) {
+    // By identity: a key that stays in the set stays the same object (PublisherKeys).
+    const cachedBy = this.verified.get(id);
+    if (cachedBy && known.includes(cachedBy)) return true;
+    let by = known.find((k) => verifyEd25519(k, data, sig));
+    if (!by) {
       // A key rotated in since the last look (the source looks again at most once a second).
       const fresh = this.keys.signingKeys(app, true);
-      ok = fresh !== known && fresh.some((k) => !known.includes(k) && verifyEd25519(k, data, sig));
+      if (fresh !== known) by = fresh.find((k) => !known.includes(k) && verifyEd25519(k, data, sig));
     }
-    if (ok) {
-      if (this.verified.size >= 4096) this.verified.clear();
-      this.verified.add(id);
+    if (!by) {
+      this.verified.delete(id);
+      return false;
     }
-    return ok;
+    if (this.verified.size >= 4096) this.verified.clear();
+    this.verified.set(id, by);
+    return true;
   }
 }
 

@@ -52,7 +52,9 @@ describe('KeyDirectory: event signing keys', () => {
       return h;
     };
     const current = readFileSync(join(dir, 'credentials.key'), 'utf8');
-    expect(sut.verify(['credentials'], subject, event(current, 'c-1'), body).ok).toBe(true);
+    // Kept to be read again by another subscription once its key has left the set (below).
+    const first = event(current, 'c-1');
+    expect(sut.verify(['credentials'], subject, first, body).ok).toBe(true);
     const next = generateX25519().seed;
     expect(sut.verify(['credentials'], subject, event(next, 'n-0'), body)).toEqual({
       ok: false,
@@ -76,5 +78,10 @@ describe('KeyDirectory: event signing keys', () => {
         }),
       { timeoutMs: 5000, intervalMs: 100 },
     );
+    // Its signature verified (and cached) while the key was in the set does not pass either.
+    expect(sut.verify(['credentials'], subject, first, body, { replay: sut.replayWindow() })).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 });
