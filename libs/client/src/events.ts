@@ -18,7 +18,10 @@ export interface EventsOptions {
   entities?: string[];
   /** Only events of this org (checked on the payload's `org_id`). */
   org?: string;
-  /** Where to start: `new` (default), `all`, or a date. */
+  /**
+   * Where to start: `new` (default), `all`, or a date. The history read from `all` or a date is
+   * not checked for staleness (old events are expected); the live events once it has caught up are.
+   */
   from?: 'new' | 'all' | Date;
   signal?: AbortSignal;
   /**
@@ -112,6 +115,11 @@ export async function* subscribeEvents(
         ? { deliver_policy: DeliverPolicy.All }
         : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: from.toISOString() };
   const consumer = await jetstream(nc).consumers.get(streamName(prefix), { filter_subjects: filter_subject, ...start });
+  // A read of the history (from: all or a date) takes old events without the staleness check until
+  // it has caught up: then what comes is live, and an old signed event put on the stream now (a
+  // replay) is stale. Caught up: nothing was pending when the consumer was made (its info, no
+  // request), or a delivered message left nothing pending.
+  let history = from !== 'new' && (await consumer.info(true)).num_pending > 0;
   const messages = await consumer.consume();
   opts.onReady?.();
   const stop = () => void messages.close();
@@ -119,16 +127,16 @@ export async function* subscribeEvents(
   try {
     if (opts.signal?.aborted) return;
     for await (const m of messages) {
+      // This message is of the history when the last one left some pending (counted before the entity filter below).
+      const ofHistory = history;
+      if (m.info.pending === 0) history = false;
       const subject = p && m.subject.startsWith(p) ? m.subject.slice(p.length) : m.subject;
       if (entities && !entities.has(subject.split('.')[3] ?? '')) continue;
       const descriptor = bySubject.get(subject);
       if (verifier) {
-        // An event the contracts do not know has no owner to check: dropped. History reads (from: all or a date) take old events.
+        // An event the contracts do not know has no owner to check: dropped.
         const verdict = descriptor
-          ? verifier.verify(descriptor.publishedBy, m.subject, m.headers, m.data, {
-              history: from !== 'new',
-              seq: m.seq,
-            })
+          ? verifier.verify(descriptor.publishedBy, m.subject, m.headers, m.data, { history: ofHistory, seq: m.seq })
           : ({ ok: false, reason: 'not_owner' } as const);
         if (!verdict.ok) {
           opts.onDropped?.(subject, verdict.reason);
