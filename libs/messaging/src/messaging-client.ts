@@ -286,7 +286,9 @@ export class MessagingClient {
    * else dropped and counted in `refusedEvents` before its payload is parsed), then validated by
    * its descriptor as a request is (one that does not match is dropped and logged by subject,
    * never handed on, never quoted): every replica receives them, or with `queue` one replica of the
-   * group does (work an event asks for once, not per replica).
+   * group does (work an event asks for once, not per replica). The replay window is each
+   * replica's: within the skew, an event published again may reach another replica of the group,
+   * which takes it. So a queue group is for idempotent work.
    */
   onEvents<E extends EventDescriptor>(
     events: readonly E[],

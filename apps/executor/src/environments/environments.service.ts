@@ -39,7 +39,15 @@ export class EnvironmentsService implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    // One replica of the group prepares each created or updated tool's environment.
+    // One replica of the group prepares each created or updated tool's environment. Each replica
+    // checks replays against its own window (EventVerifier), so a genuine event published again
+    // within SERVICE_CLOCK_SKEW_MS may be handled once by each replica instead of once. Harmless
+    // here, hence no shared seen-set (a KV write per event, new JetStream permissions): preparing
+    // is idempotent — the runner starts or joins one build per environment, keyed by the
+    // requirements, and leaves a ready or building one as it is — so a replay of even an older
+    // update asks again for an environment already asked for. The most it does, retry a failed
+    // build, is what toolplane.v1.tools.environment with `prepare: true` lets an org token
+    // (tools:read) do; and on the deployed NATS only the registry's user may publish these subjects.
     this.sub = this.messaging.onEvents([ToolCreated, ToolUpdated], (_e, p) => void this.onToolEvent(p.org_id, p.tool), {
       queue: PREPARE_QUEUE,
     });
