@@ -26,6 +26,13 @@ export const executorEnvShape = {
   EXECUTION_WRITE_BEHIND_BATCH: ms(256, 1),
   EXECUTION_WRITE_BEHIND_MAX: ms(10_000, 1),
   /**
+   * Read your writes: executions.get of an id handed out less than this long ago, whose record is
+   * not written yet (a sync call's record follows its answer, written by the replica that ran it),
+   * waits for it until the id is this old (bounded by the request's deadline); an older id not
+   * found is EXECUTION_NOT_FOUND at once. Covers EXECUTION_WRITE_BEHIND_MS and a slow write.
+   */
+  EXECUTION_READ_WAIT_MS: ms(5000, 0),
+  /**
    * Publish execution.completed|failed for plain sync calls too (one JetStream message per call, off
    * the hot path but not free). Off: their caller has the outcome and executions.get the record;
    * every durable call (idempotency key, async, approval, client-side) publishes its events always.

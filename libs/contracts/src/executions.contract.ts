@@ -79,7 +79,7 @@ export const ExecutionsGet = defineRequest({
   servedBy: 'executor',
   scope: 'tools:read',
   summary:
-    'One execution of the org: its record; its args while it waits (pending_approval, queued, awaiting_client); its result while kept (EXECUTION_RESULT_RETENTION_MS, default 24 h), else null. A sync call without an idempotency key is recorded just after it answers (EXECUTION_WRITE_BEHIND_MS): until then, EXECUTION_NOT_FOUND.',
+    'One execution of the org: its record; its args while it waits (pending_approval, queued, awaiting_client); its result while kept (EXECUTION_RESULT_RETENTION_MS, default 24 h), else null. Read your writes: an id handed out is answered with its record from any replica, even the record of a sync call without an idempotency key, written just after it answered (EXECUTION_WRITE_BEHIND_MS): the get waits for it (at most EXECUTION_READ_WAIT_MS after the id was handed out). EXECUTION_NOT_FOUND: no such execution in this org (or for this end user).',
   request: z.strictObject(ExecutionRef),
   reply: z.object({ execution: ExecutionRecord, args: JsonObject.nullable(), result: ToolExecutionResult.nullable() }),
 });
@@ -90,7 +90,7 @@ export const ExecutionsList = defineRequest({
   servedBy: 'executor',
   scope: 'tools:read',
   summary:
-    "The org's executions, newest first, filtered by agent, end user, tool set, tool and state, a page at a time (records only: no args, no results).",
+    "The org's executions, newest first, filtered by agent, end user, tool set, tool and state, a page at a time (records only: no args, no results). Stale by up to EXECUTION_WRITE_BEHIND_MS (default 200 ms) plus one write: a sync call without an idempotency key is listed once its record, written behind its answer, is in; every durable call (idempotency key, async, approval, client-side) is listed before it answers.",
   request: z.strictObject({
     org_id: OrgId,
     agent_id: z.string().min(1).max(128).optional(),

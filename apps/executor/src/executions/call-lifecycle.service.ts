@@ -11,11 +11,11 @@ import {
 import { currentRequestDeadline, currentRequestSignal } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import type { ExecutorConfig } from '../executor.config';
+import { newExecutionId } from '../records/execution-id';
 import { OutcomeWaiter } from '../records/outcome-waiter';
 import {
   argsHashOf,
   ExecutionRecords,
-  newExecutionId,
   syntheticResult,
   type ExecutionRow,
   type OpenState,

@@ -7,9 +7,13 @@ import {
   type ReplyOf,
   type RequestOf,
 } from '@toolplane/contracts';
+import { currentRequestDeadline } from '@toolplane/messaging';
 import { toWireRecord } from '../records/record.mapper';
 import { ExecutionRecords, type ExecutionRow } from '../records/records.service';
 import { ownRecord } from './own-record';
+
+/** Time kept, between a get's wait for a record on its way and the caller's deadline, to answer. */
+const REPLY_ROOM_MS = 250;
 
 /** executions.get / .list: records of the caller's org only (another org's id is EXECUTION_NOT_FOUND). */
 @Injectable()
@@ -17,7 +21,14 @@ export class ExecutionQueries {
   constructor(private readonly records: ExecutionRecords) {}
 
   async get(req: RequestOf<typeof ExecutionsGet>): Promise<ReplyOf<typeof ExecutionsGet>> {
-    const row = ownRecord(await this.records.get(req.org_id, req.execution_id), req.execution_id, req.user_id);
+    // Read your writes: an id just handed out is answered with its record, even one still being
+    // written behind its call (by whichever replica ran it); the reply leaves room to be sent.
+    const deadline = (currentRequestDeadline() ?? Infinity) - REPLY_ROOM_MS;
+    const row = ownRecord(
+      await this.records.getWritten(req.org_id, req.execution_id, deadline),
+      req.execution_id,
+      req.user_id,
+    );
     const waiting = row.status === 'pending_approval' || row.status === 'queued' || row.status === 'awaiting_client';
     const [call, result] = await Promise.all([waiting ? this.records.callOf(row) : null, this.records.resultOf(row)]);
     return { execution: toWireRecord(row), args: call?.args ?? null, result };

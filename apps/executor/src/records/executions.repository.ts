@@ -122,8 +122,16 @@ export class ExecutionsRepository {
     await m.query('DELETE FROM executor.sealed_payloads WHERE payload_id = $1', [payloadId]);
   }
 
-  /** Many records in one statement (write-behind batches), or one. */
-  async insert(m: EntityManager, records: readonly NewExecutionRow[]): Promise<void> {
+  /**
+   * Many records in one statement (write-behind batches), or one. `ifAbsent`: a record already
+   * there is left as it is — a write-behind batch retried after a commit whose acknowledgement was
+   * lost finds its own rows, and must not fail on them for ever.
+   */
+  async insert(
+    m: EntityManager,
+    records: readonly NewExecutionRow[],
+    opts: { ifAbsent?: boolean } = {},
+  ): Promise<void> {
     for (let i = 0; i < records.length; i += 200) {
       const chunk = records.slice(i, i + 200);
       const values: unknown[] = [];
@@ -136,7 +144,10 @@ export class ExecutionsRepository {
         });
         return `(${cells.join(', ')})`;
       });
-      await m.query(`INSERT INTO executor.executions (${INSERT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')}`, values);
+      await m.query(
+        `INSERT INTO executor.executions (${INSERT_COLUMNS.join(', ')}) VALUES ${rows.join(', ')}${opts.ifAbsent ? ' ON CONFLICT DO NOTHING' : ''}`,
+        values,
+      );
     }
   }
 

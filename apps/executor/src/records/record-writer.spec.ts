@@ -109,4 +109,43 @@ describe('RecordWriter (write-behind batching)', () => {
     expect(sut.inserted).toEqual([['exec-0'], ['exec-1', 'exec-2', 'exec-3']]);
     expect(sut.writer.pending).toBe(0);
   });
+
+  it('writes a queued record at once when a reader asks for it, and wakes the reader once it is in', async () => {
+    const sut = writerWith(256);
+    await sut.writer.add(finished(0));
+    await sut.writer.add(finished(1, 'globex'));
+    // Another org's reader, or an id this writer does not hold: nothing to wait for here.
+    expect(sut.writer.written('acme', 'exec-1')).toBeUndefined();
+    expect(sut.writer.written('acme', 'exec-9')).toBeUndefined();
+    sut.hold();
+    let woken = false;
+    const read = sut.writer.written('acme', 'exec-0')!.then(() => (woken = true));
+    await settle();
+    // The write started without the window passing; the reader waits for its commit.
+    expect(woken).toBe(false);
+    sut.release();
+    await read;
+    expect(sut.inserted).toEqual([['exec-0', 'exec-1']]);
+    expect(sut.writer.written('acme', 'exec-0')).toBeUndefined();
+  });
+
+  it('retries a batch whose first commit went in but was not acknowledged without failing on its own rows (insert if absent)', async () => {
+    const sut = writerWith(256);
+    const modes: unknown[] = [];
+    const repo = (sut.writer as unknown as { repo: { insert: unknown } }).repo;
+    let calls = 0;
+    repo.insert = async (_m: unknown, rows: NewExecutionRow[], opts: unknown) => {
+      modes.push(opts);
+      sut.inserted.push(rows.map((r) => r.execution_id));
+      if (++calls === 1) throw new Error('Connection terminated unexpectedly'); // committed, ack lost
+    };
+    await sut.writer.add(finished(0));
+    await jest.advanceTimersByTimeAsync(WINDOW_MS);
+    await settle();
+    await jest.advanceTimersByTimeAsync(5000);
+    await settle();
+    expect(sut.inserted).toEqual([['exec-0'], ['exec-0']]);
+    expect(modes).toEqual([{ ifAbsent: true }, { ifAbsent: true }]);
+    expect(sut.writer.pending).toBe(0);
+  });
 });

@@ -39,6 +39,8 @@ export class RecordWriter implements OnModuleDestroy {
   private readonly room: Array<() => void> = [];
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
+  /** Readers waiting for a queued call's record to be written (executions.get of a fresh id), by execution id. */
+  private readonly readers = new Map<string, Array<() => void>>();
   private failures = 0;
   private sealFailures = 0;
   private stopping = false;
@@ -61,6 +63,23 @@ export class RecordWriter implements OnModuleDestroy {
     else this.timer ??= setTimeout(() => this.kick(), this.config.EXECUTION_WRITE_BEHIND_MS);
   }
 
+  /**
+   * When the record of the org's `executionId` is queued here: a promise settled once it is written (or this
+   * writer gives up on it: it stops), and the write is started now instead of at the window's end —
+   * a reader asking for a record it was just handed pays for its write, the call did not.
+   * Undefined when this writer does not hold it.
+   */
+  written(orgId: string, executionId: string): Promise<void> | undefined {
+    if (!this.queue.some((c) => c.row.execution_id === executionId && c.row.org_id === orgId)) return undefined;
+    const done = new Promise<void>((resolve) => {
+      const list = this.readers.get(executionId);
+      if (list) list.push(resolve);
+      else this.readers.set(executionId, [resolve]);
+    });
+    if (!this.stopping) this.kick();
+    return done;
+  }
+
   /** Calls waiting to be recorded (for tests and metrics). */
   get pending(): number {
     return this.queue.length;
@@ -79,6 +98,14 @@ export class RecordWriter implements OnModuleDestroy {
         `stopping with ${this.queue.length} execution record(s) not written (Postgres or credentials unreachable)`,
       );
     for (const wake of this.room.splice(0)) wake();
+    for (const id of [...this.readers.keys()]) this.wakeReaders(id);
+  }
+
+  private wakeReaders(executionId: string): void {
+    const list = this.readers.get(executionId);
+    if (!list) return;
+    this.readers.delete(executionId);
+    for (const wake of list) wake();
   }
 
   private kick(): void {
@@ -103,6 +130,7 @@ export class RecordWriter implements OnModuleDestroy {
       try {
         await this.write(batch);
         this.queue.splice(0, batch.length);
+        if (this.readers.size) for (const c of batch) this.wakeReaders(c.row.execution_id);
         left -= batch.length;
         for (const wake of this.room.splice(0)) wake();
         if (this.failures) this.log.log(`execution records are written again (${this.failures} failed attempt(s))`);
@@ -151,7 +179,7 @@ export class RecordWriter implements OnModuleDestroy {
     const rows = batch.map((c) => ({ ...c.row, result_ref: refs.get(c) ?? null }));
     await this.repo.transaction(async (m) => {
       await this.repo.insertPayloads(m, payloads, new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
-      await this.repo.insert(m, rows);
+      await this.repo.insert(m, rows, { ifAbsent: true });
       if (this.config.EXECUTION_SYNC_EVENTS)
         await this.outbox.stage(
           m,

@@ -1,4 +1,5 @@
-import { argsHashOf, newExecutionId, syntheticResult } from './records.service';
+import { newExecutionId } from './execution-id';
+import { argsHashOf, syntheticResult } from './records.service';
 import type { ExecutionRow } from './executions.repository';
 import { endUser, executionEvent, outcomeEvent, toWireRecord } from './record.mapper';
 import { ExecutionApproved, ExecutionFailed, ExecutionRecord } from '@toolplane/contracts';

@@ -20,6 +20,7 @@ import {
 import { ExecutorInstance } from './executor-instance';
 import { MAX_SEALED_CHARS, PayloadSealer, type SealedPayload } from './payload-sealer';
 import { executionEvent, outcomeEvent } from './record.mapper';
+import { issuedAt } from './execution-id';
 import { RecordWriter } from './record-writer';
 
 /** Who made a call and how: what its record is created with. */
@@ -73,8 +74,6 @@ export interface RecordMove {
 export type OpenedRecord =
   | { created: true; row: ExecutionRow }
   | { created: false; row: ExecutionRow; sameRequest: boolean };
-
-export const newExecutionId = (): string => `exec-${randomUUID()}`;
 
 /** What an idempotent retry must match: the tool and the arguments (keys in any order). */
 export function argsHashOf(toolId: string, args: unknown): string {
@@ -304,6 +303,35 @@ export class ExecutionRecords {
   /** The record of an org's execution, as it is now. */
   get(orgId: string, executionId: string): Promise<ExecutionRow | undefined> {
     return this.repo.get(orgId, executionId);
+  }
+
+  /**
+   * The record of an id this deployment may just have handed out (read your writes): as `get`,
+   * but a record still on its way is waited for rather than answered as missing — at once when
+   * this replica holds it in its write-behind queue (its write starts now), else by reading again
+   * with backoff until the id is EXECUTION_READ_WAIT_MS old (or `deadline`, epoch ms). An id that
+   * names no time (made before ids carried one) or is older than that is not waited for.
+   */
+  async getWritten(orgId: string, executionId: string, deadline = Infinity): Promise<ExecutionRow | undefined> {
+    const row = await this.repo.get(orgId, executionId);
+    if (row) return row;
+    const queued = this.writer.written(orgId, executionId);
+    if (queued) {
+      await queued;
+      return this.repo.get(orgId, executionId);
+    }
+    const issued = issuedAt(executionId);
+    const wait = this.config.EXECUTION_READ_WAIT_MS;
+    const now = Date.now();
+    // Another replica's clock may be ahead of ours: an id from the future is fresh, never waited for longer.
+    if (issued === undefined || issued < now - wait || issued > now + wait) return undefined;
+    const until = Math.min(Math.min(issued, now) + wait, deadline);
+    for (let pause = 10; Date.now() + pause < until; pause = Math.min(pause * 2, 200)) {
+      await new Promise((r) => setTimeout(r, pause));
+      const written = await this.repo.get(orgId, executionId);
+      if (written) return written;
+    }
+    return undefined;
   }
 
   /** An org's records, newest first (filter and page as ExecutionFilter says). */
