@@ -51,9 +51,13 @@ class Store {
         this.inTx = true;
         this.log.push('begin');
         try {
-          return await fn('m' as never);
-        } finally {
+          const r = await fn('m' as never);
           this.log.push('commit');
+          return r;
+        } catch (e) {
+          this.log.push('rollback');
+          throw e;
+        } finally {
           this.inTx = false;
         }
       },
@@ -161,7 +165,17 @@ describe('ExecutionRecords.move (the one way a record changes state)', () => {
     expect(
       await t.service.move(row(), ['running'], { set: { status: 'failed' }, events: event, dropCall: true }),
     ).toBeUndefined();
-    expect(store.log).toEqual(['begin', 'update running {"call_ref":null,"status":"failed"}', 'commit']);
+    expect(store.log).toEqual(['begin', 'update running {"call_ref":null,"status":"failed"}', 'rollback']);
+    expect(store.drained).toEqual([]);
+  });
+
+  it('rolls back the result it sealed for a move another executor won (no orphaned payload committed)', async () => {
+    store.moves = false;
+    expect(await t.service.finish(row(), result())).toBeUndefined();
+    expect(store.log[0]).toBe('begin');
+    expect(store.log[1]).toBe('payload sealed-1');
+    expect(store.log.at(-1)).toBe('rollback');
+    expect(store.log).not.toContain('commit');
     expect(store.drained).toEqual([]);
   });
 

@@ -95,6 +95,13 @@ export const finalStateOf = (r: ToolExecutionResult): ExecutionState =>
 const errorCodeOf = (r: ToolExecutionResult): string | null =>
   r.status === 'success' ? null : (r.error?.code ?? ErrorCode.TOOL_EXCEPTION);
 
+/** A move whose conditional UPDATE found the record already moved by someone else (its transaction rolls back). */
+class MoveLost extends Error {
+  constructor() {
+    super('the record was moved by someone else');
+  }
+}
+
 class KeyHeld extends Error {
   constructor(
     readonly executionId: string,
@@ -251,21 +258,29 @@ export class ExecutionRecords {
     };
     if (!result && !call && !(dropCall && row.call_ref) && !mv.events)
       return this.repo.transition(this.repo.ds, row.org_id, row.execution_id, from, set, mv.claimedBy);
-    const moved = await this.repo.transaction(async (m) => {
-      if (result)
-        await this.repo.insertPayloads(m, [result], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
-      if (call)
-        await this.repo.insertPayloads(
-          m,
-          [call],
-          new Date(Date.now() + this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS),
-        );
-      const moved = await this.repo.transition(m, row.org_id, row.execution_id, from, set, mv.claimedBy);
-      if (!moved) return undefined;
-      if (dropCall && row.call_ref) await this.repo.deletePayload(m, row.call_ref);
-      if (mv.events) await this.outbox.stage(m, mv.events(moved));
-      return moved;
-    });
+    const moved = await this.repo
+      .transaction(async (m) => {
+        if (result)
+          await this.repo.insertPayloads(m, [result], new Date(Date.now() + this.config.EXECUTION_RESULT_RETENTION_MS));
+        if (call)
+          await this.repo.insertPayloads(
+            m,
+            [call],
+            new Date(
+              Date.now() + this.config.EXECUTION_RECORD_RETENTION_MS + this.config.EXECUTION_RESULT_RETENTION_MS,
+            ),
+          );
+        const moved = await this.repo.transition(m, row.org_id, row.execution_id, from, set, mv.claimedBy);
+        // Lost the race: roll back what the move stored for it (its sealed payloads), not commit it orphaned.
+        if (!moved) throw new MoveLost();
+        if (dropCall && row.call_ref) await this.repo.deletePayload(m, row.call_ref);
+        if (mv.events) await this.outbox.stage(m, mv.events(moved));
+        return moved;
+      })
+      .catch((e: unknown) => {
+        if (e instanceof MoveLost) return undefined;
+        throw e;
+      });
     if (moved && mv.events) void this.outbox.drain(row.org_id);
     return moved;
   }
