@@ -11,6 +11,6 @@ export class McpSyncModule implements OnApplicationBootstrap {
 
   /** Sync events need their stream before the first sync. */
   async onApplicationBootstrap(): Promise<void> {
-    await ensureEventsStream(this.messaging.nc, this.messaging.prefix);
+    await ensureEventsStream(this.messaging.nc, this.messaging.prefix, this.messaging.streamReplicas);
   }
 }

@@ -81,6 +81,8 @@ export class MessagingClient {
     readonly prefix: string,
     readonly sealer: ServiceSealer,
     readonly events: EventSignatures,
+    /** Replicas of the streams and KV buckets this app creates (NATS_STREAM_REPLICAS). */
+    readonly streamReplicas = 1,
   ) {
     this.mux = new RequestMux(nc);
   }

@@ -5,8 +5,9 @@ import { streamName, withPrefix } from './subjects';
 
 /**
  * Creates a JetStream stream if it is missing (idempotent; replicas may race: a create that loses
- * to another replica's is fine once the stream is there). An existing stream is left as it is.
- * The one way Toolplane's services make their streams.
+ * to another replica's is fine once the stream is there). An existing stream is left as it is,
+ * its replica count included. The one way Toolplane's services make their streams; each caller
+ * passes `num_replicas` from its config (NATS_STREAM_REPLICAS, MessagingClient.streamReplicas).
  */
 export async function ensureStream(
   nc: NatsConnection,
@@ -28,10 +29,14 @@ export async function ensureStream(
   return config.name;
 }
 
-/** Creates the events stream if missing (idempotent; replicas may race). Returns its name. */
-export function ensureEventsStream(nc: NatsConnection, prefix: string): Promise<string> {
+/**
+ * Creates the events stream if missing (idempotent; replicas may race), on `replicas` servers of
+ * a JetStream cluster. Returns its name.
+ */
+export function ensureEventsStream(nc: NatsConnection, prefix: string, replicas = 1): Promise<string> {
   return ensureStream(nc, {
     name: streamName(prefix, EVENTS_STREAM),
+    num_replicas: replicas,
     subjects: [withPrefix(prefix, EVENTS_SUBJECTS)],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,

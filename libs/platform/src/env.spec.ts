@@ -19,6 +19,13 @@ describe('parseEnv', () => {
     });
   });
 
+  it('creates streams on one server unless NATS_STREAM_REPLICAS says how many of a cluster (1–5)', () => {
+    expect(parseEnv('app', shape, {}).NATS_STREAM_REPLICAS).toBe(1);
+    expect(parseEnv('app', shape, { NATS_STREAM_REPLICAS: '3' }).NATS_STREAM_REPLICAS).toBe(3);
+    for (const bad of ['0', '6', '2.5'])
+      expect(() => parseEnv('app', shape, { NATS_STREAM_REPLICAS: bad })).toThrow(/NATS_STREAM_REPLICAS/);
+  });
+
   it('reports every invalid variable by name, never by value', () => {
     try {
       parseEnv('app', shape, { LIMIT: '0', LOG_LEVEL: 'loud', SUBJECT_PREFIX: 'bad prefix!' });

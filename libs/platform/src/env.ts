@@ -30,6 +30,13 @@ export const baseEnvShape = {
   NATS_TLS_CA: z.string().optional(),
   NATS_TLS_CERT: z.string().optional(),
   NATS_TLS_KEY: z.string().optional(),
+  /**
+   * Replicas of every JetStream stream and KV bucket this app creates (events, the executor's work
+   * queue, the MCP gateway's sessions and SSE events): 1 on a single nats-server, 3 on a three-node
+   * JetStream cluster (deploy/base/configmap.yaml). Applies when a stream is created; an existing
+   * stream keeps its count (raise it with `nats stream edit <name> --replicas 3`).
+   */
+  NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** Reply subjects of this connection (`_INBOX.<app>` by default): the NATS permissions let only this user subscribe there. */
   NATS_INBOX_PREFIX: z
     .string()

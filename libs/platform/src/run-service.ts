@@ -65,7 +65,7 @@ export async function runService<C extends BaseConfig>(spec: ServiceSpec<C>): Pr
     // Timeouts and no-responders still arrive as TimeoutError / RequestError, just without the caller's stack.
     noAsyncTraces: true,
   });
-  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer, events);
+  const messaging = new MessagingClient(nc, config.SUBJECT_PREFIX, sealer, events, config.NATS_STREAM_REPLICAS);
   // Org tokens are checked here, at the edge, against state fetched (sealed) from credentials.
   const tokens = new TokenVerifier(
     (version) => messaging.request(AuthStateGet, version ? { version } : {}, { timeoutMs: 2000 }),

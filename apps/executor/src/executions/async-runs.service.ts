@@ -56,7 +56,7 @@ export class AsyncRuns implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await ensureEventsStream(this.messaging.nc, this.messaging.prefix);
+    await ensureEventsStream(this.messaging.nc, this.messaging.prefix, this.messaging.streamReplicas);
     await ensureWorkStream(this.messaging.nc, this.messaging.prefix, this.config);
     this.loop = this.pull();
   }

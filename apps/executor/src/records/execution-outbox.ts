@@ -29,7 +29,7 @@ export class ExecutionOutbox extends TransactionalOutbox {
       what: 'execution events and work',
       repair: () =>
         Promise.all([
-          ensureEventsStream(messaging.nc, messaging.prefix),
+          ensureEventsStream(messaging.nc, messaging.prefix, messaging.streamReplicas),
           ensureWorkStream(messaging.nc, messaging.prefix, config),
         ]),
     });

@@ -15,14 +15,15 @@ export function workStreamNames(prefix: string): { stream: string; consumer: str
 
 type WorkConfig = Pick<
   ExecutorConfig,
-  'EXECUTION_ACK_WAIT_MS' | 'EXECUTION_MAX_DELIVER' | 'EXECUTION_ASYNC_CONCURRENCY'
+  'EXECUTION_ACK_WAIT_MS' | 'EXECUTION_MAX_DELIVER' | 'EXECUTION_ASYNC_CONCURRENCY' | 'NATS_STREAM_REPLICAS'
 >;
 
 /**
  * Creates (idempotently; replicas may race) the work-queue stream — WorkQueue retention: a message
  * is gone once acknowledged — and its durable pull consumer: explicit acks, redelivery after
  * EXECUTION_ACK_WAIT_MS, at most EXECUTION_MAX_DELIVER deliveries. File storage: a NATS restart
- * keeps the backlog.
+ * keeps the backlog; NATS_STREAM_REPLICAS servers of a cluster keep it (the consumer follows the
+ * stream's replica count).
  */
 export async function ensureWorkStream(nc: NatsConnection, prefix: string, c: WorkConfig): Promise<void> {
   const jsm = await jetstreamManager(nc);
@@ -32,6 +33,7 @@ export async function ensureWorkStream(nc: NatsConnection, prefix: string, c: Wo
     subjects: [subject],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
+    num_replicas: c.NATS_STREAM_REPLICAS,
     max_age: 7 * 24 * 3600 * 1e9,
     duplicate_window: 120 * 1e9,
   });

@@ -103,6 +103,7 @@ export class SessionStore implements OnModuleInit {
       .create(streamName(this.messaging.prefix, MCP_SESSIONS_BUCKET), {
         ttl: this.config.GATEWAY_SESSION_TTL_MS,
         history: 1,
+        replicas: this.messaging.streamReplicas,
       })
       .catch((e: unknown) => {
         this.kv = undefined;

@@ -144,6 +144,7 @@ export class StreamEventsRepository implements OnModuleInit {
       subjects: [withPrefix(this.messaging.prefix, MCP_EVENTS_SUBJECTS)],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
+      num_replicas: this.messaging.streamReplicas,
       discard: DiscardPolicy.Old,
       max_age: this.config.GATEWAY_STREAM_RETENTION_MS * 1e6,
       max_bytes: this.config.GATEWAY_STREAM_MAX_BYTES,

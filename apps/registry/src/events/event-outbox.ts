@@ -44,7 +44,7 @@ export class EventOutbox extends TransactionalOutbox {
       relayEveryMs: config.REGISTRY_OUTBOX_RELAY_MS,
       relayAfterMs: config.REGISTRY_OUTBOX_RELAY_AFTER_MS,
       what: 'tool events',
-      repair: () => ensureEventsStream(messaging.nc, messaging.prefix),
+      repair: () => ensureEventsStream(messaging.nc, messaging.prefix, messaging.streamReplicas),
     });
   }
 }

@@ -20,6 +20,6 @@ export class ToolsModule implements OnApplicationBootstrap {
 
   /** Tool events need their stream before the first write. */
   async onApplicationBootstrap(): Promise<void> {
-    await ensureEventsStream(this.messaging.nc, this.messaging.prefix);
+    await ensureEventsStream(this.messaging.nc, this.messaging.prefix, this.messaging.streamReplicas);
   }
 }
