@@ -13,8 +13,11 @@ import {
   ROOT,
   appNames,
   filesUnder,
+  desiredReplicas,
   isExample,
+  isHelmValues,
   isKustomization,
+  loadBase,
   hasKubectl,
   kustomizeBuild,
   parseWithAppConfigs,
@@ -24,7 +27,6 @@ import {
   selects,
   validateK8s,
   yamlFilesUnder,
-  type Doc,
   type Obj,
 } from './support';
 
@@ -42,34 +44,14 @@ const patchFiles = new Set(
   ),
 );
 
-const baseKustomization = kustomizations.find(({ file }) => file === join(BASE, 'kustomization.yaml'))?.k ?? {};
-/** The objects the base applies: the files its kustomization lists. */
-const baseDocs: Doc[] = (baseKustomization.resources ?? [])
-  .map((r: string) => join(BASE, r))
-  .filter((f: string) => existsSync(f) && statSync(f).isFile())
-  .flatMap((f: string) => parseYamlFile(f));
-const baseObjects = baseDocs.map((d) => d.object);
-const find = (kind: string, name: string): Obj | undefined =>
-  baseObjects.find((o) => o.kind === kind && o.metadata?.name === name);
-const configMap = (name: string): Record<string, string> => find('ConfigMap', name)?.data ?? {};
-
-const PLACEHOLDER_SECRETS: Record<string, string> = {
-  DATABASE_URL: 'postgres://toolplane:secret@db.example:5432/toolplane',
-};
-
-/** The environment a container would see: envFrom ConfigMaps, then env (secret refs as placeholders). */
-function effectiveEnv(container: Obj): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const from of container.envFrom ?? [])
-    if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
-  for (const e of container.env ?? []) {
-    if (e.value !== undefined) env[e.name] = String(e.value);
-    else if (e.valueFrom?.secretKeyRef) env[e.name] = PLACEHOLDER_SECRETS[e.name] ?? 'placeholder';
-    else if (e.valueFrom?.configMapKeyRef)
-      env[e.name] = configMap(e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key];
-  }
-  return env;
-}
+const {
+  kustomization: baseKustomization,
+  docs: baseDocs,
+  objects: baseObjects,
+  find,
+  configMap,
+  effectiveEnv,
+} = loadBase();
 
 /**
  * runner-local is the one exception to RuntimeDefault seccomp / Default procMount: bubblewrap needs
@@ -169,7 +151,7 @@ describe('deploy/: YAML and kustomize', () => {
 
   it('every Kubernetes object is valid against the API schema, with no unknown fields', () => {
     const items = yamlFiles
-      .filter((f) => !isKustomization(f) && !patchFiles.has(resolve(f)))
+      .filter((f) => !isKustomization(f) && !isHelmValues(f) && !patchFiles.has(resolve(f)))
       .flatMap((f) =>
         parseYamlFile(f).map((d) => ({
           where: `${rel(f)} #${d.index} ${d.object.kind}/${d.object.metadata?.name}`,
@@ -362,7 +344,7 @@ describe.each(APPS)('app %s', (app) => {
     expect(pdb).toBeDefined();
     const { minAvailable, maxUnavailable } = pdb!.spec;
     expect(minAvailable ?? maxUnavailable).toBeDefined();
-    if (typeof minAvailable === 'number') expect(minAvailable).toBeLessThan(d.spec.replicas ?? 1);
+    if (typeof minAvailable === 'number') expect(minAvailable).toBeLessThan(desiredReplicas(baseObjects, d));
     if (typeof maxUnavailable === 'number') expect(maxUnavailable).toBeGreaterThan(0);
   });
 });
@@ -526,7 +508,7 @@ describe('mcp-gateway, the HTTP edge', () => {
   it('listens on GATEWAY_PORT 8090, behind Service mcp-gateway port 80, with 2 replicas', () => {
     expect(resolvePort(c, 'http')).toBe(8090);
     expect(env.GATEWAY_PORT).toBe('8090');
-    expect(d.spec.replicas).toBe(2);
+    expect(desiredReplicas(baseObjects, d)).toBe(2);
     expect(selects(svc?.spec.selector, labels)).toBe(true);
     const http = svc!.spec.ports.find((p: Obj) => p.port === 80);
     expect(http?.name).toBe('http');

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
@@ -134,3 +134,63 @@ export function selects(
   if (!selector || !Object.keys(selector).length) return false;
   return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 }
+
+/** What deploy/base applies (the files its kustomization lists), and lookups into it. */
+export interface Base {
+  kustomization: Obj;
+  docs: Doc[];
+  objects: Obj[];
+  find(kind: string, name: string): Obj | undefined;
+  configMap(name: string): Record<string, string>;
+  /** The environment a container would see: envFrom ConfigMaps, then env (secret refs as placeholders). */
+  effectiveEnv(container: Obj): Record<string, string>;
+}
+
+const PLACEHOLDER_SECRETS: Record<string, string> = {
+  DATABASE_URL: 'postgres://toolplane:secret@db.example:5432/toolplane',
+};
+
+export function loadBase(): Base {
+  const file = join(BASE, 'kustomization.yaml');
+  const kustomization: Obj = existsSync(file) ? parseYamlFile(file)[0].object : {};
+  const docs = ((kustomization.resources ?? []) as string[])
+    .map((r) => join(BASE, r))
+    .filter((f) => existsSync(f) && statSync(f).isFile())
+    .flatMap((f) => parseYamlFile(f));
+  const objects = docs.map((d) => d.object);
+  const find = (kind: string, name: string): Obj | undefined =>
+    objects.find((o) => o.kind === kind && o.metadata?.name === name);
+  const configMap = (name: string): Record<string, string> => find('ConfigMap', name)?.data ?? {};
+  const effectiveEnv = (container: Obj): Record<string, string> => {
+    const env: Record<string, string> = {};
+    for (const from of container.envFrom ?? [])
+      if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
+    for (const e of container.env ?? []) {
+      if (e.value !== undefined) env[e.name] = String(e.value);
+      else if (e.valueFrom?.secretKeyRef) env[e.name] = PLACEHOLDER_SECRETS[e.name] ?? 'placeholder';
+      else if (e.valueFrom?.configMapKeyRef)
+        env[e.name] = configMap(e.valueFrom.configMapKeyRef.name)[e.valueFrom.configMapKeyRef.key];
+    }
+    return env;
+  };
+  return { kustomization, docs, objects, find, configMap, effectiveEnv };
+}
+
+/** A Deployment's replicas in steady state: its HorizontalPodAutoscaler's minimum, else spec.replicas (default 1). */
+export function desiredReplicas(objects: Obj[], deployment: Obj): number {
+  const hpa = autoscalerOf(objects, deployment);
+  return hpa?.spec?.minReplicas ?? deployment.spec?.replicas ?? 1;
+}
+
+/** The HorizontalPodAutoscaler that scales a Deployment, if any. */
+export function autoscalerOf(objects: Obj[], deployment: Obj): Obj | undefined {
+  return objects.find(
+    (o) =>
+      o.kind === 'HorizontalPodAutoscaler' &&
+      o.spec?.scaleTargetRef?.kind === 'Deployment' &&
+      o.spec.scaleTargetRef.name === deployment.metadata?.name,
+  );
+}
+
+/** Helm values files (deploy/nats/helm-values.yaml): YAML, but not Kubernetes objects. */
+export const isHelmValues = (file: string): boolean => /(^|\/)helm-values\.ya?ml$/.test(file);
