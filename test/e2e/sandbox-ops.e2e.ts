@@ -40,7 +40,7 @@ describe('runner-local operations', () => {
     stack = await startStack({ ...opts(), apps: ['runner-local'] });
     second = await startApp('runner-local', opts());
     client = await RawClient.connect(prefix);
-  });
+  }, 180_000); // two runner-local replicas, each warming its pool: slow on a busy machine
   afterAll(async () => {
     await client?.close();
     if (second) await stopProcess(second.proc);
