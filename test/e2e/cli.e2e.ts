@@ -14,7 +14,7 @@ import { ensureTestIdentity, operatorToken } from '../support/identity';
 import { gatewayUrl, mcpClient } from '../support/gateway';
 import { echoTool, FakeMcpServer } from '../support/mcp-servers';
 import { RawClient } from '../support/nats-client';
-import { startStack, type Stack } from '../support/stack';
+import { COMPILE_CACHE, startStack, type Stack } from '../support/stack';
 
 const BIN = join(ROOT, 'dist', 'tools', 'cli', 'main.js');
 const tool = (name: string, body = 'return a + b') =>
@@ -36,6 +36,7 @@ function cli(args: string[], opts: { env?: Record<string, string>; input?: strin
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: tmpdir(),
+        NODE_COMPILE_CACHE: COMPILE_CACHE,
         TOOLPLANE_CONFIG: join(tmpdir(), 'no-such-profiles.json'),
         ...opts.env,
       },
