@@ -341,7 +341,7 @@ export class ExecutionRecords {
     // Another replica's clock may be ahead of ours: an id from the future is fresh, never waited for longer.
     if (issued === undefined || issued < now - wait || issued > now + wait) return undefined;
     const until = Math.min(Math.min(issued, now) + wait, deadline);
-    for (let pause = 10; Date.now() + pause < until; pause = Math.min(pause * 2, 200)) {
+    for (let pause = 10; Date.now() + pause < until; pause = Math.min(pause * 2, 50)) {
       await new Promise((r) => setTimeout(r, pause));
       const written = await this.repo.get(orgId, executionId);
       if (written) return written;
