@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { newExecutionId } from '../../apps/executor/src/records/execution-id';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { startStack, type Stack } from '../support/stack';
@@ -22,15 +22,8 @@ describe('read your writes: an execution id is readable the moment it is handed 
     client.req('toolplane.v1.tools.execute', { org_id: o, tool_name: 'add', args }, { timeoutMs: 60_000 });
   const get = (o: string, executionId: string) =>
     client.req('toolplane.v1.executions.get', { org_id: o, execution_id: executionId }, { timeoutMs: 60_000 });
-  /** A UUIDv7 execution id handed out `agoMs` ago by nobody. */
-  const forged = (agoMs: number) => {
-    const b = randomBytes(16);
-    b.writeUIntBE(Date.now() - agoMs, 0, 6);
-    b[6] = (b[6]! & 0x0f) | 0x70;
-    b[8] = (b[8]! & 0x3f) | 0x80;
-    const h = b.toString('hex');
-    return `exec-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-  };
+  /** An execution id (UUIDv7, as the executor makes them) of `agoMs` ago that no call was answered with. */
+  const forged = (agoMs: number) => newExecutionId(Date.now() - agoMs);
 
   beforeAll(async () => {
     stack = await startStack({

@@ -8,12 +8,7 @@
  * The fresh get's extra latency is the write it waits for: at once on the replica holding the
  * record (it writes it then), up to EXECUTION_WRITE_BEHIND_MS plus a write on the other.
  */
-import { randomBytes } from 'node:crypto';
-import { createDatabase, dropDatabase } from '../../test/support/database';
-import { databaseUrlFor } from '../../test/support/env';
-import { RawClient } from '../../test/support/nats-client';
-import { startStack } from '../../test/support/stack';
-import { deleteStreams } from '../../test/setup/global-teardown';
+import { benchStack } from './bench-stack';
 import { HEADER, row, summarize } from './stats';
 
 const N = Number(process.env.BENCH_N ?? 1000);
@@ -29,19 +24,11 @@ const PING = `def ping(x: int) -> int:
 `;
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const db = `tp_bench_${id}`;
-  const prefix = `bench${id}`;
-  await createDatabase(db);
-  const stack = await startStack({
-    prefix,
-    databaseUrl: databaseUrlFor(db),
+  const { stack, client, stop } = await benchStack({
     apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
-    env: { LOG_LEVEL: 'warn' },
   });
-  await stack.addReplica('executor');
-  const client = await RawClient.connect(prefix);
   try {
+    await stack.addReplica('executor');
     const up = await client.req('toolplane.v1.tools.upsert', { org_id: 'bench', tool: { source_code: PING } });
     if (up.error) throw new Error(JSON.stringify(up.error));
     let x = 0;
@@ -103,10 +90,7 @@ async function main(): Promise<void> {
       `fresh / baseline: p50 ${(f.p50 / w.p50).toFixed(2)}×, p99 ${(f.p99 / w.p99).toFixed(2)}× (the fresh get waits for the write: at once on the replica holding it, up to the write-behind window on the other)`,
     );
   } finally {
-    await client.close();
-    await stack.stop();
-    await deleteStreams(prefix);
-    await dropDatabase(db);
+    await stop();
   }
 }
 
