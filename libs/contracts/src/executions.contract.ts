@@ -84,6 +84,20 @@ export const ExecutionsGet = defineRequest({
   reply: z.object({ execution: ExecutionRecord, args: JsonObject.nullable(), result: ToolExecutionResult.nullable() }),
 });
 
+/**
+ * Read your writes across executor replicas: an executions.get that finds no record yet for an id
+ * just handed out asks every replica for it; the one holding it in its write-behind queue writes it
+ * now instead of at its window's end. Sealed: only executors open it.
+ */
+export const ExecutionRecordWanted = defineEvent({
+  subject: 'toolplane.internal.v1.events.execution-record.wanted',
+  publishedBy: ['executor'],
+  summary:
+    'An executions.get found no record yet for an execution id just handed out: the executor replica holding it in its write-behind queue writes it now.',
+  payload: z.object({ org_id: OrgId, execution_id: ExecutionId }),
+  sealed: { from: ['executor'], to: 'executor' },
+});
+
 export const ExecutionsList = defineRequest({
   subject: 'toolplane.v1.executions.list',
   visibility: 'public',

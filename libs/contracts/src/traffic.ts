@@ -5,6 +5,7 @@ import type { EventDescriptor, RequestDescriptor } from './descriptor';
 import { E2bRunAbandoned, LocalRunAbandoned, ModalRunAbandoned, ToolsExecute } from './execute.contract';
 import {
   EXECUTION_EVENTS,
+  ExecutionRecordWanted,
   ExecutionsApprove,
   ExecutionsDeny,
   ExecutionsGet,
@@ -85,6 +86,7 @@ export const INTERNAL_EVENTS: readonly EventDescriptor[] = [
   CredentialsChanged,
   McpSessionRelayed,
   McpSessionClosed,
+  ExecutionRecordWanted,
   LocalRunAbandoned,
   E2bRunAbandoned,
   ModalRunAbandoned,

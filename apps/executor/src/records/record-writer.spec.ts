@@ -1,4 +1,5 @@
 import type { ToolExecutionResult } from '@toolplane/contracts';
+import type { MessagingClient } from '@toolplane/messaging';
 import type { ExecutorConfig } from '../executor.config';
 import type { ExecutionOutbox } from './execution-outbox';
 import type { ExecutionsRepository, NewExecutionRow } from './executions.repository';
@@ -47,7 +48,7 @@ function writerWith(batch: number) {
     EXECUTION_RESULT_RETENTION_MS: 1000,
     SHUTDOWN_GRACE_MS: 0,
   } as ExecutorConfig;
-  const writer = new RecordWriter(repo, sealer, {} as ExecutionOutbox, config);
+  const writer = new RecordWriter(repo, sealer, {} as ExecutionOutbox, config, {} as MessagingClient);
   return {
     writer,
     inserted,

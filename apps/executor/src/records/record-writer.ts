@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import type { ToolExecutionResult } from '@toolplane/contracts';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { ExecutionRecordWanted, type ToolExecutionResult } from '@toolplane/contracts';
+import { MessagingClient } from '@toolplane/messaging';
 import { APP_CONFIG } from '@toolplane/platform';
 import { randomUUID } from 'node:crypto';
 import type { ExecutorConfig } from '../executor.config';
@@ -33,7 +34,7 @@ const SEAL_ATTEMPTS = 3;
  * cannot seal for SEAL_ATTEMPTS tries, records are written without their results.
  */
 @Injectable()
-export class RecordWriter implements OnModuleDestroy {
+export class RecordWriter implements OnModuleInit, OnModuleDestroy {
   private readonly log = new Logger(RecordWriter.name);
   private queue: FinishedCall[] = [];
   private readonly room: Array<() => void> = [];
@@ -50,7 +51,22 @@ export class RecordWriter implements OnModuleDestroy {
     private readonly sealer: PayloadSealer,
     private readonly outbox: ExecutionOutbox,
     @Inject(APP_CONFIG) private readonly config: ExecutorConfig,
+    private readonly messaging: MessagingClient,
   ) {}
+
+  private wanted?: { unsubscribe(): void };
+
+  onModuleInit(): void {
+    // Another replica's reader wants a record this one may hold: written now, not at the window's end.
+    this.wanted = this.messaging.subscribeSealed(ExecutionRecordWanted, (p) => {
+      void this.written(p.org_id, p.execution_id);
+    });
+  }
+
+  /** Asks every executor replica to write the org's record of `executionId` now if it holds it (read your writes). */
+  askHolders(orgId: string, executionId: string): void {
+    this.messaging.notify(ExecutionRecordWanted, { org_id: orgId, execution_id: executionId });
+  }
 
   /** Queues a finished call; waits only when EXECUTION_WRITE_BEHIND_MAX calls are already waiting. */
   async add(call: FinishedCall): Promise<void> {
@@ -86,6 +102,7 @@ export class RecordWriter implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.wanted?.unsubscribe();
     this.stopping = true;
     const deadline = Date.now() + Math.max(2000, this.config.SHUTDOWN_GRACE_MS);
     while (this.queue.length && Date.now() < deadline) {

@@ -323,8 +323,9 @@ export class ExecutionRecords {
   /**
    * The record of an id this deployment may just have handed out (read your writes): as `get`,
    * but a record still on its way is waited for rather than answered as missing — at once when
-   * this replica holds it in its write-behind queue (its write starts now), else by reading again
-   * with backoff until the id is EXECUTION_READ_WAIT_MS old (or `deadline`, epoch ms). An id that
+   * this replica holds it in its write-behind queue (its write starts now), else by asking the other
+   * replicas to write it now (ExecutionRecordWanted) and reading again with backoff until the id is
+   * EXECUTION_READ_WAIT_MS old (or `deadline`, epoch ms). An id that
    * names no time (made before ids carried one) or is older than that is not waited for.
    */
   async getWritten(orgId: string, executionId: string, deadline = Infinity): Promise<ExecutionRow | undefined> {
@@ -341,6 +342,7 @@ export class ExecutionRecords {
     // Another replica's clock may be ahead of ours: an id from the future is fresh, never waited for longer.
     if (issued === undefined || issued < now - wait || issued > now + wait) return undefined;
     const until = Math.min(Math.min(issued, now) + wait, deadline);
+    this.writer.askHolders(orgId, executionId);
     for (let pause = 10; Date.now() + pause < until; pause = Math.min(pause * 2, 50)) {
       await new Promise((r) => setTimeout(r, pause));
       const written = await this.repo.get(orgId, executionId);
