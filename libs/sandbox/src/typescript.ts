@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import * as ts from 'typescript';
+import type * as TS from 'typescript';
 
 export interface PreparedScript {
   /** CommonJS JavaScript, types stripped (never evaluated by the runner). */
@@ -15,7 +15,15 @@ export interface PreparedScript {
 const CACHE_MAX = 256;
 const cache = new Map<string, PreparedScript>();
 
-type FunctionLike = ts.FunctionDeclaration | ts.ArrowFunction | ts.FunctionExpression;
+type FunctionLike = TS.FunctionDeclaration | TS.ArrowFunction | TS.FunctionExpression;
+
+let compiler: typeof TS | undefined;
+/**
+ * The TypeScript compiler, loaded at the first TypeScript tool rather than with this lib: it is
+ * tens of MiB resident, which a process that never prepares a script (mcp-sync imports this lib
+ * for its stdio sandbox) or has not yet run a TypeScript tool does not pay.
+ */
+const tsc = (): typeof TS => (compiler ??= require('typescript') as typeof TS);
 
 /**
  * Strips the types of a TypeScript/JavaScript tool with the TypeScript compiler's
@@ -31,6 +39,7 @@ export function prepareScript(source: string, functionName: string): PreparedScr
     cache.set(key, hit);
     return hit;
   }
+  const ts = tsc();
   const out = ts.transpileModule(source, {
     fileName: 'tool.ts',
     reportDiagnostics: false,
@@ -51,7 +60,8 @@ export function prepareScript(source: string, functionName: string): PreparedScr
 }
 
 function paramsOf(source: string, name: string): Array<string | null> | null {
-  let sf: ts.SourceFile;
+  const ts = tsc();
+  let sf: TS.SourceFile;
   try {
     sf = ts.createSourceFile('tool.ts', source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
   } catch {
@@ -60,9 +70,9 @@ function paramsOf(source: string, name: string): Array<string | null> | null {
   let named: FunctionLike | undefined;
   let byDefault: FunctionLike | undefined;
   let lastExported: FunctionLike | undefined;
-  const exported = (n: ts.Node): boolean =>
+  const exported = (n: TS.Node): boolean =>
     ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
-  const isDefault = (n: ts.Node): boolean =>
+  const isDefault = (n: TS.Node): boolean =>
     ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
   for (const stmt of sf.statements) {
     if (ts.isFunctionDeclaration(stmt) && stmt.body) {
@@ -89,7 +99,8 @@ function paramsOf(source: string, name: string): Array<string | null> | null {
     .map((p) => (ts.isIdentifier(p.name) ? p.name.text : null));
 }
 
-function unwrap(e: ts.Expression | undefined): FunctionLike | undefined {
+function unwrap(e: TS.Expression | undefined): FunctionLike | undefined {
+  const ts = tsc();
   let x = e;
   while (x && (ts.isParenthesizedExpression(x) || ts.isSatisfiesExpression(x) || ts.isAsExpression(x)))
     x = x.expression;

@@ -26,7 +26,7 @@ import type {
   StrictResult,
   ValidationReport,
 } from './schema-engine.types';
-import { TypeScriptFrontend } from './typescript/typescript.frontend';
+import type * as TypeScriptFrontendModule from './typescript/typescript.frontend';
 
 const DEFAULT_TIME_LIMIT_MS = 2000;
 
@@ -53,9 +53,20 @@ function loadPython(): Promise<Language> {
   return pythonLanguage;
 }
 
+/**
+ * The TypeScript front-end, required at an engine's first TypeScript source rather than with this
+ * lib: it loads the TypeScript compiler, ~45 MiB resident per thread (schema service workers
+ * that see only Python never pay it; mcp-sync imports this lib only to validate and normalize).
+ * The first TypeScript source of a thread waits for it (~110 ms with V8's compile cache).
+ */
+function typescriptFrontend(): TypeScriptFrontendModule.TypeScriptFrontend {
+  const { TypeScriptFrontend } = require('./typescript/typescript.frontend') as typeof TypeScriptFrontendModule;
+  return new TypeScriptFrontend();
+}
+
 class TreeSitterSchemaEngine implements SchemaEngine {
   private readonly python: PythonFrontend;
-  private readonly typescript = new TypeScriptFrontend();
+  private typescript?: TypeScriptFrontendModule.TypeScriptFrontend;
 
   constructor(
     language: Language,
@@ -85,7 +96,7 @@ class TreeSitterSchemaEngine implements SchemaEngine {
       );
     }
     const headerOnly = input.args_json_schema !== undefined;
-    const frontend = sourceType === 'python' ? this.python : this.typescript;
+    const frontend = sourceType === 'python' ? this.python : (this.typescript ??= typescriptFrontend());
     const fn = frontend.describeFunction(source, input.name, budget, { headerOnly, maxDocstringBytes });
     const json_schema: FunctionSchema = headerOnly
       ? { name: fn.name, description: fn.description, parameters: parametersFromArgsSchema(input.args_json_schema) }
@@ -114,7 +125,7 @@ class TreeSitterSchemaEngine implements SchemaEngine {
   }
 }
 
-/** Loads the grammar once; generate() and validate() are synchronous afterwards. */
+/** Loads the grammar once; generate() and validate() are synchronous afterwards (the first TypeScript source loads the compiler). */
 export async function createSchemaEngine(options: SchemaEngineOptions = {}): Promise<SchemaEngine> {
   const language = await loadPython();
   return new TreeSitterSchemaEngine(language, {

@@ -3,12 +3,13 @@
  * sends (SchemasService): what crosses the thread boundary is plain data, and a
  * SchemaGenerationError comes back as `failed` rather than as an exception.
  */
-import { MAX_ECHOED_SCHEMA_BYTES, type ReplyOf, type SchemasNormalize } from '@toolplane/contracts';
+import type { ReplyOf, SchemasNormalize } from '@toolplane/contracts';
 import {
   jsonByteLength,
   SchemaGenerationError,
   type GenerateInput,
   type SchemaEngine,
+  type SchemaEngineOptions,
   type SchemaErrorDetails,
   type SchemaErrorReason,
 } from '@toolplane/schema-engine';
@@ -21,7 +22,18 @@ export type SchemaFailure = SchemaErrorDetails & { reason: SchemaErrorReason; me
 
 export type SchemaJobResult = { ok: unknown } | { failed: SchemaFailure };
 
-export function runSchemaJob(engine: SchemaEngine, job: SchemaJob): SchemaJobResult {
+/**
+ * What a worker starts with (its workerData). The contracts' limits come in here rather than by
+ * import: a worker that imported @toolplane/contracts would hold zod and every contract, ~17 MiB
+ * resident per worker, for one number.
+ */
+export interface SchemaWorkerData {
+  engine: SchemaEngineOptions;
+  /** MAX_ECHOED_SCHEMA_BYTES (contracts). */
+  maxEchoedSchemaBytes: number;
+}
+
+export function runSchemaJob(engine: SchemaEngine, job: SchemaJob, maxEchoedSchemaBytes: number): SchemaJobResult {
   try {
     switch (job.op) {
       case 'generate':
@@ -31,7 +43,7 @@ export function runSchemaJob(engine: SchemaEngine, job: SchemaJob): SchemaJobRes
       case 'strictify':
         return { ok: engine.toStrict(job.json_schema) };
       case 'normalize':
-        return { ok: normalizeReply(engine, job.json_schema) };
+        return { ok: normalizeReply(engine, job.json_schema, maxEchoedSchemaBytes) };
     }
   } catch (e) {
     if (!(e instanceof SchemaGenerationError)) throw e;
@@ -42,18 +54,21 @@ export function runSchemaJob(engine: SchemaEngine, job: SchemaJob): SchemaJobRes
 
 /**
  * schemas.normalize's reply: the normalized schema, and the input beside it only when that is
- * at most MAX_ECHOED_SCHEMA_BYTES of JSON (a reply carrying a large input twice passed the bus'
+ * at most `maxEchoed` (MAX_ECHOED_SCHEMA_BYTES) of JSON (a reply carrying a large input twice passed the bus'
  * 1 MiB limit); `changes` then says it was left out.
  */
-function normalizeReply(engine: SchemaEngine, input: Record<string, unknown>): ReplyOf<typeof SchemasNormalize> {
+function normalizeReply(
+  engine: SchemaEngine,
+  input: Record<string, unknown>,
+  maxEchoed: number,
+): ReplyOf<typeof SchemasNormalize> {
   const { original_json_schema: _original, ...normalized } = engine.normalizeMcp(input);
-  if (jsonByteLength(input, MAX_ECHOED_SCHEMA_BYTES) <= MAX_ECHOED_SCHEMA_BYTES)
-    return { ...normalized, original_json_schema: input };
+  if (jsonByteLength(input, maxEchoed) <= maxEchoed) return { ...normalized, original_json_schema: input };
   return {
     ...normalized,
     changes: [
       ...normalized.changes,
-      `original_json_schema left out: the input is more than ${MAX_ECHOED_SCHEMA_BYTES} bytes of JSON`,
+      `original_json_schema left out: the input is more than ${maxEchoed} bytes of JSON`,
     ],
   };
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import {
   ErrorCode,
   MAX_DOCSTRING_BYTES,
+  MAX_ECHOED_SCHEMA_BYTES,
   MAX_GENERATED_SCHEMA_BYTES,
   ToolplaneError,
   type ReplyOf,
@@ -16,7 +17,7 @@ import { APP_CONFIG, FairQueue, HealthRegistry } from '@toolplane/platform';
 import type { SchemaEngineOptions } from '@toolplane/schema-engine';
 import { join } from 'node:path';
 import type { SchemaConfig } from '../schema.config';
-import type { SchemaFailure, SchemaJob, SchemaJobResult } from './schemas.jobs';
+import type { SchemaFailure, SchemaJob, SchemaJobResult, SchemaWorkerData } from './schemas.jobs';
 import { renderSchemaMetrics } from './schemas.metrics';
 import { WorkerPool, WorkerPoolError } from './worker-pool';
 
@@ -48,7 +49,7 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
     };
     this.pool = new WorkerPool({
       script: join(__dirname, 'schemas.worker.js'),
-      workerData: engine,
+      workerData: { engine, maxEchoedSchemaBytes: MAX_ECHOED_SCHEMA_BYTES } satisfies SchemaWorkerData,
       size: this.config.SCHEMA_WORKERS,
       timeLimitMs: this.config.SCHEMA_TIME_LIMIT_MS,
       maxQueue: this.config.SCHEMA_QUEUE_MAX,

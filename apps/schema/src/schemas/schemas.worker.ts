@@ -4,10 +4,11 @@
  */
 import './compile-cache'; // before the engine loads
 import { workerData } from 'node:worker_threads';
-import { createSchemaEngine, type SchemaEngine, type SchemaEngineOptions } from '@toolplane/schema-engine';
-import { runSchemaJob, type SchemaJob } from './schemas.jobs';
+import { createSchemaEngine, type SchemaEngine } from '@toolplane/schema-engine';
+import { runSchemaJob, type SchemaJob, type SchemaWorkerData } from './schemas.jobs';
 import { serveJobs } from './worker-pool';
 
+const { engine: options, maxEchoedSchemaBytes } = workerData as SchemaWorkerData;
 let engine: SchemaEngine | undefined;
-const ready = createSchemaEngine(workerData as SchemaEngineOptions).then((e) => (engine = e));
-serveJobs((job) => runSchemaJob(engine!, job as SchemaJob), ready);
+const ready = createSchemaEngine(options).then((e) => (engine = e));
+serveJobs((job) => runSchemaJob(engine!, job as SchemaJob, maxEchoedSchemaBytes), ready);
