@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { eventsFor, recordOf } from '../support/executions';
 import { RawClient } from '../support/nats-client';
-import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { CALL_APPS, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { ADD, pythonTool } from '../support/tools';
 
 describe('approvals', () => {
@@ -33,7 +33,7 @@ describe('approvals', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
     };
     stack = await startStack(opts);

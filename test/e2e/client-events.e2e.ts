@@ -17,6 +17,15 @@ import { natsUrl } from '../support/env';
 import { ensureTestIdentity, signedEventHeaders } from '../support/identity';
 
 /** A tool.deleted payload of `org` (the org tells the events apart). */
+/** Deletes a case's own events stream and closes its connection. */
+async function dropStreamAndClose(nc: NatsConnection, prefix: string): Promise<void> {
+  await jetstream(nc)
+    .jetstreamManager()
+    .then((m) => m.streams.delete(`${prefix}_TOOLPLANE_EVENTS`))
+    .catch(() => undefined);
+  await nc.close();
+}
+
 const body = (org: string) =>
   new TextEncoder().encode(
     JSON.stringify({
@@ -52,13 +61,7 @@ describe('@toolplane/client events: verified by default', () => {
     const genuine = body('genuine');
     await js.publish(subject, genuine, { headers: signedEventHeaders('registry', subject, genuine) });
   });
-  afterAll(async () => {
-    await jetstream(nc)
-      .jetstreamManager()
-      .then((m) => m.streams.delete(`${prefix}_TOOLPLANE_EVENTS`))
-      .catch(() => undefined);
-    await nc.close();
-  });
+  afterAll(() => dropStreamAndClose(nc, prefix));
 
   const read = async (opts: Parameters<ToolplaneClient['events']>[0], n: number) => {
     const client = await ToolplaneClient.connect({ nats: nc, prefix });
@@ -145,13 +148,7 @@ describe('@toolplane/client events: live after the history has caught up', () =>
     await ensureEventsStream(nc, prefix);
     await publish('history-old', tenMinutesAgo());
   });
-  afterAll(async () => {
-    await jetstream(nc)
-      .jetstreamManager()
-      .then((m) => m.streams.delete(`${prefix}_TOOLPLANE_EVENTS`))
-      .catch(() => undefined);
-    await nc.close();
-  });
+  afterAll(() => dropStreamAndClose(nc, prefix));
 
   it('takes an old event of the history, then drops one signed as long ago that comes after it', async () => {
     expect(await read('all', 'live-new')).toEqual({ out: ['history-old', 'live-new'], dropped: ['stale'] });

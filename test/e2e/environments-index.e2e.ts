@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { hostAddress, packNpm, startConnectProxy, startHttpsIndex, testCertificates } from '../support/build-fixtures';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { writeWheel } from '../support/wheels';
 
@@ -50,7 +50,7 @@ describe('environments: builds reach their index through the configured proxy, t
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         'runner-local': {

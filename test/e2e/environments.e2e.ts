@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { packGatedNpm, writeGatedSdist } from '../support/build-fixtures';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { metricOf, startStack, type Stack } from '../support/stack';
+import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -95,7 +95,7 @@ describe('environments: prepared on upsert, not built on the hot path', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         'runner-local': {

@@ -1,7 +1,7 @@
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { OtlpReceiver } from '../support/otlp-receiver';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { json, WebhookServer } from '../support/webhook-server';
 
@@ -43,7 +43,7 @@ describe('execute-batch', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: {
         LOG_LEVEL: 'warn',
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,

@@ -18,7 +18,7 @@ import {
   type PrivateNats,
   type PrivatePostgres,
 } from '../support/private-services';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 const FINAL = ['succeeded', 'failed', 'denied', 'expired'];
@@ -109,7 +109,7 @@ describe('async backlog across a Postgres restart and a NATS restart', () => {
     stack = await startStack({
       prefix,
       databaseUrl: pg.url,
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn', NATS_URL: nats.url },
       appEnv: {
         executor: { EXECUTION_ACK_WAIT_MS: '3000', EXECUTION_REQUEUE_AFTER_MS: '3000', EXECUTION_SWEEP_MS: '200' },

@@ -7,7 +7,7 @@ import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { eventsFor, eventually, recordOf } from '../support/executions';
 import { RawClient } from '../support/nats-client';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 describe('idempotency window and result retention', () => {
@@ -22,7 +22,7 @@ describe('idempotency window and result retention', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         executor: {

@@ -21,6 +21,7 @@ import {
 } from '../support/faults';
 import { RawClient } from '../support/nats-client';
 import {
+  CALL_APPS,
   metricOf,
   startApp,
   startStack,
@@ -86,7 +87,7 @@ describe('faults: processes killed mid-call', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       readyTimeoutMs: 120_000,
       appEnv: {

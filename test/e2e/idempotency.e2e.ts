@@ -9,7 +9,7 @@ import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { recordOf } from '../support/executions';
 import { RawClient } from '../support/nats-client';
-import { startApp, startStack, stopProcess, type Stack, type StackOptions } from '../support/stack';
+import { CALL_APPS, startApp, startStack, stopProcess, type Stack, type StackOptions } from '../support/stack';
 import { ADD, pythonTool } from '../support/tools';
 
 describe('idempotency keys', () => {
@@ -30,7 +30,7 @@ describe('idempotency keys', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       // Info: each executor logs its instance id (the claim a record names).
       appEnv: { executor: { LOG_LEVEL: 'info' } },

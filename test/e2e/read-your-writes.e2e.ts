@@ -1,7 +1,7 @@
 import { newExecutionId } from '../../apps/executor/src/records/execution-id';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { ADD } from '../support/tools';
 
 /**
@@ -29,7 +29,7 @@ describe('read your writes: an execution id is readable the moment it is handed 
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
     });
     await stack.addReplica('executor');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
 import { packProbingNpm, startSimpleIndex, writeProbingSdist } from '../support/packages';
-import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { CALL_APPS, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 const host = Object.values(networkInterfaces())
@@ -91,7 +91,7 @@ describe('sandbox: package builds are sandboxed like tools', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         'runner-local': {

@@ -1,6 +1,6 @@
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { CALL_APPS, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -46,7 +46,7 @@ describe('sandbox configs applied to execution', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: { 'runner-local': { ...house.runnerEnv, RUNNER_ALLOW_NETWORK: 'true' } },
     };

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { metricOf, startStack, type Stack } from '../support/stack';
+import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -40,7 +40,7 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: {
         'runner-local': {

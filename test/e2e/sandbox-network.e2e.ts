@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { metricOf, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
+import { CALL_APPS, metricOf, startApp, startStack, type Stack, type StackOptions } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 /** This machine's own non-loopback IPv4 address (traffic to it stays on the machine). */
@@ -48,7 +48,7 @@ describe('sandbox: network-enabled tools never see the host', () => {
     opts = {
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
       appEnv: { 'runner-local': { RUNNER_ALLOW_NETWORK: 'true', RUNNER_POOL_WARM_NET: '1' } },
     };

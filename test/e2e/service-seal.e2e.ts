@@ -6,7 +6,7 @@ import type { Msg } from '@nats-io/transport-node';
 import { Headers } from '@toolplane/contracts';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { startStack, type Stack } from '../support/stack';
+import { CALL_APPS, startStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 const RUN = 'toolplane.internal.v1.runners.local.run';
@@ -38,7 +38,7 @@ describe('service-only internal subjects and sealed service traffic', () => {
     stack = await startStack({
       prefix,
       databaseUrl: testDatabaseUrl(),
-      apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+      apps: CALL_APPS,
       env: { LOG_LEVEL: 'warn' },
     });
     client = await RawClient.connect(prefix);

@@ -31,6 +31,8 @@ export const ALL_APPS: AppName[] = [
   'web-tools',
   'mcp-gateway',
 ];
+/** The apps a tool call needs, from upsert to a local run and its record (no MCP, web or gateway). */
+export const CALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor'];
 
 export interface StackOptions {
   prefix: string;

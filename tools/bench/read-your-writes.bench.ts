@@ -8,6 +8,7 @@
  * The fresh get's extra latency is the write it waits for: the replica holding the record writes
  * it at once (asked by the other replica when the get reached that one).
  */
+import { CALL_APPS } from '../../test/support/stack';
 import { benchStack } from './bench-stack';
 import { HEADER, row, summarize } from './stats';
 
@@ -25,7 +26,7 @@ const PING = `def ping(x: int) -> int:
 
 async function main(): Promise<void> {
   const { stack, client, stop } = await benchStack({
-    apps: ['schema', 'registry', 'credentials', 'runner-local', 'executor'],
+    apps: CALL_APPS,
   });
   try {
     await stack.addReplica('executor');
