@@ -71,14 +71,15 @@ class TreeSitterSchemaEngine implements SchemaEngine {
   constructor(
     language: Language,
     private readonly limits: Limits,
+    preloadTypeScript: boolean,
   ) {
     this.python = new PythonFrontend(new Parser().setLanguage(language));
+    if (preloadTypeScript) this.typescript = typescriptFrontend();
   }
 
   generate(input: GenerateInput, opts: { timeLimitMs?: number } = {}): GenerateOutput {
     const { maxSourceBytes, maxDocstringBytes, maxSchemaBytes } = this.limits;
     const timeLimitMs = opts.timeLimitMs ?? this.limits.timeLimitMs;
-    const budget = new Budget({ timeLimitMs, maxSchemaBytes, maxDepth: MAX_SCHEMA_DEPTH });
     const source = input.source_code;
     if (typeof source !== 'string') throw new SchemaGenerationError('SYNTAX_ERROR', 'source_code must be a string');
     const bytes = Buffer.byteLength(source, 'utf8');
@@ -97,6 +98,8 @@ class TreeSitterSchemaEngine implements SchemaEngine {
     }
     const headerOnly = input.args_json_schema !== undefined;
     const frontend = sourceType === 'python' ? this.python : (this.typescript ??= typescriptFrontend());
+    // The budget starts once the front-end is loaded: loading the compiler is not the source's doing.
+    const budget = new Budget({ timeLimitMs, maxSchemaBytes, maxDepth: MAX_SCHEMA_DEPTH });
     const fn = frontend.describeFunction(source, input.name, budget, { headerOnly, maxDocstringBytes });
     const json_schema: FunctionSchema = headerOnly
       ? { name: fn.name, description: fn.description, parameters: parametersFromArgsSchema(input.args_json_schema) }
@@ -125,13 +128,17 @@ class TreeSitterSchemaEngine implements SchemaEngine {
   }
 }
 
-/** Loads the grammar once; generate() and validate() are synchronous afterwards (the first TypeScript source loads the compiler). */
+/** Loads the grammar once; generate() and validate() are synchronous afterwards (the first TypeScript source loads the compiler, unless preloadTypeScript). */
 export async function createSchemaEngine(options: SchemaEngineOptions = {}): Promise<SchemaEngine> {
   const language = await loadPython();
-  return new TreeSitterSchemaEngine(language, {
-    maxSourceBytes: options.maxSourceBytes ?? DEFAULT_MAX_SOURCE_BYTES,
-    maxDocstringBytes: options.maxDocstringBytes ?? DEFAULT_MAX_DOCSTRING_BYTES,
-    maxSchemaBytes: options.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES,
-    timeLimitMs: options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS,
-  });
+  return new TreeSitterSchemaEngine(
+    language,
+    {
+      maxSourceBytes: options.maxSourceBytes ?? DEFAULT_MAX_SOURCE_BYTES,
+      maxDocstringBytes: options.maxDocstringBytes ?? DEFAULT_MAX_DOCSTRING_BYTES,
+      maxSchemaBytes: options.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES,
+      timeLimitMs: options.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS,
+    },
+    options.preloadTypeScript === true,
+  );
 }

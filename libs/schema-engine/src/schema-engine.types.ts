@@ -58,6 +58,13 @@ export interface SchemaEngineOptions {
   maxSchemaBytes?: number;
   /** Wall-clock budget of one generate() call. Default 2000 ms. */
   timeLimitMs?: number;
+  /**
+   * Load the TypeScript front-end (the TypeScript compiler, ~45 MiB) with the engine instead of at
+   * its first TypeScript source. A process that must answer TypeScript sources within a deadline
+   * it does not own (the schema service's workers, ended by their pool at the time limit) preloads:
+   * on a busy machine the load alone can take longer than the limit. Default false.
+   */
+  preloadTypeScript?: boolean;
 }
 
 export interface SchemaEngine {

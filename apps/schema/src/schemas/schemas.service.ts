@@ -46,6 +46,10 @@ export class SchemasService implements OnModuleInit, OnApplicationShutdown {
       // The pool ends a job at the limit itself (terminating its worker); the engine's own,
       // cooperative check is only a backstop here, so every overlong job ends the same way.
       timeLimitMs: 2 * this.config.SCHEMA_TIME_LIMIT_MS,
+      // Loaded before a worker is ready, not in its first TypeScript job: on a busy machine the
+      // compiler's load alone can outlast the time limit, and the pool would end that job (and the
+      // worker) every time.
+      preloadTypeScript: true,
     };
     this.pool = new WorkerPool({
       script: join(__dirname, 'schemas.worker.js'),
