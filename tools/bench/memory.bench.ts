@@ -14,16 +14,13 @@
  * BENCH_BASELINE_ROOT: another checkout, built: the same run on its dist/ first (one stack at a
  * time), and its figures beside this tree's.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { createDatabase, dropDatabase } from '../../test/support/database';
-import { databaseUrlFor, ROOT } from '../../test/support/env';
+import { ROOT } from '../../test/support/env';
 import { echoTool, FakeMcpServer } from '../../test/support/mcp-servers';
-import { RawClient } from '../../test/support/nats-client';
-import { ALL_APPS, startStack, type AppName, type Stack } from '../../test/support/stack';
-import { deleteStreams } from '../../test/setup/global-teardown';
+import { ALL_APPS, type AppName } from '../../test/support/stack';
+import { benchStack, type BenchStack } from './bench-stack';
 import { descendantsOf, measure, rssKiB } from './stats';
 
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 15_000);
@@ -129,24 +126,14 @@ export function ts_tool_${i}(x: number, label: string = 'a'): { x: number; label
 
 /** Starts the stack of `root`, reads it idle, runs the round, reads it again; stops everything. */
 async function run(root: string | undefined): Promise<Map<AppName, AppFigures>> {
-  const id = randomBytes(4).toString('hex');
-  const db = `tp_bench_${id}`;
-  const prefix = `bench${id}`;
-  const org = `bench-mem-${id}`;
-  await createDatabase(db);
-  let stack: Stack | undefined;
   const server = new FakeMcpServer();
   server.tools = Array.from({ length: MCP_TOOLS }, (_, i) => echoTool(`mcp_tool_${i}`));
   await server.start();
-  const client = await RawClient.connect(prefix);
+  let bench: BenchStack | undefined;
   try {
-    stack = await startStack({
-      prefix,
-      databaseUrl: databaseUrlFor(db),
-      apps: ALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      ...(root ? { root } : {}),
-    });
+    bench = await benchStack({ apps: ALL_APPS, ...(root ? { root } : {}) });
+    const { stack, client, prefix } = bench;
+    const org = `bench-mem-${prefix}`;
     const pids = new Map([...stack.apps].map(([name, app]) => [name, app.proc.pid!]));
     await sleep(IDLE_MS);
     const idle = new Map([...pids].map(([name, pid]) => [name, read(pid)]));
@@ -219,11 +206,8 @@ async function run(root: string | undefined): Promise<Map<AppName, AppFigures>> 
     }
     return out;
   } finally {
-    await client.close();
-    await stack?.stop();
+    await bench?.stop();
     await server.stop();
-    await deleteStreams(prefix);
-    await dropDatabase(db);
   }
 }
 
