@@ -3,9 +3,9 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hostAddress, packNpm, startConnectProxy, startHttpsIndex, testCertificates } from '../support/build-fixtures';
-import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, startStack, type Stack } from '../support/stack';
+import { startCallStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { writeWheel } from '../support/wheels';
 
@@ -47,22 +47,16 @@ describe('environments: builds reach their index through the configured proxy, t
     index = await startHttpsIndex(files, INDEX_HOST, certs);
     proxy = await startConnectProxy(host, { [INDEX_HOST]: index.port });
     chmodSync(workRoot, 0o755);
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: {
-        'runner-local': {
-          RUNNER_WORK_ROOT: workRoot,
-          RUNNER_POOL_WARM: '1',
-          PIP_INDEX_URL: `https://${INDEX_HOST}:${index.port}/simple/`,
-          RUNNER_NPM_REGISTRY: `https://${INDEX_HOST}:${index.port}/npm/`,
-          RUNNER_BUILD_PROXY: proxy.url,
-          RUNNER_BUILD_CA_FILE: certs.caFile,
-          // The proxy is on this host's (private) address: allowlisted like any internal index.
-          RUNNER_EGRESS_ALLOW: `${host}/32`,
-        },
+    stack = await startCallStack(prefix, {
+      'runner-local': {
+        RUNNER_WORK_ROOT: workRoot,
+        RUNNER_POOL_WARM: '1',
+        PIP_INDEX_URL: `https://${INDEX_HOST}:${index.port}/simple/`,
+        RUNNER_NPM_REGISTRY: `https://${INDEX_HOST}:${index.port}/npm/`,
+        RUNNER_BUILD_PROXY: proxy.url,
+        RUNNER_BUILD_CA_FILE: certs.caFile,
+        // The proxy is on this host's (private) address: allowlisted like any internal index.
+        RUNNER_EGRESS_ALLOW: `${host}/32`,
       },
     });
     client = await RawClient.connect(prefix);

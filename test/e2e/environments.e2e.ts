@@ -3,9 +3,9 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packGatedNpm, writeGatedSdist } from '../support/build-fixtures';
-import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
+import { metricOf, type Stack, startCallStack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -92,19 +92,13 @@ describe('environments: prepared on upsert, not built on the hot path', () => {
     writeGatedSdist(house.dir, 'tpslow', '1.0', pipGate, 'slow-1');
     packGatedNpm(tarballs, 'tp-slow-npm', '1.0.0', npmGate, 'built after the gate');
     chmodSync(tarballs, 0o755);
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: {
-        'runner-local': {
-          ...house.runnerEnv,
-          RUNNER_NPM_LOCAL_DIRS: tarballs,
-          RUNNER_NPM_OFFLINE: 'true',
-          RUNNER_BUILD_WAIT_MS: '1',
-          RUNNER_BUILD_RETRY_MS: '3600000',
-        },
+    stack = await startCallStack(prefix, {
+      'runner-local': {
+        ...house.runnerEnv,
+        RUNNER_NPM_LOCAL_DIRS: tarballs,
+        RUNNER_NPM_OFFLINE: 'true',
+        RUNNER_BUILD_WAIT_MS: '1',
+        RUNNER_BUILD_RETRY_MS: '3600000',
       },
     });
     client = await RawClient.connect(prefix);

@@ -7,7 +7,7 @@ import { Client } from 'pg';
 import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
 import { eventsFor, eventually, recordOf } from '../support/executions';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, startStack, type Stack } from '../support/stack';
+import { startCallStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 describe('idempotency window and result retention', () => {
@@ -19,18 +19,12 @@ describe('idempotency window and result retention', () => {
     client.req('toolplane.v1.tools.execute', { org_id: org, ...body }, { timeoutMs: 60_000 });
 
   beforeAll(async () => {
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: {
-        executor: {
-          EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000',
-          EXECUTION_RESULT_RETENTION_MS: '2000',
-          EXECUTION_SWEEP_MS: '100',
-          EXECUTION_SYNC_EVENTS: 'true',
-        },
+    stack = await startCallStack(prefix, {
+      executor: {
+        EXECUTION_IDEMPOTENCY_WINDOW_MS: '2000',
+        EXECUTION_RESULT_RETENTION_MS: '2000',
+        EXECUTION_SWEEP_MS: '100',
+        EXECUTION_SYNC_EVENTS: 'true',
       },
     });
     client = await RawClient.connect(prefix);

@@ -1,7 +1,7 @@
 import { newExecutionId } from '../../apps/executor/src/records/execution-id';
-import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, startStack, type Stack } from '../support/stack';
+import { startCallStack, type Stack } from '../support/stack';
 import { ADD } from '../support/tools';
 
 /**
@@ -26,12 +26,7 @@ describe('read your writes: an execution id is readable the moment it is handed 
   const forged = (agoMs: number) => newExecutionId(Date.now() - agoMs);
 
   beforeAll(async () => {
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-    });
+    stack = await startCallStack(prefix);
     await stack.addReplica('executor');
     client = await RawClient.connect(prefix);
     await client.call('toolplane.v1.tools.upsert', { org_id: org, tool: { source_code: ADD } }, 60_000);

@@ -1,6 +1,6 @@
-import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
+import { metricOf, type Stack, startCallStack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 /** A tool body naming the sandbox it ran in: its pid namespace and the start time of its slot process (pid 1 in it). */
@@ -35,12 +35,8 @@ describe('sandbox: nothing crosses from one call (or org) to the next', () => {
   const metric = (name: string) => metricOf(stack.apps.get('runner-local')!, name);
 
   beforeAll(async () => {
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: { 'runner-local': { RUNNER_POOL_WARM: '1', RUNNER_POOL_MAX_PER_ENV: '1', RUNNER_MAX_CONCURRENCY: '1' } },
+    stack = await startCallStack(prefix, {
+      'runner-local': { RUNNER_POOL_WARM: '1', RUNNER_POOL_MAX_PER_ENV: '1', RUNNER_MAX_CONCURRENCY: '1' },
     });
     client = await RawClient.connect(prefix);
     await register(

@@ -1,9 +1,9 @@
 import { expectEventually } from '@toolplane/testing';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { testDatabaseUrl, uniqueOrg } from '../support/context';
+import { uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
+import { metricOf, type Stack, startCallStack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -37,20 +37,14 @@ describe('sandbox: limits per call, fairness between orgs, a disk budget', () =>
   const until = (check: () => Promise<void>) => expectEventually(check, { timeoutMs: 30_000, intervalMs: 50 });
 
   beforeAll(async () => {
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: {
-        'runner-local': {
-          ...house.runnerEnv,
-          RUNNER_POOL_WARM: '2',
-          RUNNER_MAX_CONCURRENCY: '2',
-          RUNNER_POOL_IDLE_TTL_MS: '1000',
-          RUNNER_ENV_STORE_MAX_MB: '1',
-          RUNNER_ENV_STORE_MIN_IDLE_MS: '0',
-        },
+    stack = await startCallStack(prefix, {
+      'runner-local': {
+        ...house.runnerEnv,
+        RUNNER_POOL_WARM: '2',
+        RUNNER_MAX_CONCURRENCY: '2',
+        RUNNER_POOL_IDLE_TTL_MS: '1000',
+        RUNNER_ENV_STORE_MAX_MB: '1',
+        RUNNER_ENV_STORE_MIN_IDLE_MS: '0',
       },
     });
     client = await RawClient.connect(prefix);

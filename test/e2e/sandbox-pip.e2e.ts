@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { testDatabaseUrl, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, metricOf, startStack, type Stack } from '../support/stack';
+import { metricOf, startStack, type Stack, startCallStack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 import { localWheelhouse } from '../support/wheels';
 
@@ -101,14 +101,8 @@ describe('sandbox warm environments (RUNNER_POOL_WARM_ENVS)', () => {
       { pip_requirements: ['tpwarm==1.0.0'], warm: 2 },
       { pip_requirements: ['not-in-wheelhouse==1.0'], warm: 1 },
     ];
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-      appEnv: {
-        'runner-local': { ...house.runnerEnv, RUNNER_POOL_WARM_ENVS: JSON.stringify(warmEnvs) },
-      },
+    stack = await startCallStack(prefix, {
+      'runner-local': { ...house.runnerEnv, RUNNER_POOL_WARM_ENVS: JSON.stringify(warmEnvs) },
     });
     client = await RawClient.connect(prefix);
   });

@@ -4,9 +4,9 @@
  */
 import type { Msg } from '@nats-io/transport-node';
 import { Headers } from '@toolplane/contracts';
-import { testDatabaseUrl, testPrefix, uniqueOrg } from '../support/context';
+import { testPrefix, uniqueOrg } from '../support/context';
 import { RawClient } from '../support/nats-client';
-import { CALL_APPS, startStack, type Stack } from '../support/stack';
+import { startCallStack, type Stack } from '../support/stack';
 import { pythonTool } from '../support/tools';
 
 const RUN = 'toolplane.internal.v1.runners.local.run';
@@ -35,12 +35,7 @@ describe('service-only internal subjects and sealed service traffic', () => {
   });
 
   beforeAll(async () => {
-    stack = await startStack({
-      prefix,
-      databaseUrl: testDatabaseUrl(),
-      apps: CALL_APPS,
-      env: { LOG_LEVEL: 'warn' },
-    });
+    stack = await startCallStack(prefix);
     client = await RawClient.connect(prefix);
     await client.req('toolplane.v1.secrets.set', { org_id: org, scope: 'sandbox', key: 'API_KEY', value: SECRET });
     const up = await client.req('toolplane.v1.tools.upsert', {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { testDatabaseUrl } from './context';
 import { natsUrl, ROOT } from './env';
 import { ensureTestIdentity, mintOperatorToken } from './identity';
 import { testStdioAllowlist } from './stdio-allowlist';
@@ -33,6 +34,14 @@ export const ALL_APPS: AppName[] = [
 ];
 /** The apps a tool call needs, from upsert to a local run and its record (no MCP, web or gateway). */
 export const CALL_APPS: AppName[] = ['schema', 'registry', 'credentials', 'runner-local', 'executor'];
+
+/**
+ * The stack most e2e files start: the call apps (CALL_APPS) on the run's database and their own
+ * `prefix`, warnings only, with `appEnv` per app.
+ */
+export function startCallStack(prefix: string, appEnv: StackOptions['appEnv'] = {}): Promise<Stack> {
+  return startStack({ prefix, databaseUrl: testDatabaseUrl(), apps: CALL_APPS, env: { LOG_LEVEL: 'warn' }, appEnv });
+}
 
 export interface StackOptions {
   prefix: string;
